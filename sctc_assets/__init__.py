@@ -1,0 +1,1 @@
+"""sctc-assets: Dagster assets that audit LLMs for bias across Chinese language varieties and English."""

@@ -1,0 +1,1 @@
+"""Dagster assets, one folder per benchmark."""

@@ -1,0 +1,54 @@
+"""Metadata every table asset attaches: row count, column schema, a Markdown preview, and plots."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+_DTYPE_NAMES = {"object": "string", "bool": "bool", "int64": "int", "float64": "float"}
+
+
+def _cell(value: Any, width: int) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    text = text.replace("\n", " ").replace("|", "/")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def markdown_table(frame: pd.DataFrame, rows: int = 10, width: int = 60) -> str:
+    if frame.empty:
+        return "_(empty)_"
+    head = frame.head(rows)
+    lines = ["| " + " | ".join(map(str, head.columns)) + " |", "|" + "---|" * len(head.columns)]
+    for record in head.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(value, width) for value in record) + " |")
+    if len(frame) > rows:
+        lines.append(f"\n_{rows} of {len(frame)} rows_")
+    return "\n".join(lines)
+
+
+def table_metadata(frame: pd.DataFrame, *, preview_rows: int = 10, **extra: Any) -> dict[str, Any]:
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(name=str(name), type=_DTYPE_NAMES.get(str(dtype), str(dtype)))
+                 for name, dtype in frame.dtypes.items()]
+    )
+    metadata: dict[str, Any] = {
+        "dagster/row_count": len(frame),
+        "dagster/column_schema": schema,
+        "preview": dg.MetadataValue.md(markdown_table(frame, preview_rows)),
+    }
+    metadata.update(extra)
+    return metadata
+
+
+def png_markdown(figure: Any, title: str = "") -> dg.MetadataValue:
+    """A matplotlib figure as an inline image the Dagster UI renders."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    encoded = base64.b64encode(buffer.getvalue()).decode()
+    return dg.MetadataValue.md(f"{title}\n\n![{title}](data:image/png;base64,{encoded})")

@@ -1,0 +1,44 @@
+"""SC-TC-Bench Task 1, regional term choice: regional_terms → term_prompts → term_responses → term_judgements →
+term_labels → term_choice_rates / term_misalignment_by_term → term_choice_tests, term_variant_correlations,
+term_misalignment_summary."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from sctc_assets.assets.term.labels import term_labels
+from sctc_assets.assets.term.metrics import (
+    term_choice_rates,
+    term_choice_tests,
+    term_misalignment_by_term,
+    term_misalignment_summary,
+    term_variant_correlations,
+)
+from sctc_assets.assets.term.responses import term_judgements, term_responses
+from sctc_assets.assets.term.source import regional_terms, term_prompts, term_prompts_match_upstream
+
+TERM_ASSETS = [
+    regional_terms, term_prompts, term_responses, term_judgements, term_labels,
+    term_choice_rates, term_misalignment_by_term, term_choice_tests, term_variant_correlations,
+    term_misalignment_summary,
+]
+TERM_CHECKS = [term_prompts_match_upstream]
+
+# Dagster jobs hold one partitioning each, so the benchmark splits into three stages.
+term_model_lang_job = dg.define_asset_job(
+    "term_model_lang", selection=dg.AssetSelection.assets(term_responses, term_judgements, term_labels),
+    description="Generate, judge and label one or more model × lang partitions.")
+term_per_model_job = dg.define_asset_job(
+    "term_per_model", selection=dg.AssetSelection.assets(term_choice_rates, term_misalignment_by_term),
+    description="Per-model metric tables.")
+term_cross_model_job = dg.define_asset_job(
+    "term_cross_model",
+    selection=dg.AssetSelection.assets(regional_terms, term_prompts, term_choice_tests, term_variant_correlations,
+                                       term_misalignment_summary),
+    description="Model-independent inputs and the cross-model tables.")
+
+TERM_JOBS = [term_model_lang_job, term_per_model_job, term_cross_model_job]
+
+
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=TERM_ASSETS, asset_checks=TERM_CHECKS, jobs=TERM_JOBS)

@@ -1,0 +1,73 @@
+"""Labels (correct / misaligned / incorrect) for one model × lang partition, from every available source."""
+
+import dagster as dg
+import pandas as pd
+
+from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
+from sctc_assets.lib.term.labelling import LABEL_COLUMNS, judge_labels, rules_labels, upstream_labels
+from sctc_assets.lib.term.upstream_labels import clean_judgements
+from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
+from sctc_assets.partitions import model_and_lang, term_partitions
+from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+GROUP = "term"
+OTHER_LANG = {"zh_hans": "zh_hant", "zh_hant": "zh_hans"}
+
+
+def published_label_inputs(
+    source: UpstreamSource, upstream_name: str, lang: str, variants: list[int]
+) -> tuple[dict[int, list[str]], dict[int, list[int]], list[str]]:
+    """The other language's `gt` column and the cleaned GPT-4o-mini verdicts per variant, plus what is missing."""
+    other_gt, verdicts, missing = {}, {}, []
+    for variant in variants:
+        prompt_file = term_prompt_file(OTHER_LANG[lang], variant)
+        judgement_file = term_judgement_file(upstream_name, lang, variant)
+        try:
+            gt = source.read_csv(prompt_file, ["gt"])["gt"].tolist()
+            raw = source.read_csv(judgement_file, ["correct"])["correct"].tolist()
+        except UpstreamFileMissing as exc:
+            missing.append(exc.relative_path)
+            continue
+        other_gt[variant] = gt
+        verdicts[variant] = clean_judgements(raw, upstream_name=upstream_name, lang=lang, variant=variant,
+                                             file=judgement_file)
+    return other_gt, verdicts, missing
+
+
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def term_labels(
+    context: dg.AssetExecutionContext,
+    term_responses: pd.DataFrame,
+    term_prompts: pd.DataFrame,
+    term_judgements: pd.DataFrame,
+    models: ModelRegistryResource,
+    upstream: SCTCUpstreamResource,
+) -> dg.Output[pd.DataFrame]:
+    """Long label table: `model, lang, prompt_variant, term_id, trial, response, label_source, label`.
+
+    Sources: `rules` (ours, always), `upstream` (replay models: the authors' published GPT-4o-mini verdicts with
+    their misalignment rule, reproducing the paper's numbers) and `judge` (when `term_judgements` has verdicts).
+    Scoring never calls a model; re-materializing this asset only re-reads stored answers."""
+    model, lang = model_and_lang(context)
+    frames = [rules_labels(term_responses, term_prompts)] if not term_responses.empty else []
+    notes: list[str] = []
+    entry = models.entry(model)
+    if entry.backend == "replay" and not term_responses.empty:
+        variants = sorted(int(v) for v in term_responses["prompt_variant"].unique())
+        other_gt, verdicts, missing = published_label_inputs(
+            upstream.open(), str(entry.settings["upstream_name"]), lang, variants)
+        notes += [f"upstream labels skipped: file missing {path}" for path in missing]
+        frames.append(upstream_labels(term_responses, other_gt, verdicts))
+    if not term_judgements.empty:
+        frames.append(judge_labels(term_responses, term_prompts, term_judgements))
+    for note in notes:
+        context.log.warning(f"term_labels {model}/{lang}: {note}")
+    labels = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABEL_COLUMNS)
+    distribution = (labels.groupby(["label_source", "label"]).size().unstack(fill_value=0).to_dict("index")
+                    if not labels.empty else {})
+    excluded = int((~term_responses["outcome"].isin(["ok", "refusal"])).sum()) if not term_responses.empty else 0
+    return dg.Output(labels, metadata=table_metadata(
+        labels, label_distribution=dg.MetadataValue.json(distribution), notes=dg.MetadataValue.json(notes),
+        excluded_errors=excluded))

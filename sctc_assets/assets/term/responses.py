@@ -1,0 +1,141 @@
+"""Per-model answers (generation) and optional judge verdicts, partitioned by model × lang."""
+
+import os
+from typing import Optional
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.lib.generation import GenerationRequest, UsageTotals, strip_reasoning
+from sctc_assets.lib.progress import ProgressReporter
+from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
+from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, run_settings
+from sctc_assets.partitions import model_and_lang, term_partitions
+from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+GROUP = "term"
+JUDGE_ENV_VAR = "SCTC_TERM_JUDGE"
+RESPONSE_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "row", "prompt", "response", "outcome",
+                    "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s"]
+
+
+class TermResponsesConfig(dg.Config):
+    trials: Optional[int] = Field(
+        default=None, description=f"Trials per prompt (paper: {PAPER_TRIALS}); default: the model's registry "
+                                  "`benchmarks.term.trials`, else the paper's.")
+    prompt_variants: Optional[list[int]] = Field(
+        default=None, description="Prompt variants 1–3; default: the registry's `benchmarks.term.prompt_variants`, else all.")
+
+
+def usage_metadata(usage: UsageTotals, pricing: tuple[float | None, float | None]) -> dict:
+    cost = usage.cost(*pricing)
+    metadata = {
+        "calls": usage.calls, "cached_answers": usage.cached, "new_answers": usage.calls - usage.cached,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "outcomes": dg.MetadataValue.json(usage.outcomes),
+    }
+    if cost is not None:
+        metadata["cost_usd"] = round(cost, 6)
+    return metadata
+
+
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def term_responses(
+    context: dg.AssetExecutionContext,
+    config: TermResponsesConfig,
+    term_prompts: pd.DataFrame,
+    models: ModelRegistryResource,
+    upstream: SCTCUpstreamResource,
+) -> dg.Output[pd.DataFrame]:
+    """One model's answers to the term prompts of one language, through the model's backend and the response
+    cache (replay models return the paper's published answers). Errors after retries stay in the table with
+    outcome `error`; replay gaps (files the upstream copy lacks) are skipped and named in the metadata."""
+    model, lang = model_and_lang(context)
+    entry = models.entry(model)
+    trials, variants = run_settings(config.trials, config.prompt_variants, entry.benchmark_settings("term"))
+    selected = term_prompts[(term_prompts["lang"] == lang) & term_prompts["prompt_variant"].isin(variants)
+                            & (term_prompts["trial"] < trials)].reset_index(drop=True)
+    backend = models.backend(model, open_upstream=upstream.open)
+    requests = [
+        GenerationRequest.user(record["prompt"], trial=record["trial"], benchmark="term", lang=lang,
+                               prompt_variant=record["prompt_variant"], row=record["row"])
+        for record in selected.to_dict("records")
+    ]
+    progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
+    results = backend.generate(requests, cache=models.cache(), progress=progress)
+
+    usage = UsageTotals()
+    for result in results:
+        usage.add(result)
+    frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
+    frame.insert(0, "model", model)
+    frame["response"] = [result.text for result in results]
+    frame["outcome"] = [result.outcome for result in results]
+    frame["outcome_message"] = [result.message for result in results]
+    frame["input_tokens"] = pd.array([result.input_tokens for result in results], dtype="Int64")
+    frame["output_tokens"] = pd.array([result.output_tokens for result in results], dtype="Int64")
+    frame["finish_reason"] = [result.finish_reason for result in results]
+    frame["cached"] = [result.cached for result in results]
+    frame["latency_s"] = [result.latency_s for result in results]
+
+    skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"]))
+    for message in skipped:
+        context.log.warning(f"term_responses {model}/{lang}: skipped ({message})")
+    frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)[RESPONSE_COLUMNS]
+    errors = int((frame["outcome"] == "error").sum())
+    if errors:
+        context.log.warning(f"term_responses {model}/{lang}: {errors} answers failed after retries; "
+                            "they are not cached and will be asked again on the next materialization")
+    note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
+    return dg.Output(frame, metadata=table_metadata(
+        frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
+        skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
+        **usage_metadata(usage, backend.pricing()),
+    ))
+
+
+class TermJudgeConfig(dg.Config):
+    judge: Optional[str] = Field(
+        default=None, description=f"Registry key of the judge model; default ${JUDGE_ENV_VAR}; unset: no judge labels.")
+
+
+JUDGEMENT_COLUMNS = ITEM_KEYS + ["model", "judge_model", "judge_answer", "judge_outcome", "judge_correct"]
+
+
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def term_judgements(
+    context: dg.AssetExecutionContext,
+    config: TermJudgeConfig,
+    term_responses: pd.DataFrame,
+    term_prompts: pd.DataFrame,
+    models: ModelRegistryResource,
+    upstream: SCTCUpstreamResource,
+) -> dg.Output[pd.DataFrame]:
+    """Optional judge verdicts (the paper's GPT-4o-mini correctness question, asked of any registered model).
+    Empty when no judge is configured; the `judge` label source of `term_labels` uses them."""
+    model, lang = model_and_lang(context)
+    judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
+    if not judge_key or term_responses.empty:
+        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": "none", "dagster/row_count": 0})
+    answers = scorable(term_responses).merge(term_prompts[ITEM_KEYS + ["gt"]], on=ITEM_KEYS, how="left")
+    judge = models.backend(judge_key, open_upstream=upstream.open)
+    requests = [GenerationRequest.user(judge_prompt(record["prompt"], record["gt"], strip_reasoning(record["response"])))
+                for record in answers.to_dict("records")]
+    results = judge.generate(requests, cache=models.cache(),
+                             progress=ProgressReporter(f"term_judgements {model}/{lang} by {judge_key}", context.log.info))
+    usage = UsageTotals()
+    for result in results:
+        usage.add(result)
+    frame = answers[ITEM_KEYS].copy()
+    frame["model"] = model
+    frame["judge_model"] = judge_key
+    frame["judge_answer"] = [result.text for result in results]
+    frame["judge_outcome"] = [result.outcome for result in results]
+    frame["judge_correct"] = [parse_verdict(result.text) if result.outcome == "ok" else None for result in results]
+    unparsed = int(frame["judge_correct"].isna().sum())
+    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
+        frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(usage, judge.pricing())))

@@ -1,0 +1,64 @@
+"""What `sctc run` knows about each benchmark: its stages, its run options, and its end-of-run summary."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+from tabulate import tabulate
+
+from sctc_assets.partitions import TERM_LANGS
+from sctc_assets.runner import BenchmarkPlan
+
+
+def _term_config(options: Mapping[str, Any]) -> dict:
+    return {
+        "term_responses": {"trials": options.get("trials"), "prompt_variants": options.get("prompt_variants")},
+        "term_judgements": {"judge": options.get("judge")},
+    }
+
+
+def term_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    rates = tables.get("term_choice_rates")
+    if rates is None or rates.empty:
+        return "no term_choice_rates were produced"
+    tests = tables.get("term_choice_tests", pd.DataFrame())
+    rates = rates[(rates["subset"] == "all") & rates["model"].isin(models)]
+    variant = 1 if (rates["prompt_variant"] == 1).any() else int(rates["prompt_variant"].min())
+    rates = rates[rates["prompt_variant"] == variant]
+    rows = []
+    for (model, source), frame in rates.groupby(["model", "label_source"]):
+        by_lang = frame.set_index("lang")
+        row: dict[str, Any] = {"model": model, "labels": source}
+        for lang, tag in (("zh_hans", "S"), ("zh_hant", "T")):
+            if lang in by_lang.index:
+                r = by_lang.loc[lang]
+                row[f"{tag} n"] = int(r["n"])
+                row[f"{tag} correct%"] = round(float(r["pct_correct"]), 2)
+                row[f"{tag} misaligned%"] = round(float(r["pct_misaligned"]), 2)
+                row[f"{tag} incorrect%"] = round(float(r["pct_incorrect"]), 2)
+        if not tests.empty:
+            match = tests[(tests["model"] == model) & (tests["label_source"] == source)
+                          & (tests["prompt_variant"] == variant) & (tests["subset"] == "all")]
+            for measure in ("correct", "misaligned"):
+                found = match[match["measure"] == measure]
+                row[f"S-T {measure} (BH)"] = (f"{float(found['diff_pct_points'].iloc[0]):+.1f} "
+                                              f"{found['sig_t_bh'].iloc[0]}") if not found.empty else ""
+        rows.append(row)
+    return (f"Regional term choice, prompt variant {variant}, all terms (S = Simplified prompts, "
+            f"T = Traditional prompts; significance: Welch t-test, BH-adjusted across models)\n"
+            + tabulate(rows, headers="keys", tablefmt="github"))
+
+
+TERM_PLAN = BenchmarkPlan(
+    name="term",
+    langs=TERM_LANGS,
+    inputs=("regional_terms", "term_prompts"),
+    per_model_lang=("term_responses", "term_judgements", "term_labels"),
+    per_model=("term_choice_rates", "term_misalignment_by_term"),
+    cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary"),
+    config=_term_config,
+)
+
+PLANS: dict[str, BenchmarkPlan] = {"term": TERM_PLAN}
+SUMMARIES: dict[str, Callable[[Mapping[str, pd.DataFrame], list[str]], str]] = {"term": term_summary}

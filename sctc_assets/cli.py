@@ -1,0 +1,139 @@
+"""`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
+from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
+
+DESCRIPTION = """Audit LLMs for bias across Chinese varieties (SC-TC-Bench and friends) with Dagster assets.
+
+Results go into a persistent Dagster instance ($DAGSTER_HOME, default data/dagster_home), so `sctc ui` (or
+`dagster dev` with the same DAGSTER_HOME) shows every materialization, and every table is also written as Parquet.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sctc", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
+                              description="Materialize the chosen benchmarks for the chosen models, print a "
+                                          "summary and write every table asset to --out as <asset>.parquet.")
+    run.add_argument("--benchmarks", nargs="+", default=["term"], choices=["term"],
+                     help="benchmarks to run (default: term)")
+    run.add_argument("--models", nargs="+", metavar="KEY",
+                     help="registry keys (default: every entry marked `default: true`)")
+    run.add_argument("--upstream", metavar="PATH|URL",
+                     help=f"SC-TC-Bench data: directory, .tar.gz/.tar.xz/.zip or URL (default ${SCTC_ENV_VAR}, "
+                          f"else {SCTC_DEFAULT_URL})")
+    run.add_argument("--out", type=Path, default=None,
+                     help=f"folder for the Parquet tables (default {default_outputs_dir()})")
+    run.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    run.add_argument("--trials", type=int, help="term: trials per prompt for every model (default: registry, else 15)")
+    run.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
+                     help="term: prompt variants (default: registry, else 1 2 3)")
+    run.add_argument("--judge", metavar="KEY", help="term: registry key of a judge model for the `judge` labels")
+
+    models = commands.add_parser("models", help="list the registry's models")
+    models.add_argument("--registry", metavar="YAML")
+
+    ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
+    ui.add_argument("--port", type=int, default=3000)
+    return parser
+
+
+def _prepare_environment(args: argparse.Namespace) -> None:
+    if getattr(args, "upstream", None):
+        os.environ[SCTC_ENV_VAR] = args.upstream
+    if getattr(args, "registry", None):
+        os.environ["SCTC_MODELS"] = str(Path(args.registry).resolve())
+    home = Path(os.environ.get("DAGSTER_HOME") or default_dagster_home())
+    home.mkdir(parents=True, exist_ok=True)
+    settings = home / "dagster.yaml"
+    if not settings.exists():
+        # Offline machines gain nothing from telemetry, and an explicit file silences Dagster's warning.
+        settings.write_text("telemetry:\n  enabled: false\n")
+    os.environ["DAGSTER_HOME"] = str(home.resolve())
+
+
+def _run(args: argparse.Namespace) -> int:
+    import dagster as dg
+    import pandas as pd
+
+    from sctc_assets.benchmarks import PLANS, SUMMARIES
+    from sctc_assets.definitions import defs, shared_resources
+    from sctc_assets.lib.registry import RegistryError
+    from sctc_assets.resources.io_manager import ParquetIOManager
+    from sctc_assets.resources.registry import ModelRegistryResource
+    from sctc_assets.runner import Runner, export_tables
+
+    try:
+        entries = ModelRegistryResource().entries()
+    except RegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    models = args.models or [key for key, entry in entries.items() if entry.default]
+    unknown = [model for model in models if model not in entries]
+    if unknown:
+        print(f"error: not in the registry: {', '.join(unknown)} (see `sctc models`)", file=sys.stderr)
+        return 2
+    out_dir = (args.out or default_outputs_dir()).resolve()
+    options = {"trials": args.trials, "prompt_variants": args.prompt_variants, "judge": args.judge}
+    instance = dg.DagsterInstance.get()
+    resources = shared_resources()
+    runner = Runner(defs, instance, resources)
+    print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}\nmodels: {', '.join(models)}")
+    status = 0
+    for name in args.benchmarks:
+        plan = PLANS[name]
+        report = runner.run(plan, models, options)
+        written = export_tables(plan, models, resources["io_manager"] if isinstance(
+            resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
+        tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
+        print()
+        print(SUMMARIES[name](tables, models))
+        print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
+        if not report.ok:
+            status = 1
+            print(f"\n{len(report.failures)} stage(s) failed:", file=sys.stderr)
+            for failure in report.failures:
+                print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
+    return status
+
+
+def _models(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from sctc_assets.resources.registry import ModelRegistryResource
+
+    registry = ModelRegistryResource()
+    rows = [{"key": key, "backend": entry.backend, "default": "yes" if entry.default else "",
+             "description": entry.description} for key, entry in registry.entries().items()]
+    print(f"registry: {registry.path()}")
+    print(tabulate(rows, headers="keys", tablefmt="github"))
+    return 0
+
+
+def _ui(args: argparse.Namespace) -> int:
+    workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
+    command = ["dagster", "dev", "-p", str(args.port)]
+    command += ["-w", str(workspace)] if workspace.exists() else ["-m", "sctc_assets.definitions"]
+    print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}: {' '.join(command)}")
+    return subprocess.call(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _prepare_environment(args)
+    return {"run": _run, "models": _models, "ui": _ui}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

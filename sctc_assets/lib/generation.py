@@ -1,0 +1,121 @@
+"""Request and result types shared by every model backend, plus the small text helpers scoring needs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+
+Outcome = Literal["ok", "refusal", "error", "missing"]
+OUTCOMES: tuple[str, ...] = ("ok", "refusal", "error", "missing")
+# Outcomes worth remembering: a retry would return the same thing. Transport errors and replay gaps are not.
+CACHEABLE_OUTCOMES: frozenset[str] = frozenset({"ok", "refusal"})
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One model call.
+
+    `messages` is the full chat (system/user/assistant dicts). `trial` separates repeated samples of the same
+    prompt in the cache. `ref` locates the item in a benchmark (benchmark, lang, prompt_variant, row, ...): replay
+    backends read published responses through it; live backends ignore it.
+    """
+
+    messages: tuple[Mapping[str, str], ...]
+    trial: int = 0
+    ref: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def user(cls, prompt: str, *, trial: int = 0, system: str | None = None, **ref: Any) -> "GenerationRequest":
+        messages: list[dict[str, str]] = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
+        return cls(messages=tuple(messages), trial=trial, ref=ref)
+
+    @property
+    def prompt(self) -> str:
+        """The last user message: what replay backends compare against the published prompt."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return message.get("content", "")
+        return ""
+
+
+@dataclass
+class GenerationResult:
+    text: str | None
+    outcome: Outcome = "ok"
+    message: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    cached: bool = False
+    latency_s: float | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "outcome": self.outcome,
+            "message": self.message,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "finish_reason": self.finish_reason,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], *, cached: bool = False) -> "GenerationResult":
+        return cls(
+            text=record.get("text"),
+            outcome=record.get("outcome", "ok"),
+            message=record.get("message"),
+            input_tokens=record.get("input_tokens"),
+            output_tokens=record.get("output_tokens"),
+            finish_reason=record.get("finish_reason"),
+            cached=cached,
+        )
+
+
+@dataclass
+class UsageTotals:
+    """Token and cost figures summed over one partition's calls (cached answers reported separately)."""
+
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, result: GenerationResult) -> None:
+        self.calls += 1
+        self.outcomes[result.outcome] = self.outcomes.get(result.outcome, 0) + 1
+        if result.cached:
+            self.cached += 1
+            return
+        self.input_tokens += result.input_tokens or 0
+        self.output_tokens += result.output_tokens or 0
+
+    def cost(self, price_input_per_mtok: float | None, price_output_per_mtok: float | None) -> float | None:
+        if price_input_per_mtok is None and price_output_per_mtok is None:
+            return None
+        return (self.input_tokens * (price_input_per_mtok or 0.0) + self.output_tokens * (price_output_per_mtok or 0.0)) / 1e6
+
+
+_THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+def strip_reasoning(text: str | None) -> str:
+    """Drop `<think>…</think>` blocks (an unclosed block runs to the end) before an answer is scored."""
+    if not text:
+        return ""
+    if "</think>" in text and "<think>" not in text:
+        # Chat templates that open the block inside the prompt leave only the closing tag in the answer.
+        text = text.split("</think>", 1)[1]
+    return _THINK_BLOCK.sub("", text).strip()
+
+
+def summarize_outcomes(results: Sequence[GenerationResult]) -> dict[str, int]:
+    counts = {name: 0 for name in OUTCOMES}
+    for result in results:
+        counts[result.outcome] = counts.get(result.outcome, 0) + 1
+    return counts

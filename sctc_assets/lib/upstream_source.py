@@ -1,0 +1,179 @@
+"""Open published benchmark data from a directory, an archive (.tar.gz/.tar.xz/.tar/.zip) or a URL.
+
+Archives are extracted once into a cache folder named after their content hash; URLs are downloaded once into the
+same cache. Every read names the file at fault when it is missing, unreadable or lacks a required column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar", ".zip")
+
+
+class UpstreamError(Exception):
+    """Base class for problems with the upstream data."""
+
+
+class UpstreamFileMissing(UpstreamError):
+    def __init__(self, source: "UpstreamSource", relative_path: str):
+        self.relative_path = relative_path
+        super().__init__(f"upstream file missing: {relative_path} (not in {source.origin})")
+
+
+class UpstreamSchemaError(UpstreamError):
+    pass
+
+
+class UpstreamArchiveError(UpstreamError):
+    pass
+
+
+def is_url(location: str) -> bool:
+    return urllib.parse.urlparse(location).scheme in {"http", "https", "ftp"}
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(url: str, cache_dir: Path, *, timeout_s: float = 120.0) -> Path:
+    """Fetch `url` into `cache_dir/downloads/` once; later calls reuse the file."""
+    name = Path(urllib.parse.urlparse(url).path).name or "download"
+    target = cache_dir / "downloads" / f"{hashlib.sha1(url.encode()).hexdigest()[:12]}-{name}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + f".part{os.getpid()}")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response, open(partial, "wb") as out:
+            shutil.copyfileobj(response, out)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise UpstreamError(f"could not download {url}: {exc}") from exc
+    partial.replace(target)
+    return target
+
+
+def _extract(archive: Path, destination: Path) -> None:
+    name = archive.name.lower()
+    try:
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as bundle:
+                bad = bundle.testzip()
+                if bad is not None:
+                    raise UpstreamArchiveError(f"{archive}: corrupt member {bad}")
+                bundle.extractall(destination)
+        else:
+            with tarfile.open(archive) as bundle:
+                bundle.extractall(destination, filter="data")
+    except UpstreamArchiveError:
+        raise
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise UpstreamArchiveError(f"{archive}: not a readable archive ({type(exc).__name__}: {exc})") from exc
+
+
+def extract_once(archive: Path, cache_dir: Path) -> Path:
+    """Extract `archive` under `cache_dir/extracted/<digest>` unless an earlier run finished doing so."""
+    if not archive.is_file():
+        raise UpstreamError(f"upstream archive not found: {archive}")
+    target = cache_dir / "extracted" / _file_digest(archive)[:16]
+    if (target / ".complete").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
+    try:
+        _extract(archive, staging)
+        (staging / ".complete").write_text(str(archive))
+        if target.exists():  # a half-finished earlier attempt
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / ".complete").exists():  # another process did not win the race either
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def find_root(directory: Path, markers: Sequence[str]) -> Path:
+    """The folder holding any of `markers`: `directory` itself or its single top-level folder (GitHub archives)."""
+    def has_marker(folder: Path) -> bool:
+        return any((folder / marker).exists() for marker in markers)
+
+    if has_marker(directory):
+        return directory
+    children = [child for child in directory.iterdir() if child.is_dir() and not child.name.startswith(".")]
+    for child in children:
+        if has_marker(child):
+            return child
+    raise UpstreamError(f"{directory}: none of {list(markers)} found here or one folder down")
+
+
+def resolve_location(location: str | os.PathLike, cache_dir: Path, markers: Sequence[str]) -> Path:
+    """Turn a directory, archive path or URL into a local data root."""
+    text = str(location)
+    if is_url(text):
+        local = download(text, cache_dir)
+    else:
+        local = Path(text).expanduser()
+        if not local.exists():
+            raise UpstreamError(f"upstream location does not exist: {local}")
+    if local.is_dir():
+        return find_root(local, markers)
+    return find_root(extract_once(local, cache_dir), markers)
+
+
+class UpstreamSource:
+    """A local data root with reads that name the file and column at fault."""
+
+    def __init__(self, root: Path, origin: str):
+        self.root = Path(root)
+        self.origin = origin
+
+    @classmethod
+    def open(cls, location: str | os.PathLike, cache_dir: Path, markers: Sequence[str]) -> "UpstreamSource":
+        return cls(resolve_location(location, Path(cache_dir), markers), origin=str(location))
+
+    def path(self, relative_path: str) -> Path:
+        return self.root / relative_path
+
+    def exists(self, relative_path: str) -> bool:
+        return self.path(relative_path).is_file()
+
+    def missing(self, relative_paths: Iterable[str]) -> list[str]:
+        return [path for path in relative_paths if not self.exists(path)]
+
+    def read_csv(self, relative_path: str, required_columns: Sequence[str] = (), **kwargs) -> pd.DataFrame:
+        path = self.path(relative_path)
+        if not path.is_file():
+            raise UpstreamFileMissing(self, relative_path)
+        try:
+            frame = pd.read_csv(path, **kwargs)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+            raise UpstreamSchemaError(f"{relative_path}: unreadable CSV ({exc})") from exc
+        # Some upstream files start with a UTF-8 byte-order mark that pandas keeps in the first header.
+        frame.columns = [str(column).lstrip("\ufeff") for column in frame.columns]
+        absent = [column for column in required_columns if column not in frame.columns]
+        if absent:
+            raise UpstreamSchemaError(
+                f"{relative_path}: missing required column(s) {', '.join(map(repr, absent))}"
+                f" (found {', '.join(map(repr, frame.columns))})"
+            )
+        return frame

@@ -1,0 +1,1 @@
+"""Dagster resources: upstream data, the model registry (which builds backends) and Parquet storage."""

@@ -1,0 +1,55 @@
+"""The model registry as a Dagster resource: it turns registry entries into backend resources."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import dagster as dg
+import pydantic
+from pydantic import Field
+
+from sctc_assets.backends import ModelBackend, backend_class
+from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib.paths import default_cache_path, default_registry_path
+from sctc_assets.lib.registry import ModelEntry, RegistryError, load_registry
+from sctc_assets.lib.upstream_source import UpstreamSource
+
+
+class ModelRegistryResource(dg.ConfigurableResource):
+    """Models by key (`data/models.yaml` or `$SCTC_MODELS`) and the shared response cache."""
+
+    registry_path: Optional[str] = Field(default=None, description="Model registry YAML; default $SCTC_MODELS or data/models.yaml.")
+    cache_path: Optional[str] = Field(default=None, description="SQLite response cache; default data/cache/responses.sqlite.")
+
+    def path(self) -> str:
+        return str(self.registry_path or default_registry_path())
+
+    def entries(self) -> dict[str, ModelEntry]:
+        return load_registry(self.path())
+
+    def entry(self, key: str) -> ModelEntry:
+        entries = self.entries()
+        if key not in entries:
+            raise RegistryError(f"{self.path()}: no model {key!r} (known: {', '.join(sorted(entries))})")
+        return entries[key]
+
+    def backend(self, key: str, *, open_upstream: Callable[[], UpstreamSource] | None = None) -> ModelBackend:
+        """The backend resource for `key`, configured from its registry entry (replay backends get the upstream)."""
+        entry = self.entry(key)
+        try:
+            cls = backend_class(entry.backend)
+        except (ImportError, ValueError) as exc:
+            raise RegistryError(f"{self.path()}: model {key!r}: {exc}") from exc
+        settings = dict(entry.settings)
+        if getattr(cls, "needs_upstream", False):
+            if open_upstream is None:
+                raise RegistryError(f"{self.path()}: model {key!r} replays published data but no upstream is configured")
+            settings.setdefault("upstream_root", str(open_upstream().root))
+        try:
+            return cls(**settings)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
+            raise RegistryError(f"{self.path()}: model {key!r} ({entry.backend}): {problems}") from None
+
+    def cache(self) -> ResponseCache:
+        return ResponseCache(self.cache_path or default_cache_path())

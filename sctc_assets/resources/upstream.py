@@ -1,0 +1,49 @@
+"""The SC-TC-Bench upstream data as a Dagster resource."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Optional
+
+import dagster as dg
+from pydantic import Field
+
+from sctc_assets.lib.paths import default_upstream_cache_dir
+from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_DEFAULT_URL, SCTC_ENV_VAR, SCTC_MARKERS, commit_of
+from sctc_assets.lib.upstream_source import UpstreamSource
+
+_opened: dict[tuple[str, str], UpstreamSource] = {}
+_lock = threading.Lock()
+
+
+class SCTCUpstreamResource(dg.ConfigurableResource):
+    """Where the SC-TC-Bench data comes from: a directory, a .tar.gz/.tar.xz/.zip archive or a URL.
+
+    Unset, it reads `$SCTC_UPSTREAM`, and failing that downloads the pinned GitHub archive once into
+    `data/upstream/`.
+    """
+
+    location: Optional[str] = Field(
+        default=None, description=f"Directory, archive or URL; default ${SCTC_ENV_VAR}, else the pinned GitHub archive."
+    )
+    cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted and URLs downloaded.")
+
+    def resolved_location(self) -> str:
+        return self.location or os.environ.get(SCTC_ENV_VAR) or SCTC_DEFAULT_URL
+
+    def open(self) -> UpstreamSource:
+        location = self.resolved_location()
+        cache_dir = self.cache_dir or str(default_upstream_cache_dir())
+        with _lock:
+            key = (location, cache_dir)
+            if key not in _opened:
+                _opened[key] = UpstreamSource.open(location, cache_dir=cache_dir, markers=SCTC_MARKERS)
+            return _opened[key]
+
+    def provenance(self) -> dict[str, str]:
+        source = self.open()
+        commit = commit_of(source.root)
+        note = "pinned commit" if commit and SCTC_COMMIT.startswith(commit) else (
+            f"WARNING: not the pinned commit {SCTC_COMMIT}" if commit else "commit unknown (plain directory)")
+        return {"upstream": source.origin, "upstream_commit": commit or "unknown", "upstream_note": note}

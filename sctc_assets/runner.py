@@ -1,0 +1,157 @@
+"""Materialize benchmarks in-process into a persistent Dagster instance (what `sctc run` does).
+
+The stages mirror the partitioning: model-independent inputs, then each model × lang partition, then each model,
+then the cross-model tables. Every stage goes through the same assets, resources, IO manager and response cache
+as a backfill launched from the Dagster UI, so both paths share results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import dagster as dg
+import pandas as pd
+
+from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.resources.io_manager import ParquetIOManager
+
+
+@dataclass(frozen=True)
+class BenchmarkPlan:
+    """The assets of one benchmark, by stage, and how its model × lang partitions are named."""
+
+    name: str
+    langs: tuple[str, ...]
+    inputs: tuple[str, ...]
+    per_model_lang: tuple[str, ...]
+    per_model: tuple[str, ...]
+    cross_model: tuple[str, ...]
+    checks: tuple[str, ...] = ()
+    config: Callable[[Mapping[str, Any]], dict] = field(default=lambda options: {})
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.inputs + self.per_model_lang + self.per_model + self.cross_model
+
+
+@dataclass
+class StageFailure:
+    stage: str
+    partition: str | None
+    message: str
+
+
+@dataclass
+class RunReport:
+    failures: list[StageFailure] = field(default_factory=list)
+    written: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    messages = []
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            messages.append(f"{event.step_key}: {error.message.strip().splitlines()[-1] if error.message else error}")
+    return "; ".join(messages) or "run failed"
+
+
+class Runner:
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, resources: Mapping[str, Any],
+                 log: Callable[[str], None] = print, log_level: str = "INFO"):
+        self.defs = defs
+        self.log_level = log_level
+        self.instance = instance
+        self.resources = dict(resources)
+        self.log = log
+        graph = defs.resolve_asset_graph()
+        self._assets = [defs.get_assets_def(key) for key in graph.get_all_asset_keys()]
+        self._assets = list({id(a): a for a in self._assets}.values())
+        self._checks = list(defs.asset_checks or [])
+
+    def ensure_model_partitions(self, models: Sequence[str]) -> None:
+        known = set(self.instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
+        new = [model for model in models if model not in known]
+        if new:
+            self.instance.add_dynamic_partitions(MODELS_PARTITION_NAME, new)
+
+    def _materialize(self, selection: Sequence[str], *, partition_key: str | None = None,
+                     run_config: dict | None = None, with_checks: bool = False) -> dg.ExecuteInProcessResult:
+        assets: list = [*self._assets, *(self._checks if with_checks else [])]
+        keys = [dg.AssetKey(name) for name in selection]
+        chosen = dg.AssetSelection.assets(*keys)
+        if with_checks:
+            chosen = chosen | dg.AssetSelection.checks_for_assets(*keys)
+        # Step-level DEBUG events drown the progress lines on a terminal; the UI still has every event.
+        run_config = {**(run_config or {}), "loggers": {"console": {"config": {"log_level": self.log_level}}}}
+        return dg.materialize(assets, selection=chosen, partition_key=partition_key, instance=self.instance,
+                              resources=self.resources, run_config=run_config, raise_on_error=False,
+                              tags={"sctc/launched_by": "sctc run"})
+
+    def _stage(self, report: RunReport, label: str, selection: Sequence[str], **kwargs: Any) -> bool:
+        if not selection:
+            return True
+        self.log(f"[{label}] materializing {', '.join(selection)}")
+        result = self._materialize(selection, **kwargs)
+        if not result.success:
+            message = _failure_message(result)
+            report.failures.append(StageFailure(label, kwargs.get("partition_key"), message))
+            self.log(f"[{label}] FAILED: {message}")
+        return result.success
+
+    def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
+            report: RunReport | None = None) -> RunReport:
+        report = report or RunReport()
+        self.ensure_model_partitions(models)
+        if not self._stage(report, f"{plan.name}: inputs", plan.inputs, with_checks=True):
+            return report
+        config = plan.config(options)
+        succeeded = []
+        for model in models:
+            model_ok = True
+            for lang in plan.langs:
+                key = dg.MultiPartitionKey({"model": model, "lang": lang})
+                run_config = {"ops": {name: {"config": config[name]} for name in plan.per_model_lang if name in config}}
+                model_ok &= self._stage(report, f"{plan.name}: {model}/{lang}", plan.per_model_lang,
+                                        partition_key=key, run_config=run_config)
+            if model_ok and self._stage(report, f"{plan.name}: {model}", plan.per_model, partition_key=model):
+                succeeded.append(model)
+        cross_config = {"ops": {name: {"config": config[name]} for name in plan.cross_model if name in config}}
+        self._stage(report, f"{plan.name}: across models", plan.cross_model, run_config=cross_config)
+        return report
+
+
+def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
+                  defs: dg.Definitions) -> dict[str, Path]:
+    """Write each table asset as `<out_dir>/<asset>.parquet`; partitioned tables keep the chosen models only."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name in plan.tables:
+        assets_def = defs.get_assets_def(name)
+        partitions_def = assets_def.partitions_def
+        if partitions_def is None:
+            path = io_manager.path_for(dg.AssetKey(name))
+            frames = [pd.read_parquet(path)] if path.exists() else []
+        else:
+            paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
+                     for key in _partition_keys(partitions_def, plan.langs, models)]
+            frames = [pd.read_parquet(path) for path in paths if path.exists()]
+        frames = [frame for frame in frames if not frame.empty]
+        if not frames:
+            continue
+        target = out_dir / f"{name}.parquet"
+        pd.concat(frames, ignore_index=True).to_parquet(target, index=False)
+        written[name] = target
+    return written
+
+
+def _partition_keys(partitions_def: dg.PartitionsDefinition, langs: Sequence[str], models: Sequence[str]) -> list:
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return [dg.MultiPartitionKey({"model": model, "lang": lang}) for model in models for lang in langs]
+    return list(models)

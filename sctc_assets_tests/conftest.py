@@ -1,0 +1,57 @@
+"""Shared fixtures. Tests that need the published SC-TC-Bench data read it from `$SCTC_UPSTREAM` (CI sets it to
+`../shared/upstream/SC-TC-Bench-aaad554.tar.xz`) and skip without it, unless `$SCTC_REQUIRE_UPSTREAM` is set, in
+which case its absence is a failure."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sctc_assets.lib.paths import default_upstream_cache_dir
+from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR, SCTC_MARKERS
+from sctc_assets.lib.upstream_source import UpstreamSource
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_ARCHIVE = REPO.parent / "shared" / "upstream" / "SC-TC-Bench-aaad554.tar.xz"
+
+
+def upstream_location() -> str | None:
+    configured = os.environ.get(SCTC_ENV_VAR)
+    if configured:
+        return configured
+    return str(SHARED_ARCHIVE) if SHARED_ARCHIVE.exists() else None
+
+
+@pytest.fixture(scope="session")
+def sctc_location() -> str:
+    location = upstream_location()
+    if location is None:
+        message = f"SC-TC-Bench upstream data not found: set ${SCTC_ENV_VAR}"
+        if os.environ.get("SCTC_REQUIRE_UPSTREAM"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return location
+
+
+@pytest.fixture(scope="session")
+def sctc_source(sctc_location: str) -> UpstreamSource:
+    return UpstreamSource.open(sctc_location, cache_dir=default_upstream_cache_dir(), markers=SCTC_MARKERS)
+
+
+@pytest.fixture
+def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh data folder (storage, cache, outputs, Dagster home) for one test."""
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("SCTC_DATA_DIR", str(data))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    return data
+
+
+@pytest.fixture
+def extracted_upstream(sctc_source: UpstreamSource, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point `$SCTC_UPSTREAM` at the already extracted data folder, so no test extracts the archive twice."""
+    monkeypatch.setenv(SCTC_ENV_VAR, str(sctc_source.root))
+    return sctc_source.root

@@ -1,0 +1,123 @@
+"""The `rules` label source on hand-made cases, and the `upstream` reproduction on hand-made and published data."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
+from sctc_assets.lib.term.labels import find_misaligned, label_answer, term_forms
+from sctc_assets.lib.term.terms import split_alternatives
+from sctc_assets.lib.term.upstream_labels import clean_judgements, upstream_label, upstream_misaligned
+
+
+def test_alternatives_are_split_on_slash_and_trimmed():
+    assert split_alternatives("門眼/ 防盗眼") == ["門眼", "防盗眼"]
+    assert split_alternatives("一米线/一米等待线") == ["一米线", "一米等待线"]
+    assert split_alternatives("复印件") == ["复印件"]
+    assert split_alternatives(" / ") == []
+
+
+@pytest.mark.parametrize(
+    ("lang", "expected", "other", "answer", "label"),
+    [
+        # any alternative of the expected term counts
+        ("zh_hans", ["一米线", "一米等待线"], ["等待線"], "一米等待线。", "correct"),
+        ("zh_hant", ["影本", "複印品"], ["复印件"], "這叫做複印品", "correct"),
+        # the other region's term as written
+        ("zh_hant", ["滑鼠"], ["鼠标"], "鼠标", "misaligned"),
+        # … or converted character by character into the prompting script
+        ("zh_hant", ["箱型車"], ["面包车"], "面包車", "misaligned"),
+        ("zh_hant", ["箱型車"], ["面包车"], "麵包車", "misaligned"),
+        ("zh_hans", ["鼠标"], ["滑鼠"], "滑鼠", "misaligned"),
+        ("zh_hant", ["樓中樓"], ["复式楼"], "復式樓", "misaligned"),
+        # misaligned wins over correct when both appear
+        ("zh_hant", ["滑鼠"], ["鼠标"], "滑鼠，也叫鼠標", "misaligned"),
+        # the other region's term inside an expected term is not a misalignment
+        ("zh_hans", ["一米线", "一米等待线"], ["等待線"], "一米等待线", "correct"),
+        # the expected term in the wrong script is not correct
+        ("zh_hant", ["網路購物"], ["网上购物"], "网路购物", "incorrect"),
+        ("zh_hant", ["滑鼠"], ["鼠标"], "我不知道", "incorrect"),
+        ("zh_hant", ["滑鼠"], ["鼠标"], None, "incorrect"),
+        # reasoning blocks are not part of the answer
+        ("zh_hant", ["滑鼠"], ["鼠标"], "<think>大陆叫鼠标</think>滑鼠", "correct"),
+    ],
+)
+def test_rules_labels(lang, expected, other, answer, label):
+    assert label_answer(answer, term_forms(lang, expected, other)) == label
+
+
+def test_converted_form_equal_to_expected_is_not_a_misaligned_form():
+    forms = term_forms("zh_hant", ["商標"], ["商标"])
+    assert "商標" not in forms.misaligned
+    assert label_answer("商標", forms) == "correct"
+    assert label_answer("商标", forms) == "misaligned"
+
+
+def test_find_misaligned_reports_forms():
+    forms = term_forms("zh_hant", ["箱型車"], ["面包车"])
+    assert find_misaligned("是麵包車，不是面包车", forms) == ["面包车", "麵包車"]
+
+
+def test_upstream_rule_keeps_the_scripts_quirks():
+    # A misaligned substring inside the correct answer counts (the project's rule does not).
+    assert upstream_misaligned("等待線", "一米等待线", "zh_hans")
+    # Alternatives are not trimmed: " 防盗眼" only matches with its leading space.
+    assert not upstream_misaligned("門眼/ 防盗眼", "防盗眼", "zh_hans")
+    assert upstream_misaligned("門眼/ 防盗眼", "門眼", "zh_hans")
+    # chinese-converter's character-level conversion of the Mainland term.
+    assert upstream_misaligned("面包车", "麵包車", "zh_hant")
+    # Hand-written overrides for Traditional prompts.
+    assert upstream_misaligned("空乘人员", "空乘", "zh_hant")
+    assert not upstream_misaligned("通行证", "「大陆居民往来台湾通行证」的簡稱為「台胞证」。", "zh_hant")
+    assert not upstream_misaligned("公共交通", 'print("Answer: 巴士") # 公共交通', "zh_hant")
+    assert not upstream_misaligned("鼠标", float("nan"), "zh_hant")
+
+
+def test_upstream_label_precedence():
+    assert upstream_label(True, 1) == "misaligned"
+    assert upstream_label(False, 1) == "correct"
+    assert upstream_label(False, 0) == "incorrect"
+
+
+def test_judgement_cleaning_reproduces_the_three_fixes():
+    assert clean_judgements(["1", "10", "0"], upstream_name="llama3-70b", lang="zh_hans", variant=2, file="f") == [1, 1, 0]
+    assert clean_judgements(["1. 0", "0"], upstream_name="llama3-8b", lang="zh_hant", variant=2, file="f") == [1, 0]
+    assert clean_judgements(["```python\n1```", 0], upstream_name="llama3-8b", lang="zh_hans", variant=3, file="f") == [1, 0]
+    with pytest.raises(ValueError, match=r"f: row 1: `correct` value '1. 0'"):
+        clean_judgements(["1", "1. 0"], upstream_name="qwen", lang="zh_hans", variant=1, file="f")
+
+
+def test_judge_prompt_and_verdicts():
+    prompt = judge_prompt("問題", "滑鼠", "滑鼠")
+    assert "The question is 問題." in prompt and "The correct answer is 滑鼠." in prompt
+    assert parse_verdict("1") is True
+    assert parse_verdict(" 0\n") is False
+    assert parse_verdict("The answer is 1.") is True
+    assert parse_verdict("1.5") is None
+    assert parse_verdict("") is None
+
+
+def test_upstream_labels_reproduce_the_published_term_details(sctc_source):
+    """Every per-term count of the authors' response_details files (prompt 1, 11 models, both languages)."""
+    from sctc_assets.lib.sctc_upstream import (PAPER_MODELS, term_details_file, term_judgement_file,
+                                               term_prompt_file, term_response_file)
+
+    other = {"zh_hans": "zh_hant", "zh_hant": "zh_hans"}
+    mismatches = []
+    for lang in ("zh_hans", "zh_hant"):
+        details = sctc_source.read_csv(term_details_file(lang, 1))
+        other_gt = sctc_source.read_csv(term_prompt_file(other[lang], 1))["gt"].tolist()
+        for model in PAPER_MODELS:
+            responses = sctc_source.read_csv(term_response_file(model, lang, 1, no_think=model == "ds"))["response"]
+            file = term_judgement_file(model, lang, 1)
+            judged = clean_judgements(sctc_source.read_csv(file)["correct"].tolist(), upstream_name=model,
+                                      lang=lang, variant=1, file=file)
+            labels = [upstream_label(upstream_misaligned(other_gt[row], responses[row], lang), judged[row])
+                      for row in range(len(responses))]
+            for term in range(110):
+                counts = pd.Series(labels[term::110]).value_counts()
+                ours = f"{counts.get('correct', 0)},{counts.get('misaligned', 0)},{counts.get('incorrect', 0)}"
+                if ours != details[model][term]:
+                    mismatches.append((lang, model, term, ours, details[model][term]))
+    assert mismatches == []
