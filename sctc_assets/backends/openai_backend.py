@@ -1,0 +1,288 @@
+"""Backend for any OpenAI-compatible chat-completions endpoint (OpenAI, Azure OpenAI, vLLM, llama.cpp server, ...).
+
+Retries are done here rather than by the SDK so that every request follows one policy (honour `Retry-After`,
+exponential backoff otherwise) and so that what survives the retries becomes an `error` result, not an exception.
+The API key is read from the environment at call time and handed only to the HTTP client: it never becomes a field,
+part of `identity()`, a result message or a cache row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import os
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar, Coroutine, Mapping, Optional, Sequence, TypeVar
+
+import openai
+from openai.types.chat import ChatCompletion
+from pydantic import Field
+
+from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+
+# Key for servers that ignore authentication (vLLM, llama.cpp) yet still need the header to be present.
+LOCAL_SERVER_KEY = "EMPTY"
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+# 401/403/404 mean the key, the permission or the model/endpoint is wrong: every other request would fail alike.
+_FATAL_STATUS = frozenset({401, 403, 404})
+_CONTENT_FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
+_CONTENT_FILTER_PHRASES = ("content management policy", "content filter", "content_filter")
+_MAX_MESSAGE_CHARS = 300
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _TransientFailure:
+    """A failed attempt that a later one may get past: 429, 5xx, timeout, dropped connection."""
+
+    description: str
+    server_delay_s: float | None = None
+
+
+class OpenAIBackend(ModelBackend):
+    """Chat completions from an OpenAI-compatible endpoint, with bounded concurrency and retries."""
+
+    backend_name: ClassVar[str] = "openai"
+
+    model: str = Field(description="Model name as the endpoint knows it.")
+    base_url: str = Field(default="https://api.openai.com/v1", description="Endpoint root, up to and including /v1.")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Name of the environment variable holding the API key; empty for servers without authentication.",
+    )
+    temperature: float = 0.0
+    max_tokens: Optional[int] = Field(default=512, ge=1)
+    top_p: Optional[float] = None
+    seed: Optional[int] = None
+    system_prompt: Optional[str] = Field(
+        default=None, description="System message prepended to requests that carry none."
+    )
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")
+    max_retries: int = Field(default=5, ge=0, description="Retries after 429, 5xx, timeouts and connection errors.")
+    backoff_initial_s: float = Field(default=1.0, ge=0.0)
+    backoff_max_s: float = Field(
+        default=60.0, ge=0.0, description="Cap on any wait between retries, including a server-sent Retry-After."
+    )
+    timeout_s: float = Field(default=120.0, gt=0.0)
+    price_input_per_mtok: Optional[float] = Field(default=None, description="USD per million input tokens.")
+    price_output_per_mtok: Optional[float] = Field(default=None, description="USD per million output tokens.")
+    extra_body: Optional[dict] = Field(
+        default=None, description="Extra JSON fields sent with every request (e.g. vLLM sampling options)."
+    )
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend_name,
+            "endpoint": self.base_url.rstrip("/"),
+            "model": self.model,
+            "params": {
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "top_p": self.top_p,
+                "seed": self.seed,
+                "system_prompt": self.system_prompt,
+                "extra_body": self.extra_body,
+            },
+        }
+
+    def pricing(self) -> tuple[float | None, float | None]:
+        return self.price_input_per_mtok, self.price_output_per_mtok
+
+    def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+        api_key = self._read_api_key()
+        _run_to_completion(self._generate_all(requests, on_result, api_key))
+
+    def _read_api_key(self) -> str:
+        if not self.api_key_env:
+            return LOCAL_SERVER_KEY
+        api_key = os.environ.get(self.api_key_env)
+        if not api_key:
+            raise BackendUnavailable(
+                f"environment variable {self.api_key_env} is not set: it must hold the API key for {self.base_url}"
+                f" (set api_key_env to an empty string for a local server without authentication)"
+            )
+        return api_key
+
+    async def _generate_all(
+        self, requests: Sequence[GenerationRequest], on_result: ResultCallback, api_key: str
+    ) -> None:
+        semaphore = asyncio.Semaphore(self.concurrency)
+        async with openai.AsyncOpenAI(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
+        ) as client:
+
+            async def answer(index: int, request: GenerationRequest) -> None:
+                # The slot is held through backoff waits too, so a throttled endpoint sees fewer requests, not more.
+                async with semaphore:
+                    result = await self._ask_with_retries(client, request, api_key)
+                on_result(index, result)
+
+            tasks = [asyncio.ensure_future(answer(index, request)) for index, request in enumerate(requests)]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                # When one request raises (a rejected key, a failing callback) the others are stopped here, before
+                # the client they use is closed, rather than left to fail against a closed connection pool.
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _ask_with_retries(
+        self, client: openai.AsyncOpenAI, request: GenerationRequest, api_key: str
+    ) -> GenerationResult:
+        attempt = 0
+        while True:
+            outcome = await self._attempt(client, request, api_key)
+            if isinstance(outcome, GenerationResult):
+                return outcome
+            if attempt >= self.max_retries:
+                message = f"{outcome.description} (after {attempt + 1} attempts)"
+                return GenerationResult(text=None, outcome="error", message=message)
+            await asyncio.sleep(self._retry_delay(attempt, outcome.server_delay_s))
+            attempt += 1
+
+    async def _attempt(
+        self, client: openai.AsyncOpenAI, request: GenerationRequest, api_key: str
+    ) -> GenerationResult | _TransientFailure:
+        """One call: a final result, a failure worth retrying, or `BackendUnavailable` when nothing can succeed."""
+        started = time.monotonic()
+        try:
+            response = await client.chat.completions.create(**self._completion_kwargs(request))
+        except openai.APIStatusError as error:
+            if error.status_code in _FATAL_STATUS:
+                # Not chained: the SDK error's text holds the whole response body, which for a 401 quotes the key.
+                raise BackendUnavailable(self._fatal_message(error, api_key)) from None
+            if _is_retryable_status(error.status_code):
+                description = f"HTTP {error.status_code}: {_api_message(error, api_key)}"
+                return _TransientFailure(description, _server_delay(error.response.headers))
+            return _rejected_result(error, api_key)
+        except openai.APITimeoutError:
+            return _TransientFailure(f"timed out after {self.timeout_s:g}s")
+        except openai.APIConnectionError as error:
+            cause = error.__cause__ or error
+            return _TransientFailure(f"connection error: {type(cause).__name__}: {_redact(str(cause), api_key)}")
+        return _completion_result(response, time.monotonic() - started)
+
+    def _completion_kwargs(self, request: GenerationRequest) -> dict[str, Any]:
+        messages = [dict(message) for message in request.messages]
+        if self.system_prompt is not None and not any(message.get("role") == "system" for message in messages):
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        # Unset options are omitted rather than sent as null: some compatible servers reject explicit nulls.
+        optional = {"max_tokens": self.max_tokens, "top_p": self.top_p, "seed": self.seed}
+        kwargs.update({name: value for name, value in optional.items() if value is not None})
+        if self.extra_body is not None:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
+    def _retry_delay(self, attempt: int, server_delay: float | None) -> float:
+        if server_delay is not None:
+            return min(self.backoff_max_s, server_delay)
+        delay = min(self.backoff_max_s, self.backoff_initial_s * 2**attempt)
+        # Jitter keeps the concurrent requests that failed together from all retrying in the same instant.
+        return delay + random.uniform(0.0, 0.1 * delay)
+
+    def _fatal_message(self, error: openai.APIStatusError, api_key: str) -> str:
+        where = f"model {self.model!r} at {self.base_url}"
+        if error.status_code == 401:
+            # The API's own 401 text quotes (part of) the rejected key, so it is left out entirely.
+            return f"HTTP 401 from {where}: the API key in {self.api_key_env or '(none)'} was rejected"
+        return f"HTTP {error.status_code} from {where}: {_api_message(error, api_key)}"
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status in _RETRYABLE_STATUS or status >= 500
+
+
+def _rejected_result(error: openai.APIStatusError, api_key: str) -> GenerationResult:
+    """A 4xx that a retry would not change: a content-filter refusal, or an error for this request alone."""
+    message = _api_message(error, api_key)
+    if error.status_code == 400 and _is_content_filter(error):
+        return GenerationResult(text=None, outcome="refusal", message=message)
+    return GenerationResult(text=None, outcome="error", message=f"HTTP {error.status_code}: {message}")
+
+
+def _is_content_filter(error: openai.APIStatusError) -> bool:
+    if error.code in _CONTENT_FILTER_CODES:
+        return True
+    text = _error_body_message(error).lower()
+    return any(phrase in text for phrase in _CONTENT_FILTER_PHRASES)
+
+
+def _error_body_message(error: openai.APIStatusError) -> str:
+    """The human-readable message of an error body; the SDK has already unwrapped the outer `{"error": ...}`."""
+    body = error.body
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str):
+        return body
+    return error.message
+
+
+def _api_message(error: openai.APIStatusError, api_key: str) -> str:
+    message = _redact(_error_body_message(error), api_key)
+    return message if len(message) <= _MAX_MESSAGE_CHARS else message[: _MAX_MESSAGE_CHARS - 1] + "…"
+
+
+def _redact(text: str, secret: str) -> str:
+    # Servers and proxies sometimes echo request headers in error text. The local-server placeholder is no secret.
+    return text.replace(secret, "[redacted]") if secret and secret != LOCAL_SERVER_KEY else text
+
+
+def _server_delay(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait (`retry-after-ms`, or `Retry-After` in seconds or as an HTTP date)."""
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name, "")) * scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    date = headers.get("retry-after")
+    if not date:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _completion_result(response: ChatCompletion, latency_s: float) -> GenerationResult:
+    if not response.choices:
+        return GenerationResult(text=None, outcome="error", message="the response had no choices", latency_s=latency_s)
+    choice = response.choices[0]
+    usage = response.usage
+    return GenerationResult(
+        text=choice.message.content or "",
+        # A completion cut by the provider's filter is its refusal; the partial text is kept for inspection.
+        outcome="refusal" if choice.finish_reason == "content_filter" else "ok",
+        input_tokens=usage.prompt_tokens if usage is not None else None,
+        output_tokens=usage.completion_tokens if usage is not None else None,
+        finish_reason=choice.finish_reason,
+        latency_s=latency_s,
+    )
+
+
+def _run_to_completion(coroutine: Coroutine[Any, Any, T]) -> T:
+    if not _loop_is_running():
+        return asyncio.run(coroutine)
+    # A loop already runs in this thread (Jupyter, an async caller): asyncio.run would refuse, and blocking that loop
+    # on itself would deadlock, so the coroutine gets a fresh loop in a worker thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _loop_is_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
