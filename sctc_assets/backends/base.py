@@ -8,6 +8,8 @@ retried partition never pays twice.
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -85,16 +87,21 @@ class ModelBackend(dg.ConfigurableResource):
                 if leader != index:
                     followers[leader].append(index)
 
+            lock = threading.Lock()  # backends may answer from worker threads
+
             def on_result(position: int, result: GenerationResult) -> None:
                 nonlocal done
                 index = to_ask[position]
                 if cache is not None and self.uses_cache:
                     cache.put(keys[index], identity, requests[index], result)
-                for target in [index, *followers[index]]:
-                    results[target] = result
-                    done += 1
-                if progress is not None:
-                    progress(done, total)
+                with lock:
+                    results[index] = result
+                    # Repeats were paid for once: report them as cached so usage is not counted twice.
+                    for target in followers[index]:
+                        results[target] = dataclasses.replace(result, cached=True)
+                    done += 1 + len(followers[index])
+                    if progress is not None:
+                        progress(done, total)
 
             started = time.monotonic()
             self._generate_uncached([requests[index] for index in to_ask], on_result)

@@ -54,6 +54,8 @@ class ResponseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout_s = timeout_s
         self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
         with self._connect() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(_SCHEMA)
@@ -65,6 +67,8 @@ class ResponseCache:
             connection.execute("PRAGMA busy_timeout = %d" % int(self._timeout_s * 1000))
             connection.execute("PRAGMA synchronous=NORMAL")
             self._local.connection = connection
+            with self._connections_lock:
+                self._connections.append(connection)
         return connection
 
     def get(self, key: str) -> GenerationResult | None:
@@ -111,7 +115,9 @@ class ResponseCache:
         return self._connect().execute("SELECT COUNT(*) FROM responses WHERE model = ?", (model,)).fetchone()[0]
 
     def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
+        """Close the connections of every thread that used this cache."""
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
             connection.close()
-            self._local.connection = None
+        self._local = threading.local()
