@@ -1,0 +1,466 @@
+"""Local models through Hugging Face `transformers`: hub ids, local folders, GGUF files and the embedded default.
+
+torch and transformers are imported inside the methods, so loading the Dagster definitions stays fast. A model and
+its tokenizer are loaded once per process (module-level cache, guarded by a lock) and shared by every backend
+instance with the same weights, device and dtype. Generation is batched with left padding; prompts are sorted by
+length first so a batch wastes little padding, and each answer is reported (and cached by `ModelBackend.generate`)
+as soon as its batch finishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from pydantic import Field
+
+from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+# Tokens that end a turn in common chat formats. They count as end-of-sequence when the chat template uses them
+# (GGUF files often record only one eos id, while the hub's generation_config.json lists several).
+_END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|END_OF_TURN_TOKEN|>", "<|eom_id|>")
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer and the token ids generation needs, shared across backend instances."""
+
+    model: Any
+    tokenizer: Any
+    input_device: Any
+    eos_token_ids: list[int]
+    pad_token_id: int
+    load_seconds: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+_MODELS: dict[tuple, LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def clear_model_cache() -> None:
+    """Forget every loaded model (frees memory once no backend holds a reference)."""
+    with _MODELS_LOCK:
+        _MODELS.clear()
+
+
+def resolve_device(device: str) -> tuple[str, Optional[str]]:
+    """(`placement`, `device_map`): placement is "auto", "cpu", "cuda", "cuda:N" or "mps"."""
+    import torch
+
+    name = (device or "auto").strip().lower()
+    if name == "auto":
+        return ("auto", "auto") if torch.cuda.is_available() else ("cpu", None)
+    if name == "cpu":
+        return "cpu", None
+    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
+        if not torch.cuda.is_available():
+            raise BackendUnavailable(f"device {device!r} requested but CUDA is not available to torch")
+        return name, name
+    if name == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise BackendUnavailable("device 'mps' requested but MPS is not available to torch")
+        return name, name
+    raise BackendUnavailable(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps")
+
+
+def resolve_dtype(dtype: str, placement: str) -> Any:
+    import torch
+
+    name = (dtype or "auto").strip().lower()
+    if name not in _DTYPES:
+        raise BackendUnavailable(f"unknown dtype {dtype!r}: use one of {', '.join(_DTYPES)}")
+    if name == "auto":
+        if placement == "auto" or placement.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return getattr(torch, name)
+
+
+def _split_source(source: str, gguf_file: Optional[str]) -> tuple[str, Optional[str]]:
+    """A local `.gguf` file becomes (its folder, its name); folders and hub ids pass through."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        if gguf_file and gguf_file != path.name:
+            raise BackendUnavailable(f"model {source!r} is a file, but gguf_file names another one ({gguf_file!r})")
+        return str(path.parent.resolve()), path.name
+    if path.is_dir():
+        return str(path.resolve()), gguf_file
+    return source, gguf_file
+
+
+def _end_token_ids(tokenizer: Any, model: Any) -> list[int]:
+    ids: list[int] = []
+
+    def add(value: Any) -> None:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, int) and item >= 0 and item not in ids:
+                ids.append(item)
+
+    add(tokenizer.eos_token_id)
+    add(getattr(model.generation_config, "eos_token_id", None))
+    template = getattr(tokenizer, "chat_template", None) or ""
+    if not isinstance(template, str):
+        template = json.dumps(template, default=str)
+    vocab = tokenizer.get_vocab()
+    for token in _END_OF_TURN_TOKENS:
+        if token in template and token in vocab:
+            add(vocab[token])
+    if "<|endoftext|>" in vocab and "<|endoftext|>" in getattr(tokenizer, "all_special_tokens", []):
+        add(vocab["<|endoftext|>"])
+    return ids
+
+
+def load_model(
+    source: str,
+    gguf_file: Optional[str],
+    revision: Optional[str],
+    tokenizer_source: str,
+    tokenizer_gguf_file: Optional[str],
+    device: str,
+    dtype: str,
+    trust_remote_code: bool,
+) -> LoadedModel:
+    """Load tokenizer and model (no caching here: see `TransformersBackend._loaded`)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    started = time.monotonic()
+    placement, device_map = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, placement)
+    tokenizer_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if tokenizer_gguf_file:
+        tokenizer_kwargs["gguf_file"] = tokenizer_gguf_file
+    if revision and tokenizer_source == source:
+        tokenizer_kwargs["revision"] = revision
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **tokenizer_kwargs)
+        model_kwargs: dict[str, Any] = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
+        if gguf_file:
+            model_kwargs["gguf_file"] = gguf_file
+        if revision:
+            model_kwargs["revision"] = revision
+        if device_map is not None:
+            model_kwargs["device_map"] = device_map
+        model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
+    except (OSError, ValueError, ImportError) as exc:
+        raise BackendUnavailable(
+            f"cannot load {source!r}{f' ({gguf_file})' if gguf_file else ''} with transformers:"
+            f" {type(exc).__name__}: {exc}"
+        ) from exc
+    if device_map is None and placement != "cpu":
+        model = model.to(placement)
+    model.eval()
+    eos_ids = _end_token_ids(tokenizer, model)
+    pad_id = tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = getattr(model.generation_config, "pad_token_id", None)
+    if pad_id is None:
+        pad_id = eos_ids[0] if eos_ids else 0
+    input_device = model.get_input_embeddings().weight.device
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        input_device=input_device,
+        eos_token_ids=eos_ids,
+        pad_token_id=int(pad_id),
+        load_seconds=time.monotonic() - started,
+        info={"placement": placement, "dtype": str(torch_dtype), "device_map": device_map},
+    )
+
+
+class TransformersBackend(ModelBackend):
+    """A causal language model run in-process with `transformers` (CPU, CUDA or MPS)."""
+
+    backend_name = "transformers"
+    supports_logprobs = True
+
+    model: str = Field(default="", description="Hub id, local folder, or local .gguf file (unused with `embedded`).")
+    gguf_file: Optional[str] = Field(default=None, description="GGUF file name inside `model` (hub repo or folder).")
+    embedded: Optional[str] = Field(
+        default=None,
+        description="Name of an embedded artifact (see backends/embedded.py), e.g. qwen2.5-coder-0.5b-instruct-q4_k_m;"
+        " the verified file replaces `model`/`gguf_file`.",
+    )
+    revision: Optional[str] = Field(default=None, description="Hub revision (branch, tag or commit).")
+    tokenizer: Optional[str] = Field(default=None, description="Tokenizer source when it differs from `model`.")
+    device: str = Field(default="auto", description="auto (CUDA with device_map=auto, else CPU), cpu, cuda, cuda:N, mps.")
+    dtype: str = Field(default="auto", description="auto (bfloat16 on CUDA, float32 otherwise), float32, float16, bfloat16.")
+    trust_remote_code: bool = Field(default=False, description="Run model code from the hub repository. Off unless needed.")
+    batch_size: int = Field(default=8, description="Prompts per forward pass.")
+    max_new_tokens: int = 256
+    temperature: float = Field(default=0.0, description="0 means greedy decoding.")
+    top_p: Optional[float] = None
+    seed: int = 2024
+    system_prompt: Optional[str] = Field(default=None, description="System message for requests that have none.")
+    use_chat_template: bool = Field(
+        default=True, description="Render the tokenizer's chat template (falls back to plain user text without one)."
+    )
+
+    # --- configuration -------------------------------------------------------------------------------------------
+
+    def _artifact(self):
+        from sctc_assets.backends.embedded import get_artifact
+
+        return get_artifact(self.embedded) if self.embedded else None
+
+    def identity(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_new_tokens": self.max_new_tokens,
+            "seed": self.seed,
+            "system_prompt": self.system_prompt,
+            "dtype": self.dtype,
+        }
+        if not self.use_chat_template:
+            params["use_chat_template"] = False
+        artifact = self._artifact()
+        identity: dict[str, Any] = {"backend": self.backend_name}
+        if artifact is not None:
+            identity.update(model=artifact.name, sha256=artifact.sha256, gguf_file=artifact.hub_filename)
+        else:
+            identity.update(model=self.model, gguf_file=self.gguf_file)
+        identity["revision"] = self.revision
+        if self.tokenizer:
+            identity["tokenizer"] = self.tokenizer
+        identity["params"] = params
+        return identity
+
+    def _sources(self) -> tuple[str, Optional[str], str, Optional[str]]:
+        """(model source, gguf file, tokenizer source, tokenizer gguf file), assembling the embedded file if needed."""
+        artifact = self._artifact()
+        if artifact is not None:
+            from sctc_assets.backends.embedded import ensure_artifact
+
+            path = ensure_artifact(artifact)
+            source, gguf_file = str(path.parent), path.name
+        elif self.model:
+            source, gguf_file = _split_source(self.model, self.gguf_file)
+        else:
+            raise BackendUnavailable("the transformers backend needs `model` (hub id, folder or .gguf) or `embedded`")
+        if self.tokenizer:
+            tokenizer_source, tokenizer_gguf = _split_source(self.tokenizer, None)
+        else:
+            tokenizer_source, tokenizer_gguf = source, gguf_file
+        return source, gguf_file, tokenizer_source, tokenizer_gguf
+
+    def _loaded(self) -> LoadedModel:
+        if self.temperature < 0:
+            raise BackendUnavailable(f"temperature must be >= 0, got {self.temperature}")
+        if self.batch_size < 1 or self.max_new_tokens < 1:
+            raise BackendUnavailable("batch_size and max_new_tokens must be positive")
+        source, gguf_file, tokenizer_source, tokenizer_gguf = self._sources()
+        key = (
+            source,
+            gguf_file,
+            self.revision,
+            tokenizer_source,
+            tokenizer_gguf,
+            self.device,
+            self.dtype,
+            self.trust_remote_code,
+        )
+        with _MODELS_LOCK:
+            loaded = _MODELS.get(key)
+            if loaded is None:
+                loaded = load_model(
+                    source,
+                    gguf_file,
+                    self.revision,
+                    tokenizer_source,
+                    tokenizer_gguf,
+                    self.device,
+                    self.dtype,
+                    self.trust_remote_code,
+                )
+                _MODELS[key] = loaded
+        return loaded
+
+    # --- generation ----------------------------------------------------------------------------------------------
+
+    def _messages(self, request: GenerationRequest) -> list[dict[str, str]]:
+        messages = [dict(message) for message in request.messages]
+        if self.system_prompt and not any(message.get("role") == "system" for message in messages):
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        return messages
+
+    def render_prompt(self, tokenizer: Any, request: GenerationRequest) -> tuple[str, bool]:
+        """The prompt text, and whether it came from the chat template (then it already holds special tokens)."""
+        messages = self._messages(request)
+        if self.use_chat_template and getattr(tokenizer, "chat_template", None):
+            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return text, True
+        return "\n\n".join(m.get("content", "") for m in messages if m.get("role") == "user"), False
+
+    def _encode(self, tokenizer: Any, request: GenerationRequest) -> list[int]:
+        text, templated = self.render_prompt(tokenizer, request)
+        return list(tokenizer(text, add_special_tokens=not templated)["input_ids"])
+
+    def _generation_kwargs(self, loaded: LoadedModel) -> dict[str, Any]:
+        # Explicit values for everything that shapes decoding, so the model's own generation_config.json (for
+        # instance a repetition penalty or top_k) cannot silently change answers, and greedy decoding passes no
+        # sampling-only flag (which would log warnings).
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": self.temperature > 0,
+            "num_beams": 1,
+            "repetition_penalty": 1.0,
+            "pad_token_id": loaded.pad_token_id,
+            "eos_token_id": list(loaded.eos_token_ids) or None,
+        }
+        if self.temperature > 0:
+            kwargs.update(temperature=self.temperature, top_p=self.top_p if self.top_p is not None else 1.0, top_k=0)
+        return kwargs
+
+    def _batch_seed(self, requests: Sequence[GenerationRequest]) -> int:
+        """A seed that depends only on the configured seed and the batch's content (not on its position)."""
+        digest = hashlib.sha256(str(self.seed).encode("utf-8"))
+        for request in requests:
+            payload = [[dict(message) for message in request.messages], request.trial]
+            digest.update(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        return int.from_bytes(digest.digest()[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+    def _generate_batch(
+        self, loaded: LoadedModel, prompts: Sequence[list[int]], seed: int
+    ) -> list[GenerationResult]:
+        import torch
+
+        width = max(len(ids) for ids in prompts)
+        input_ids = torch.full((len(prompts), width), loaded.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
+        torch.manual_seed(seed)
+        started = time.monotonic()
+        with torch.inference_mode():
+            output = loaded.model.generate(
+                input_ids=input_ids.to(loaded.input_device),
+                attention_mask=attention_mask.to(loaded.input_device),
+                **self._generation_kwargs(loaded),
+            )
+        latency = (time.monotonic() - started) / len(prompts)
+        new_tokens = output[:, width:].tolist()
+        eos = set(loaded.eos_token_ids)
+        results = []
+        for ids, tokens in zip(prompts, new_tokens):
+            end = next((position for position, token in enumerate(tokens) if token in eos), None)
+            used = tokens if end is None else tokens[: end + 1]
+            finish = "length" if end is None and len(used) >= self.max_new_tokens else "stop"
+            text = loaded.tokenizer.decode(used, skip_special_tokens=True)
+            results.append(
+                GenerationResult(
+                    text=text,
+                    outcome="ok",
+                    input_tokens=len(ids),
+                    output_tokens=len(used),
+                    finish_reason=finish,
+                    latency_s=latency,
+                )
+            )
+        return results
+
+    def _run_batch(
+        self,
+        loaded: LoadedModel,
+        batch: list[int],
+        encoded: list[list[int]],
+        requests: Sequence[GenerationRequest],
+        on_result: ResultCallback,
+    ) -> None:
+        import torch
+
+        try:
+            results = self._generate_batch(
+                loaded, [encoded[i] for i in batch], self._batch_seed([requests[i] for i in batch])
+            )
+        except torch.cuda.OutOfMemoryError as exc:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if len(batch) > 1:
+                half = len(batch) // 2
+                self._run_batch(loaded, batch[:half], encoded, requests, on_result)
+                self._run_batch(loaded, batch[half:], encoded, requests, on_result)
+                return
+            on_result(batch[0], GenerationResult(None, "error", message=f"out of memory: {exc}"))
+            return
+        for index, result in zip(batch, results):
+            on_result(index, result)
+
+    def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+        if not requests:
+            return
+        loaded = self._loaded()
+        encoded = [self._encode(loaded.tokenizer, request) for request in requests]
+        runnable = []
+        for index, ids in enumerate(encoded):
+            if ids:
+                runnable.append(index)
+            else:
+                on_result(index, GenerationResult(None, "error", message="the prompt encodes to no tokens"))
+        # Longest first: similar lengths share a batch (little padding) and an out-of-memory shows up at once.
+        order = sorted(runnable, key=lambda index: (-len(encoded[index]), index))
+        for start in range(0, len(order), self.batch_size):
+            self._run_batch(loaded, order[start : start + self.batch_size], encoded, requests, on_result)
+
+    # --- log-probabilities ---------------------------------------------------------------------------------------
+
+    def _scoring_inputs(self, tokenizer: Any, prompt: str, continuation: str) -> tuple[list[int], int]:
+        """Token ids of prompt+continuation and the index of the first continuation token."""
+        full = list(tokenizer(prompt + continuation)["input_ids"])
+        prefix = list(tokenizer(prompt)["input_ids"])
+        start = 0
+        while start < min(len(prefix), len(full)) and prefix[start] == full[start]:
+            start += 1
+        if start == 0:
+            # No context token to condition the first continuation token on: use BOS when the tokenizer has one.
+            bos = tokenizer.bos_token_id
+            if bos is not None:
+                full, start = [bos, *full], 1
+            else:
+                start = 1
+        return full, start
+
+    def score_continuations(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        if not prompts:
+            return []
+        import torch
+
+        loaded = self._loaded()
+        items = [self._scoring_inputs(loaded.tokenizer, p, c) if c else None for p, c in zip(prompts, continuations)]
+        scores = [0.0] * len(items)
+        order = sorted(
+            (index for index, item in enumerate(items) if item is not None and item[1] < len(item[0])),
+            key=lambda index: (-len(items[index][0]), index),
+        )
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(items[index][0]) for index in batch)
+            input_ids = torch.full((len(batch), width), loaded.pad_token_id, dtype=torch.long)
+            attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, index in enumerate(batch):
+                ids = items[index][0]
+                input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                attention_mask[row, : len(ids)] = 1
+            with torch.inference_mode():
+                logits = loaded.model(
+                    input_ids=input_ids.to(loaded.input_device),
+                    attention_mask=attention_mask.to(loaded.input_device),
+                    use_cache=False,
+                ).logits
+                for row, index in enumerate(batch):
+                    ids, first = items[index]
+                    log_probs = torch.log_softmax(logits[row, first - 1 : len(ids) - 1].float(), dim=-1)
+                    targets = torch.tensor(ids[first:], dtype=torch.long, device=log_probs.device)
+                    scores[index] = float(log_probs.gather(-1, targets[:, None]).sum())
+        return scores

