@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
     ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--upstream", metavar="PATH|URL", help=f"SC-TC-Bench data for runs launched from the UI "
+                                                          f"(default ${SCTC_ENV_VAR}, else what `sctc run` extracted)")
     return parser
 
 

@@ -147,3 +147,16 @@ def test_strip_reasoning():
     assert strip_reasoning("推理</think>答案") == "答案"
     assert strip_reasoning("<think>never closed") == ""
     assert strip_reasoning(None) == ""
+
+
+def test_progress_reports_start_pace_and_completion():
+    from sctc_assets.lib.progress import ProgressReporter
+
+    lines: list[str] = []
+    report = ProgressReporter("x", lines.append, interval_s=3600)
+    report(4, 10)   # cache hits
+    report(6, 10)   # first new answers: origin of the pace, throttled
+    report(8, 10)   # throttled
+    report(10, 10)  # completion is always reported
+    assert lines[0] == "x: 4/10 already answered (response cache), 6 to go"
+    assert len(lines) == 2 and lines[1].startswith("x: 10/10 (100%)")

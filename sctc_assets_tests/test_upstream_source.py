@@ -147,3 +147,18 @@ def test_tar_members_cannot_escape_the_cache(tmp_path):
     with pytest.raises(UpstreamError):
         _open(evil, tmp_path / "cache")
     assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_default_location_reuses_an_extracted_copy_of_the_pinned_commit(tmp_path, monkeypatch):
+    from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
+    from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+    monkeypatch.delenv(SCTC_ENV_VAR, raising=False)
+    resource = SCTCUpstreamResource(cache_dir=str(tmp_path / "cache"))
+    assert resource.resolved_location() == SCTC_DEFAULT_URL
+    archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "a.tar.gz", "w:gz")
+    _open(archive, tmp_path / "cache")
+    assert resource.resolved_location().endswith(TOP)
+    assert resource.open().read_csv(TERMS_FILE).shape == (1, 7)
+    monkeypatch.setenv(SCTC_ENV_VAR, str(archive))
+    assert resource.resolved_location() == str(archive)

@@ -13,9 +13,9 @@ class ProgressReporter:
         self.label = label
         self.emit = emit
         self.interval_s = interval_s
-        self._started = time.monotonic()
         self._last = 0.0
         self._first_done: int | None = None
+        self._rate_origin: tuple[float, int] | None = None
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -24,11 +24,14 @@ class ProgressReporter:
             self.emit(f"{self.label}: {done}/{total} already answered (response cache), {total - done} to go")
             self._last = now
             return
+        if self._rate_origin is None:
+            # Measured from the first new answer: model loading and connection set-up are not throughput.
+            self._rate_origin = (now, done)
         if done < total and now - self._last < self.interval_s:
             return
         self._last = now
-        generated = done - self._first_done
-        elapsed = now - self._started
-        rate = generated / elapsed if elapsed > 0 else 0.0
-        eta = (total - done) / rate if rate > 0 else float("nan")
-        self.emit(f"{self.label}: {done}/{total} ({done / max(total, 1):.0%}), {rate:.2f}/s, eta {eta:.0f}s")
+        origin_time, origin_done = self._rate_origin
+        elapsed = now - origin_time
+        rate = (done - origin_done) / elapsed if elapsed > 0 else 0.0
+        pace = f"{rate:.2f}/s, eta {(total - done) / rate:.0f}s" if rate > 0 else "measuring pace"
+        self.emit(f"{self.label}: {done}/{total} ({done / max(total, 1):.0%}), {pace}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import Optional
 
 import dagster as dg
@@ -20,8 +21,8 @@ _lock = threading.Lock()
 class SCTCUpstreamResource(dg.ConfigurableResource):
     """Where the SC-TC-Bench data comes from: a directory, a .tar.gz/.tar.xz/.zip archive or a URL.
 
-    Unset, it reads `$SCTC_UPSTREAM`, and failing that downloads the pinned GitHub archive once into
-    `data/upstream/`.
+    Unset, it reads `$SCTC_UPSTREAM`; failing that it uses a copy of the pinned commit that an earlier run
+    extracted under `data/upstream/`, else downloads the pinned GitHub archive once into `data/upstream/`.
     """
 
     location: Optional[str] = Field(
@@ -30,11 +31,23 @@ class SCTCUpstreamResource(dg.ConfigurableResource):
     cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted and URLs downloaded.")
 
     def resolved_location(self) -> str:
-        return self.location or os.environ.get(SCTC_ENV_VAR) or SCTC_DEFAULT_URL
+        configured = self.location or os.environ.get(SCTC_ENV_VAR)
+        if configured:
+            return configured
+        # The pinned commit's files are the same wherever they came from: an archive extracted by an earlier run
+        # (`sctc run --upstream …`) serves the default, so the UI works on machines that cannot reach GitHub.
+        extracted = self._cache_dir() / "extracted"
+        for candidate in sorted(extracted.glob(f"*/*{SCTC_COMMIT}")) if extracted.is_dir() else []:
+            if (candidate.parent / ".complete").exists() and candidate.is_dir():
+                return str(candidate)
+        return SCTC_DEFAULT_URL
+
+    def _cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_upstream_cache_dir()
 
     def open(self) -> UpstreamSource:
         location = self.resolved_location()
-        cache_dir = self.cache_dir or str(default_upstream_cache_dir())
+        cache_dir = str(self._cache_dir())
         with _lock:
             key = (location, cache_dir)
             if key not in _opened:
