@@ -258,29 +258,12 @@ class TransformersBackend(ModelBackend):
         if self.batch_size < 1 or self.max_new_tokens < 1:
             raise BackendUnavailable("batch_size and max_new_tokens must be positive")
         source, gguf_file, tokenizer_source, tokenizer_gguf = self._sources()
-        key = (
-            source,
-            gguf_file,
-            self.revision,
-            tokenizer_source,
-            tokenizer_gguf,
-            self.device,
-            self.dtype,
-            self.trust_remote_code,
-        )
+        key = (source, gguf_file, self.revision, tokenizer_source, tokenizer_gguf, self.device, self.dtype,
+               self.trust_remote_code)
         with _MODELS_LOCK:
             loaded = _MODELS.get(key)
             if loaded is None:
-                loaded = load_model(
-                    source,
-                    gguf_file,
-                    self.revision,
-                    tokenizer_source,
-                    tokenizer_gguf,
-                    self.device,
-                    self.dtype,
-                    self.trust_remote_code,
-                )
+                loaded = load_model(*key)
                 _MODELS[key] = loaded
         return loaded
 
