@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.partitions import TERM_LANGS
 from sctc_assets.runner import BenchmarkPlan
+
+
+def _term_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("term benchmark")
+    group.add_argument("--trials", type=int, help="trials per prompt for every model (default: registry, else 15)")
+    group.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
+                       help="prompt variants (default: registry, else 1 2 3)")
+    group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels")
 
 
 def _term_config(options: Mapping[str, Any]) -> dict:
@@ -58,7 +66,9 @@ TERM_PLAN = BenchmarkPlan(
     per_model=("term_choice_rates", "term_misalignment_by_term"),
     cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary"),
     config=_term_config,
+    add_arguments=_term_arguments,
+    summary=term_summary,
 )
 
-PLANS: dict[str, BenchmarkPlan] = {"term": TERM_PLAN}
-SUMMARIES: dict[str, Callable[[Mapping[str, pd.DataFrame], list[str]], str]] = {"term": term_summary}
+# One entry per benchmark: `sctc run --benchmarks` offers these, in this order.
+PLANS: dict[str, BenchmarkPlan] = {plan.name: plan for plan in (TERM_PLAN,)}

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sctc_assets.benchmarks import PLANS
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
 from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
 
@@ -26,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
                               description="Materialize the chosen benchmarks for the chosen models, print a "
                                           "summary and write every table asset to --out as <asset>.parquet.")
-    run.add_argument("--benchmarks", nargs="+", default=["term"], choices=["term"],
+    run.add_argument("--benchmarks", nargs="+", default=["term"], choices=list(PLANS),
                      help="benchmarks to run (default: term)")
     run.add_argument("--models", nargs="+", metavar="KEY",
                      help="registry keys (default: every entry marked `default: true`)")
@@ -36,10 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None,
                      help=f"folder for the Parquet tables (default {default_outputs_dir()})")
     run.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
-    run.add_argument("--trials", type=int, help="term: trials per prompt for every model (default: registry, else 15)")
-    run.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
-                     help="term: prompt variants (default: registry, else 1 2 3)")
-    run.add_argument("--judge", metavar="KEY", help="term: registry key of a judge model for the `judge` labels")
+    for plan in PLANS.values():
+        plan.add_arguments(run)
 
     models = commands.add_parser("models", help="list the registry's models")
     models.add_argument("--registry", metavar="YAML")
@@ -69,7 +68,6 @@ def _run(args: argparse.Namespace) -> int:
     import dagster as dg
     import pandas as pd
 
-    from sctc_assets.benchmarks import PLANS, SUMMARIES
     from sctc_assets.definitions import defs, shared_resources
     from sctc_assets.lib.registry import RegistryError
     from sctc_assets.resources.io_manager import ParquetIOManager
@@ -87,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: not in the registry: {', '.join(unknown)} (see `sctc models`)", file=sys.stderr)
         return 2
     out_dir = (args.out or default_outputs_dir()).resolve()
-    options = {"trials": args.trials, "prompt_variants": args.prompt_variants, "judge": args.judge}
+    options = vars(args)
     instance = dg.DagsterInstance.get()
     resources = shared_resources()
     runner = Runner(defs, instance, resources)
@@ -100,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
             resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
         tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
         print()
-        print(SUMMARIES[name](tables, models))
+        print(plan.summary(tables, models))
         print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
         if not report.ok:
             status = 1

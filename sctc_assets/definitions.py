@@ -19,7 +19,10 @@ def shared_resources() -> dict:
     }
 
 
+# One entry per benchmark folder under assets/.
+BENCHMARK_DEFINITIONS = [term.defs()]
+
 defs = dg.Definitions.merge(
-    term.defs(),
+    *BENCHMARK_DEFINITIONS,
     dg.Definitions(resources=shared_resources(), sensors=[model_registry_sensor]),
 )

@@ -20,7 +20,12 @@ from sctc_assets.resources.io_manager import ParquetIOManager
 
 @dataclass(frozen=True)
 class BenchmarkPlan:
-    """The assets of one benchmark, by stage, and how its model × lang partitions are named."""
+    """The assets of one benchmark, by stage, and what `sctc run` needs to know about it.
+
+    `langs` are the keys of the benchmark's second partition dimension (named `dimension`, "lang" by default).
+    `config(options)` turns the parsed `sctc run` options into `{asset name: op config}`; `add_arguments` adds the
+    benchmark's own options to `sctc run`; `summary(tables, models)` renders the end-of-run table.
+    """
 
     name: str
     langs: tuple[str, ...]
@@ -28,8 +33,10 @@ class BenchmarkPlan:
     per_model_lang: tuple[str, ...]
     per_model: tuple[str, ...]
     cross_model: tuple[str, ...]
-    checks: tuple[str, ...] = ()
+    dimension: str = "lang"
     config: Callable[[Mapping[str, Any]], dict] = field(default=lambda options: {})
+    add_arguments: Callable[[Any], None] = field(default=lambda parser: None)
+    summary: Callable[[Mapping[str, pd.DataFrame], list[str]], str] = field(default=lambda tables, models: "")
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -109,21 +116,25 @@ class Runner:
             report: RunReport | None = None) -> RunReport:
         report = report or RunReport()
         self.ensure_model_partitions(models)
-        if not self._stage(report, f"{plan.name}: inputs", plan.inputs, with_checks=True):
+        config_for_inputs = {"ops": {name: {"config": c} for name, c in plan.config(options).items() if name in plan.inputs}}
+        if not self._stage(report, f"{plan.name}: inputs", plan.inputs, with_checks=True, run_config=config_for_inputs):
             return report
         config = plan.config(options)
-        succeeded = []
+
+        def ops(selection: Sequence[str]) -> dict:
+            return {"ops": {name: {"config": config[name]} for name in selection if name in config}}
+
         for model in models:
             model_ok = True
             for lang in plan.langs:
-                key = dg.MultiPartitionKey({"model": model, "lang": lang})
-                run_config = {"ops": {name: {"config": config[name]} for name in plan.per_model_lang if name in config}}
+                key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
                 model_ok &= self._stage(report, f"{plan.name}: {model}/{lang}", plan.per_model_lang,
-                                        partition_key=key, run_config=run_config)
-            if model_ok and self._stage(report, f"{plan.name}: {model}", plan.per_model, partition_key=model):
-                succeeded.append(model)
-        cross_config = {"ops": {name: {"config": config[name]} for name in plan.cross_model if name in config}}
-        self._stage(report, f"{plan.name}: across models", plan.cross_model, run_config=cross_config)
+                                        partition_key=key, run_config=ops(plan.per_model_lang))
+            if model_ok:
+                self._stage(report, f"{plan.name}: {model}", plan.per_model, partition_key=model,
+                            run_config=ops(plan.per_model))
+        if models:
+            self._stage(report, f"{plan.name}: across models", plan.cross_model, run_config=ops(plan.cross_model))
         return report
 
 
@@ -140,7 +151,7 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
             frames = [pd.read_parquet(path)] if path.exists() else []
         else:
             paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
-                     for key in _partition_keys(partitions_def, plan.langs, models)]
+                     for key in _partition_keys(partitions_def, plan, models)]
             frames = [pd.read_parquet(path) for path in paths if path.exists()]
         frames = [frame for frame in frames if not frame.empty]
         if not frames:
@@ -151,7 +162,7 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
     return written
 
 
-def _partition_keys(partitions_def: dg.PartitionsDefinition, langs: Sequence[str], models: Sequence[str]) -> list:
+def _partition_keys(partitions_def: dg.PartitionsDefinition, plan: BenchmarkPlan, models: Sequence[str]) -> list:
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
-        return [dg.MultiPartitionKey({"model": model, "lang": lang}) for model in models for lang in langs]
+        return [dg.MultiPartitionKey({"model": model, plan.dimension: lang}) for model in models for lang in plan.langs]
     return list(models)
