@@ -1,0 +1,1 @@
+"""Regional name choice (SC-TC-Bench Task 2): names, candidate lists, extraction, rates, tokenization."""
