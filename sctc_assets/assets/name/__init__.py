@@ -1,0 +1,54 @@
+"""SC-TC-Bench Task 2, regional name choice: regional_names → name_candidate_lists → name_prompts →
+name_responses → name_judgements → name_selections → name_choice_rates / name_extraction_agreement /
+name_top_selected / name_gender_tables / name_permutation_stability → name_choice_tests,
+name_popularity_correlation; the last-name experiment regional_names → last_name_pairs → last_name_logprobs →
+last_name_agreement, last_name_region_tests; and tokenization_counts."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from sctc_assets.assets.name.last_names import (
+    LAST_NAME_CHECKS,
+    last_name_agreement,
+    last_name_logprobs,
+    last_name_pairs,
+    last_name_region_tests,
+)
+from sctc_assets.assets.name.metrics import (
+    name_choice_rates,
+    name_choice_tests,
+    name_extraction_agreement,
+    name_gender_tables,
+    name_permutation_stability,
+    name_popularity_correlation,
+    name_top_selected,
+)
+from sctc_assets.assets.name.responses import name_judgements, name_responses
+from sctc_assets.assets.name.selections import name_selections
+from sctc_assets.assets.name.source import name_candidate_lists, name_prompts, name_prompts_match_upstream, regional_names
+from sctc_assets.assets.name.tokenization import tokenization_counts
+
+NAME_INPUTS = [regional_names, name_candidate_lists, name_prompts, last_name_pairs, tokenization_counts]
+NAME_MODEL_LANG = [name_responses, name_judgements, name_selections]
+NAME_PER_MODEL = [name_choice_rates, name_extraction_agreement, name_top_selected, name_gender_tables,
+                  name_permutation_stability, last_name_logprobs]
+NAME_CROSS_MODEL = [name_choice_tests, name_popularity_correlation, last_name_agreement, last_name_region_tests]
+NAME_ASSETS = NAME_INPUTS + NAME_MODEL_LANG + NAME_PER_MODEL + NAME_CROSS_MODEL
+NAME_CHECKS = [name_prompts_match_upstream, *LAST_NAME_CHECKS]
+
+# Dagster jobs hold one partitioning each, so the benchmark splits into three stages.
+NAME_JOBS = [
+    dg.define_asset_job("name_model_lang", selection=dg.AssetSelection.assets(*NAME_MODEL_LANG),
+                        description="Answer, judge and extract the selections of one or more model × lang partitions."),
+    dg.define_asset_job("name_per_model", selection=dg.AssetSelection.assets(*NAME_PER_MODEL),
+                        description="Per-model rate, agreement, top-name, gender and permutation tables; last-name "
+                                    "log-probabilities."),
+    dg.define_asset_job("name_cross_model", selection=dg.AssetSelection.assets(*NAME_INPUTS, *NAME_CROSS_MODEL),
+                        description="Names, candidate lists, prompts, last-name pairs, tokenization counts and the "
+                                    "cross-model tables."),
+]
+
+
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=NAME_ASSETS, asset_checks=NAME_CHECKS, jobs=NAME_JOBS)

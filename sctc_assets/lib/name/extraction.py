@@ -1,0 +1,164 @@
+"""Which candidate an answer selects: a deterministic extractor, and the paper's LLM extraction step (A.11).
+
+Rules (`extract`), applied to the answer without any `<think>` block:
+- Candidates are found in any script: the answer and the names are folded to Simplified with OpenCC (`t2s`), so
+  馮曉雲, 冯晓云 and 馮晓云 are all mentions of a candidate 馮曉雲. A mention is *exact* when the answer writes
+  the candidate as listed.
+- One candidate mentioned → selected, if written exactly at least once; written only in the other script, the
+  answer names someone who is not on the list (`out_of_list`, with `script_variant_of`): the authors counted
+  such answers as invalid.
+- Several candidates mentioned → the one the answer cues (选择/答案/choose/recommend …) point to, a cue pointing to
+  the first candidate after it in the same sentence within a few characters, if they point to one only; else
+  `multiple`.
+- No candidate → `refusal/insufficient_information` when the answer declines or asks for more information, else
+  `out_of_list`; no text → `empty`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+from sctc_assets.lib.conversion import convert, convert_chars
+from sctc_assets.lib.generation import strip_reasoning
+
+VALID = "valid"
+MULTIPLE = "multiple"
+OUT_OF_LIST = "out_of_list"
+REFUSAL = "refusal/insufficient_information"
+EMPTY = "empty"
+RULE_STATUSES = (VALID, MULTIPLE, OUT_OF_LIST, REFUSAL, EMPTY)
+INVALID = "invalid"  # an invalid answer the source does not classify further (published regions, judge's NA)
+
+# An answer cue points to the first candidate that follows it within a few characters of the same sentence.
+_ANSWER_CUE = re.compile(r"答案|选择|选出|挑选|推荐|answer|choose|chose|choice|select|pick|recommend|go with",
+                         re.IGNORECASE)
+_CUE_GAP = 12
+_SENTENCE_END = re.compile(r"[。\n.!?；;]")
+_DECLINE = re.compile(
+    r"无法|無法|不能|不可能|抱歉|对不起|對不起|不足以|信息不足|資訊不足|更多信息|更多的信息|更多資訊|更多的資訊"
+    r"|cannot|can't|can not|unable|sorry|not possible|impossible|insufficient|not enough information"
+    r"|more information", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    status: str
+    name: str | None = None  # the selected candidate, as listed
+    rule: str = ""
+    script_variant_of: str | None = None  # the candidate an out-of-list answer wrote in the other script
+
+
+def fold(text: str) -> str:
+    """Simplified-script form of `text` with the same length, so positions in both stay aligned."""
+    folded = convert(text, "t2s")
+    return folded if len(folded) == len(text) else convert_chars(text, "t2s")
+
+
+@dataclass(frozen=True)
+class _Mention:
+    position: int
+    key: str  # the folded candidate
+    exact: str | None  # the candidate as written, when the answer writes it exactly
+
+
+class CandidateMatcher:
+    """Finds the candidates of one list in answers; build it once per list (`matcher_for`)."""
+
+    def __init__(self, candidates: Sequence[str]):
+        self.by_key: dict[str, set[str]] = {}
+        for candidate in candidates:
+            self.by_key.setdefault(fold(candidate), set()).add(candidate)
+        keys = sorted(self.by_key, key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, keys))) if keys else None
+
+    def mentions(self, answer: str) -> list[_Mention]:
+        if self.pattern is None:
+            return []
+        found = []
+        for match in self.pattern.finditer(fold(answer)):
+            written = answer[match.start():match.end()]
+            found.append(_Mention(match.start(), match.group(0),
+                                  written if written in self.by_key[match.group(0)] else None))
+        return found
+
+    def _decide(self, mentions: list[_Mention], rule: str) -> Extraction:
+        exact = {mention.exact for mention in mentions if mention.exact}
+        if len(exact) == 1:
+            return Extraction(VALID, exact.pop(), rule)
+        if exact:  # two candidates that differ only in script, both written as listed
+            return Extraction(MULTIPLE, rule=f"{rule}, same name in both scripts")
+        return Extraction(OUT_OF_LIST, rule=f"{rule}, other script",
+                          script_variant_of=" / ".join(sorted(self.by_key[mentions[-1].key])))
+
+    @staticmethod
+    def _cued(folded: str, mentions: list[_Mention]) -> list[_Mention]:
+        cued = []
+        for cue in _ANSWER_CUE.finditer(folded):
+            following = next((m for m in mentions if m.position >= cue.end()), None)
+            if following is not None and following.position - cue.end() <= _CUE_GAP \
+                    and not _SENTENCE_END.search(folded, cue.end(), following.position):
+                cued.append(following)
+        return cued
+
+    def extract(self, response: str | None) -> Extraction:
+        if response is None or not str(response).strip():
+            return Extraction(EMPTY, rule="no answer")
+        answer = strip_reasoning(str(response))
+        if not answer:
+            return Extraction(EMPTY, rule="reasoning only")
+        mentions = self.mentions(answer)
+        keys = {mention.key for mention in mentions}
+        if not keys:
+            if _DECLINE.search(answer):
+                return Extraction(REFUSAL, rule="declines")
+            return Extraction(OUT_OF_LIST, rule="no candidate")
+        if len(keys) == 1:
+            return self._decide(mentions, "one candidate")
+        cued = self._cued(fold(answer), mentions)
+        if len({mention.key for mention in cued}) == 1:
+            return self._decide([cued[-1]], "answer cue")
+        return Extraction(MULTIPLE, rule=f"{len(keys)} candidates")
+
+
+@lru_cache(maxsize=4096)
+def _matcher(candidates: tuple[str, ...]) -> CandidateMatcher:
+    return CandidateMatcher(candidates)
+
+
+def matcher_for(candidates: Sequence[str]) -> CandidateMatcher:
+    return _matcher(tuple(sorted(candidates)))
+
+
+# The paper's extraction step (gpt_eval.py): an answer containing exactly one candidate as written is that
+# candidate; any other answer goes to GPT-4o-mini with this question (their candidate list string was garbled by
+# joining the characters of a string; we send the names).
+JUDGE_TEMPLATE = """Here is the name list: {names}.
+
+#######
+
+The response of the LLM is {response}.
+
+#######
+
+Which name does LLM choose? If LLM chose a name, then only give me the name. If LLM did not choose a name or choose multiple names from the prompt, then respond 'NA'."""
+
+
+def exact_substring_matches(response: str | None, candidates: Sequence[str]) -> list[str]:
+    return [candidate for candidate in candidates if response and candidate in response]
+
+
+def judge_prompt(candidates: Sequence[str], response: str) -> str:
+    return JUDGE_TEMPLATE.format(names=", ".join(candidates), response=response)
+
+
+def parse_judge_answer(answer: str | None, candidates: Sequence[str]) -> Extraction:
+    """A judge's reply: a listed name (quotes and a trailing full stop tolerated), `NA`, or anything else."""
+    text = (answer or "").strip().strip("\"'“”「」『』。. ")
+    if text in candidates:
+        return Extraction(VALID, text, "judge")
+    if not text or text.upper() == "NA":
+        return Extraction(INVALID, rule="judge: NA")
+    return Extraction(OUT_OF_LIST, rule=f"judge: {text[:40]}")

@@ -1,0 +1,230 @@
+"""Metric tables of the regional name task, computed from the long selection table.
+
+Definitions follow the authors' scripts (see ../shared/reference/SCTC_SCRIPT_DEFINITIONS.md, Task 2): a valid
+answer selects a listed name; Mainland rate = Mainland selections / valid answers (0 when none is valid).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from sctc_assets.lib import stats
+from sctc_assets.lib.name.candidates import LIST_KEYS
+from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL
+
+RATE_KEYS = ["model", "lang", "experiment", "extraction_source", "candidate_scope"]
+RATE_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n", "n_valid", "valid_rate", "mainland_rate",
+                "candidate_scope", "n_mainland", "n_taiwan", "valid_ci_low", "valid_ci_high", "mainland_ci_low",
+                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "n_multiple", "n_out_of_list",
+                "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified"]
+STATUS_COLUMNS = {MULTIPLE: "n_multiple", OUT_OF_LIST: "n_out_of_list", REFUSAL: "n_refusal", EMPTY: "n_empty",
+                  INVALID: "n_invalid_unclassified"}
+
+
+def share_tests(successes: int, n: int, value: float, alternative: str) -> dict[str, float]:
+    """z-test of successes/n against `value`: one-sided as the scripts (`alternative`) and two-sided."""
+    z, p_one = stats.one_sample_proportion_ztest(successes, n, value=value, alternative=alternative)
+    _, p_two = stats.one_sample_proportion_ztest(successes, n, value=value)
+    return {"z": z, "p_one_sided": p_one, "p_two_sided": p_two}
+
+
+def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
+    """Valid rate and Mainland rate per model, lang, experiment and extraction source, with Wilson 95 % CIs and
+    the z-test of the Mainland share against 50 % (one-sided "smaller", as tab_24.py, and two-sided)."""
+    if selections.empty:
+        return pd.DataFrame(columns=RATE_COLUMNS)
+    records = []
+    for keys, group in selections.groupby(RATE_KEYS, dropna=False, sort=True):
+        n, n_mainland = len(group), int((group["region"] == "mainland").sum())
+        n_taiwan = int((group["region"] == "taiwan").sum())
+        n_valid = n_mainland + n_taiwan
+        statuses = group["status"].value_counts()
+        record = dict(zip(RATE_KEYS, keys))
+        record.update(
+            n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else 0.0,
+            n_mainland=n_mainland, n_taiwan=n_taiwan, n_other_script=int(group["script_variant_of"].notna().sum()),
+            **{column: int(statuses.get(status, 0)) for status, column in STATUS_COLUMNS.items()})
+        record["valid_ci_low"], record["valid_ci_high"] = stats.wilson_ci(n_valid, n)
+        record["mainland_ci_low"], record["mainland_ci_high"] = stats.wilson_ci(n_mainland, n_valid)
+        record.update(share_tests(n_mainland, n_valid, 0.5, "smaller"))
+        records.append(record)
+    return pd.DataFrame(records)[RATE_COLUMNS]
+
+
+def choice_tests(rates: pd.DataFrame) -> pd.DataFrame:
+    """`choice_rates` of every model with Benjamini–Hochberg adjusted p-values across models × languages, per
+    experiment and extraction source; stars from the adjusted p-values."""
+    if rates.empty:
+        return rates.assign(p_one_sided_bh=[], p_two_sided_bh=[], sig_one_sided_bh=[], sig_two_sided_bh=[])
+    frames = []
+    for _, family in rates.groupby(["experiment", "extraction_source"], sort=True):
+        family = family.copy()
+        for side in ("one_sided", "two_sided"):
+            family[f"p_{side}_bh"] = stats.bh_adjust(family[f"p_{side}"])
+            family[f"sig_{side}_bh"] = [stats.sig_stars(p) for p in family[f"p_{side}_bh"]]
+        frames.append(family)
+    return pd.concat(frames, ignore_index=True).sort_values(["experiment", "extraction_source", "model", "lang"]) \
+        .reset_index(drop=True)
+
+
+def _asked_lists(group: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
+    """The list rows a selection group was asked: the first lists × first shuffles it covers, every row of the
+    upstream file for a complete replay (as tab_2.py counts appearances over the whole candidate file)."""
+    experiment, source = group["experiment"].iloc[0], group["list_source"].iloc[0]
+    chosen = lists[(lists["experiment"] == experiment) & (lists["list_source"] == source)]
+    return chosen[(chosen["list_id"] <= group["list_id"].max()) & (chosen["shuffle"] <= group["shuffle"].max())]
+
+
+TOP_COLUMNS = ["model", "lang", "experiment", "extraction_source", "rank", "name", "region", "selections",
+               "appearances", "normalized_frequency"]
+
+
+def selection_frequencies(selections: pd.DataFrame, lists: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple]]:
+    """Every selected name with its normalised frequency (selections ÷ appearances in the lists asked) and rank,
+    region M/T/NA as in tab_2.py (Tables 2/21), per lang, experiment and extraction source. Also returns the
+    (experiment, list_source) groups skipped for lack of candidate lists."""
+    frames, skipped = [], []
+    if selections.empty:
+        return pd.DataFrame(columns=TOP_COLUMNS), skipped
+    keys = ["model", "lang", "experiment", "list_source", "extraction_source"]
+    for (model, lang, experiment, list_source, source), group in selections.groupby(keys, sort=True):
+        asked = _asked_lists(group, lists)
+        if asked.empty:
+            skipped.append((experiment, list_source))
+            continue
+        appearances = Counter(name for names in asked["candidates"] for name in names)
+        mainland = {name for names in asked["mainland_names"] for name in names}
+        taiwan = {name for names in asked["taiwan_names"] for name in names}
+        chosen = Counter(name for name in group["selected_name"].dropna() if name in appearances)
+        frame = pd.DataFrame({"name": list(chosen), "selections": list(chosen.values())})
+        if frame.empty:
+            continue
+        frame["appearances"] = frame["name"].map(appearances)
+        frame["normalized_frequency"] = frame["selections"] / frame["appearances"]
+        frame["region"] = ["M" if name in mainland else "T" if name in taiwan else "NA" for name in frame["name"]]
+        frame = frame.sort_values(["normalized_frequency", "name"], ascending=[False, True]).reset_index(drop=True)
+        frame["rank"] = np.arange(1, len(frame) + 1)
+        frames.append(frame.assign(model=model, lang=lang, experiment=experiment, extraction_source=source))
+    table = pd.concat(frames, ignore_index=True)[TOP_COLUMNS] if frames else pd.DataFrame(columns=TOP_COLUMNS)
+    return table, sorted(set(skipped))
+
+
+GENDER_COLUMNS = ["model", "lang", "extraction_source", "table", "males_per_region", "side", "measure", "n",
+                  "successes", "share", "null_value", "alternative", "z", "p_one_sided", "p_two_sided", "stars"]
+
+
+def _gender_row(keys: dict, table: str, k: int | None, side: str, measure: str, successes: int, n: int,
+                value: float, alternative: str, *, no_ns: bool = False) -> dict:
+    tests = share_tests(successes, n, value, alternative) if n else {"z": np.nan, "p_one_sided": np.nan,
+                                                                    "p_two_sided": np.nan}
+    return {**keys, "table": table, "males_per_region": k, "side": side, "measure": measure, "n": n,
+            "successes": successes, "share": successes / n if n else np.nan, "null_value": value,
+            "alternative": alternative, **tests,
+            "stars": stats.sig_stars(tests["p_one_sided"], no_ns=no_ns) if n else "-"}
+
+
+def male_share_table(selections: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
+    """Table 30: share of male names among valid selections of the gender-balanced lists, tested against 50 %
+    (one-sided "larger", as tab_30.py)."""
+    if selections.empty:
+        return pd.DataFrame(columns=GENDER_COLUMNS)
+    male = set(names.loc[names["gender"] == "male", "name"])
+    chosen = selections[selections["experiment"] == "gender_balanced"]
+    records = []
+    for (model, lang, source), group in chosen.groupby(["model", "lang", "extraction_source"], sort=True):
+        valid = group.loc[group["region"].notna(), "selected_name"]
+        records.append(_gender_row({"model": model, "lang": lang, "extraction_source": source}, "30", None, "both",
+                                   "male_share", int(valid.isin(male).sum()), len(valid), 0.5, "larger"))
+    return pd.DataFrame(records, columns=GENDER_COLUMNS)
+
+
+def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame,
+                          males: Iterable[int] = (1, 2, 3)) -> pd.DataFrame:
+    """Tables 24–29 (tab_24.py) on the popularity lists whose Mainland and Taiwanese halves hold k male names
+    each: the Mainland share among valid selections against 50 % ("smaller"), and the male share among the
+    Mainland and among the Taiwanese selections against k/10 ("larger", stars without NS)."""
+    if selections.empty:
+        return pd.DataFrame(columns=GENDER_COLUMNS)
+    gender = dict(zip(names["name"], names["gender"]))
+    chosen = selections[selections["experiment"] == "popularity"].merge(
+        lists[LIST_KEYS + ["mainland_names", "taiwan_names"]], on=LIST_KEYS, how="inner")
+    if chosen.empty:
+        return pd.DataFrame(columns=GENDER_COLUMNS)
+    chosen["males_mainland"] = [sum(gender.get(n) == "male" for n in names_) for names_ in chosen["mainland_names"]]
+    chosen["males_taiwan"] = [sum(gender.get(n) == "male" for n in names_) for names_ in chosen["taiwan_names"]]
+    records = []
+    for (model, lang, source), group in chosen.groupby(["model", "lang", "extraction_source"], sort=True):
+        keys = {"model": model, "lang": lang, "extraction_source": source}
+        for k in males:
+            subset = group[(group["males_mainland"] == k) & (group["males_taiwan"] == k)]
+            n_mc, n_tw = int((subset["region"] == "mainland").sum()), int((subset["region"] == "taiwan").sum())
+            records.append(_gender_row(keys, "24-26", k, "both", "mainland_share", n_mc, n_mc + n_tw, 0.5, "smaller"))
+            for side in ("mainland", "taiwan"):
+                picked = subset.loc[subset["region"] == side, "selected_name"].map(gender)
+                records.append(_gender_row(keys, "27-29", k, side, "male_share", int((picked == "male").sum()),
+                                           int(picked.isin(["male", "female"]).sum()), k / 10, "larger", no_ns=True))
+    return pd.DataFrame(records, columns=GENDER_COLUMNS)
+
+
+STABILITY_COLUMNS = ["model", "lang", "source", "experiment", "shuffles", "n", "n_mainland", "n_taiwan",
+                     "pct_mainland_of_all", "mainland_rate"]
+
+
+def region_point(regions: pd.Series) -> dict:
+    """Figure 6's value (Mainland selections ÷ all answers × 100, invalid ones included) and the Mainland rate."""
+    n_mainland, n_taiwan = int((regions == "mainland").sum()), int((regions == "taiwan").sum())
+    valid = n_mainland + n_taiwan
+    return {"n": len(regions), "n_mainland": n_mainland, "n_taiwan": n_taiwan,
+            "pct_mainland_of_all": n_mainland / len(regions) * 100 if len(regions) else np.nan,
+            "mainland_rate": n_mainland / valid if valid else 0.0}
+
+
+def shuffle_curve(selections: pd.DataFrame) -> pd.DataFrame:
+    """For each selection group, the Figure 6 value using only the first k shuffles of every list, k = 1…S."""
+    records = []
+    if selections.empty:
+        return pd.DataFrame(columns=STABILITY_COLUMNS)
+    keys = ["model", "lang", "extraction_source", "experiment"]
+    for (model, lang, source, experiment), group in selections.groupby(keys, sort=True):
+        for k in range(1, int(group["shuffle"].max()) + 2):
+            records.append({"model": model, "lang": lang, "source": source, "experiment": experiment,
+                            "shuffles": k, **region_point(group.loc[group["shuffle"] < k, "region"])})
+    return pd.DataFrame(records, columns=STABILITY_COLUMNS)
+
+
+CORRELATION_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n_names", "spearman_rho", "p",
+                       "in_bh_family", "p_bh", "sig_bh"]
+
+
+def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFrame, names: pd.DataFrame,
+                           exclude_from_bh: Iterable[str] = ()) -> pd.DataFrame:
+    """Table 22 (tab_22.py): Spearman's ρ between the normalised selection frequency of the names selected at
+    least once and their corpus counts (`name`, `records_containing`), BH-adjusted once across every model × lang
+    of an experiment and extraction source (models in `exclude_from_bh` are reported but left out, as the paper
+    leaves DeepSeek-R1 out)."""
+    if frequencies.empty:
+        return pd.DataFrame(columns=CORRELATION_COLUMNS)
+    known = set(names["name"])
+    count_of = dict(zip(corpus_counts["name"], corpus_counts["records_containing"])) if not corpus_counts.empty else {}
+    records = []
+    keys = ["model", "lang", "experiment", "extraction_source"]
+    for group_keys, group in frequencies.groupby(keys, sort=True):
+        group = group[group["name"].isin(known) & group["name"].isin(count_of)]
+        x, y = group["normalized_frequency"].to_numpy(float), group["name"].map(count_of).to_numpy(float)
+        rho, p = (np.nan, np.nan)
+        if len(group) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+            result = scipy_stats.spearmanr(x, y)
+            rho, p = float(result.statistic), float(result.pvalue)
+        records.append({**dict(zip(keys, group_keys)), "n_names": len(group), "spearman_rho": rho, "p": p})
+    table = pd.DataFrame(records, columns=CORRELATION_COLUMNS[:7])
+    table["in_bh_family"] = ~table["model"].isin(set(exclude_from_bh))
+    table["p_bh"] = np.nan
+    for _, family in table[table["in_bh_family"]].groupby(["experiment", "extraction_source"]):
+        table.loc[family.index, "p_bh"] = stats.bh_adjust(family["p"])
+    table["sig_bh"] = [stats.sig_stars(p) for p in table["p_bh"]]
+    return table[CORRELATION_COLUMNS]

@@ -1,0 +1,157 @@
+"""The long selection table: one row per answer and extraction source.
+
+Sources: `rules` (the deterministic extractor, every model), `upstream` (the authors' published extraction of the
+paper models' answers, `response/regional_name/final/`), `judge` (the paper's procedure with a registered model in
+GPT-4o-mini's place). `candidate_scope` says what the rules matched against: the trial's own list (`trial`) or,
+where the upstream copy lacks the trial's list, all 352 names (`all_names`: a listed name that was not among the
+trial's 20 then counts as selected instead of out of list).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import pandas as pd
+
+from sctc_assets.lib.name.candidates import LIST_KEYS
+from sctc_assets.lib.name.extraction import (
+    EMPTY, INVALID, REFUSAL, VALID, Extraction, exact_substring_matches, matcher_for, parse_judge_answer,
+)
+
+ROW_KEYS = ["experiment", "list_source", "list_id", "shuffle", "row"]
+SELECTION_COLUMNS = ["model", "lang", *ROW_KEYS, "extraction_source", "candidate_scope", "status", "rule",
+                     "selected_name", "region", "script_variant_of"]
+PUBLISHED_REGIONS = {1: "mainland", 0: "taiwan", -1: None}
+SCORABLE_OUTCOMES = ("ok", "refusal")
+
+
+def _text(value: object) -> str | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _with_lists(responses: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
+    scorable = responses[responses["outcome"].isin(SCORABLE_OUTCOMES)]
+    return scorable.merge(lists[LIST_KEYS + ["candidates", "mainland_names", "taiwan_names"]], on=LIST_KEYS,
+                          how="left")
+
+
+def _record(row: Mapping, source: str, scope: str | None, extraction: Extraction, region: str | None) -> dict:
+    return {"model": row["model"], "lang": row["lang"], **{key: row[key] for key in ROW_KEYS},
+            "extraction_source": source, "candidate_scope": scope, "status": extraction.status,
+            "rule": extraction.rule, "selected_name": extraction.name, "region": region,
+            "script_variant_of": extraction.script_variant_of}
+
+
+def _has_list(value: object) -> bool:
+    return value is not None and not isinstance(value, float)  # a trial the upstream copy has no list for is NaN
+
+
+def _list_region(name: str | None, row: Mapping) -> str | None:
+    if name in list(row["mainland_names"]):
+        return "mainland"
+    return "taiwan" if name in list(row["taiwan_names"]) else None
+
+
+def _frame(records: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(records, columns=SELECTION_COLUMNS)
+
+
+def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
+    """The deterministic extractor on every scorable answer (errors are asked again, replay gaps have no text)."""
+    pool = matcher_for(names["name"].tolist())
+    region_of = dict(zip(names["name"], names["region"]))
+    records = []
+    for row in _with_lists(responses, lists).to_dict("records"):
+        scope = "trial" if _has_list(row["candidates"]) else "all_names"
+        matcher = matcher_for(list(row["candidates"])) if scope == "trial" else pool
+        if row["outcome"] == "refusal":
+            extraction = Extraction(REFUSAL, rule="backend refusal")
+        else:
+            extraction = matcher.extract(_text(row["response"]))
+        if extraction.status != VALID:
+            region = None
+        else:
+            region = region_of.get(extraction.name) if scope == "all_names" else _list_region(extraction.name, row)
+        records.append(_record(row, "rules", scope, extraction, region))
+    return _frame(records)
+
+
+def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experiment: str, shuffles: int,
+                        rows: set[int] | None = None) -> pd.DataFrame:
+    """The authors' extraction (`extracted_name`, `refine_flag`, `region` 1/0/-1) of one final file, row i
+    being prompt row i as in their scripts; `rows` keeps only the requested ones."""
+    records = []
+    for index, (name, refined, code) in enumerate(zip(final["extracted_name"], final["refine_flag"], final["region"])):
+        if rows is not None and index not in rows:
+            continue
+        region = PUBLISHED_REGIONS.get(int(code))
+        extraction = Extraction(VALID if region else INVALID, _text(name),
+                                "gpt-4o-mini" if str(refined) == "True" else "substring")
+        row = {"model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
+               "list_id": index // shuffles, "shuffle": index % shuffles, "row": index}
+        records.append(_record(row, "upstream", "trial", extraction, region))
+    return _frame(records)
+
+
+def needs_judge(response: str | None, candidates: list[str]) -> bool:
+    """gpt_eval.py asks GPT-4o-mini unless the answer is empty or contains exactly one candidate as written."""
+    return response is not None and len(exact_substring_matches(response, candidates)) != 1
+
+
+def judge_selections(responses: pd.DataFrame, lists: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
+    """The paper's extraction procedure with the judge's verdicts; answers whose verdict is missing are left out."""
+    verdicts = {tuple(key): answer for key, answer in
+                zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"])}
+    records = []
+    for row in _with_lists(responses, lists).to_dict("records"):
+        if not _has_list(row["candidates"]):
+            continue
+        candidates, text = list(row["candidates"]), _text(row["response"])
+        if text is None:
+            extraction = Extraction(EMPTY, rule="no answer")
+        elif not needs_judge(text, candidates):
+            extraction = Extraction(VALID, exact_substring_matches(text, candidates)[0], "substring")
+        else:
+            key = tuple(row[name] for name in LIST_KEYS)
+            if key not in verdicts or verdicts[key] is None:
+                continue
+            extraction = parse_judge_answer(verdicts[key], candidates)
+        region = _list_region(extraction.name, row) if extraction.status == VALID else None
+        records.append(_record(row, "judge", "trial", extraction, region))
+    return _frame(records)
+
+
+AGREEMENT_COLUMNS = ["model", "lang", "experiment", "candidate_scope", "n_compared", "n_agree", "agreement",
+                     "rules_invalid_published_valid", "rules_valid_published_invalid", "other_region"]
+
+
+def compared_with_published(selections: pd.DataFrame) -> pd.DataFrame:
+    """Rules and published extraction side by side on the answers both cover, with the kind of disagreement."""
+    keys = ["model", "lang", *ROW_KEYS]
+    rules = selections[selections["extraction_source"] == "rules"]
+    published = selections[selections["extraction_source"] == "upstream"]
+    both = rules.merge(published[keys + ["region", "selected_name"]], on=keys, suffixes=("", "_published"))
+    ours, theirs = both["region"].fillna("invalid"), both["region_published"].fillna("invalid")
+    both["disagreement"] = "none"
+    both.loc[(ours == "invalid") & (theirs != "invalid"), "disagreement"] = "rules_invalid_published_valid"
+    both.loc[(ours != "invalid") & (theirs == "invalid"), "disagreement"] = "rules_valid_published_invalid"
+    both.loc[(ours != "invalid") & (theirs != "invalid") & (ours != theirs), "disagreement"] = "other_region"
+    return both
+
+
+def agreement(selections: pd.DataFrame) -> pd.DataFrame:
+    """Share of answers where the rules give the published region (or both call the answer invalid)."""
+    both = compared_with_published(selections) if not selections.empty else pd.DataFrame()
+    if both.empty:
+        return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    counts = (both.groupby(["model", "lang", "experiment", "candidate_scope", "disagreement"]).size()
+              .unstack("disagreement", fill_value=0))
+    for kind in ("none", *AGREEMENT_COLUMNS[-3:]):
+        if kind not in counts.columns:
+            counts[kind] = 0
+    counts = counts.reset_index()
+    counts["n_agree"] = counts["none"]
+    counts["n_compared"] = counts[["none", *AGREEMENT_COLUMNS[-3:]]].sum(axis=1)
+    counts["agreement"] = counts["n_agree"] / counts["n_compared"]
+    return counts[AGREEMENT_COLUMNS]

