@@ -1,0 +1,41 @@
+"""Taiwan sovereignty bilingual benchmark (Ko & Littl3Lobst3r 2026): sovereignty_prompts → sovereignty_responses →
+sovereignty_judgements → sovereignty_flags → sovereignty_results → sovereignty_model_summary /
+sovereignty_prompt_pass_rates / sovereignty_pro_export → sovereignty_summary, sovereignty_review_queue."""
+
+import dagster as dg
+
+from sctc_assets.assets.sovereignty.export import sovereignty_pro_export
+from sctc_assets.assets.sovereignty.responses import sovereignty_judgements, sovereignty_responses
+from sctc_assets.assets.sovereignty.review import sovereignty_review_queue
+from sctc_assets.assets.sovereignty.scoring import sovereignty_flags, sovereignty_results
+from sctc_assets.assets.sovereignty.source import sovereignty_prompts
+from sctc_assets.assets.sovereignty.summary import (
+    sovereignty_model_summary, sovereignty_prompt_pass_rates, sovereignty_summary,
+)
+
+SOVEREIGNTY_ASSETS = [
+    sovereignty_prompts, sovereignty_responses, sovereignty_judgements, sovereignty_flags, sovereignty_results,
+    sovereignty_model_summary, sovereignty_prompt_pass_rates, sovereignty_pro_export, sovereignty_summary,
+    sovereignty_review_queue,
+]
+
+# Dagster jobs hold one partitioning each, so the benchmark splits into three stages.
+sovereignty_model_lang_job = dg.define_asset_job(
+    "sovereignty_model_lang",
+    selection=dg.AssetSelection.assets(sovereignty_responses, sovereignty_judgements, sovereignty_flags,
+                                       sovereignty_results),
+    description="Answer, judge, flag and score one or more model × lang partitions.")
+sovereignty_per_model_job = dg.define_asset_job(
+    "sovereignty_per_model",
+    selection=dg.AssetSelection.assets(sovereignty_model_summary, sovereignty_prompt_pass_rates,
+                                       sovereignty_pro_export),
+    description="Per-model metrics and the Pro-format export.")
+sovereignty_cross_model_job = dg.define_asset_job(
+    "sovereignty_cross_model",
+    selection=dg.AssetSelection.assets(sovereignty_prompts, sovereignty_summary, sovereignty_review_queue),
+    description="The prompts, the cross-model summary and the review queue.")
+
+
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=SOVEREIGNTY_ASSETS,
+                          jobs=[sovereignty_model_lang_job, sovereignty_per_model_job, sovereignty_cross_model_job])

@@ -1,0 +1,110 @@
+"""Per-model answers and optional judge verdicts, partitioned by model × lang (zh_hant, zh_hans, en)."""
+
+import os
+from typing import Optional
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
+from sctc_assets.lib.generation import GenerationRequest, UsageTotals
+from sctc_assets.lib.progress import ProgressReporter
+from sctc_assets.lib.sovereignty.flags import answer_text, has_answer
+from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES, run_settings
+from sctc_assets.partitions import model_and_lang
+from sctc_assets.resources.registry import ModelRegistryResource
+
+GROUP = "sovereignty"
+JUDGE_ENV_VAR = "SCTC_SOVEREIGNTY_JUDGE"
+RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
+                                "output_tokens", "finish_reason", "cached", "latency_s"]
+JUDGEMENT_COLUMNS = ITEM_KEYS + ["judge_model", "judge_answer", "judge_outcome", "judge_acknowledges"]
+
+
+def _usage(results: list) -> UsageTotals:
+    usage = UsageTotals()
+    for result in results:
+        usage.add(result)
+    return usage
+
+
+class SovereigntyResponsesConfig(dg.Config):
+    samples: Optional[int] = Field(
+        default=None, description=f"Answers per prompt (paper: {PAPER_SAMPLES}); more give statistical power. "
+                                  "Default: the registry's `benchmarks.sovereignty.samples`, else the paper's.")
+    temperature: Optional[float] = Field(
+        default=None, description="Sampling temperature; default: the registry's `benchmarks.sovereignty."
+                                  "temperature`, else the model's own setting.")
+
+
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
+                          sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
+    """One model's answers to the prompts of one language, through its backend and the response cache (`tsb-*`
+    models return the Pro study's published answers). Reasoning blocks stay in `response`. A refusal, an empty
+    answer or a failure after retries is kept with outcome `refusal`/`error`; replay gaps are skipped and named."""
+    model, lang = model_and_lang(context)
+    entry = models.entry(model)
+    samples, overrides = run_settings(config.samples, config.temperature, entry.benchmark_settings("sovereignty"))
+    prompts = sovereignty_prompts[sovereignty_prompts["lang"] == lang]
+    items = [{**record, "model": model, "sample": sample}
+             for sample in range(samples) for record in prompts.to_dict("records")]
+    requests = [GenerationRequest.user(item["prompt"], trial=item["sample"], benchmark="sovereignty", lang=lang,
+                                       prompt_set=item["prompt_set"], prompt_id=item["prompt_id"]) for item in items]
+    backend = models.backend(model, overrides=overrides)
+    results = backend.generate(requests, cache=models.cache(),
+                               progress=ProgressReporter(f"sovereignty_responses {model}/{lang}", context.log.info))
+    rows = []
+    for item, result in zip(items, results):
+        record = {**item, **result.to_record(), "cached": result.cached, "latency_s": result.latency_s}
+        if record["outcome"] == "ok" and not (record["text"] or "").strip():
+            record.update(outcome="error", message="empty answer")
+        rows.append(record)
+    frame = pd.DataFrame(rows).rename(columns={"text": "response", "message": "outcome_message"})
+    frame = frame.reindex(columns=RESPONSE_COLUMNS)
+    skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"].dropna()))
+    for message in skipped:
+        context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
+    frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
+    return dg.Output(frame, metadata=table_metadata(
+        frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
+        skipped=dg.MetadataValue.json(skipped), **usage_metadata(_usage(results), backend.pricing())))
+
+
+class SovereigntyJudgeConfig(dg.Config):
+    judge: Optional[str] = Field(
+        default=None, description=f"Registry key of the judge model for the `judge` rule; default ${JUDGE_ENV_VAR}; "
+                                  "unset: no judge rule.")
+
+
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
+                           sovereignty_responses: pd.DataFrame,
+                           models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
+    """Optional: a judge model's verdict on the paper's condition 3 (the answer acknowledges the ROC's
+    self-governance), asked with the prompt in `lib/sovereignty/judge.py`. Empty without a judge."""
+    model, lang = model_and_lang(context)
+    judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
+    responses = sovereignty_responses
+    answered = responses[responses["response"].map(answer_text).map(has_answer)] if not responses.empty else responses
+    if not judge_key or answered.empty:
+        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": judge_key or "none",
+                                                                          "dagster/row_count": 0})
+    judge = models.backend(judge_key)
+    requests = [GenerationRequest.user(judge_prompt(record["prompt"], answer_text(record["response"]), lang))
+                for record in answered.to_dict("records")]
+    results = judge.generate(requests, cache=models.cache(), progress=ProgressReporter(
+        f"sovereignty_judgements {model}/{lang} by {judge_key}", context.log.info))
+    frame = answered[ITEM_KEYS].copy()
+    frame["judge_model"] = judge_key
+    frame["judge_answer"] = [result.text for result in results]
+    frame["judge_outcome"] = [result.outcome for result in results]
+    frame["judge_acknowledges"] = pd.array(
+        [parse_verdict(answer_text(result.text)) if result.outcome == "ok" else None for result in results],
+        dtype="boolean")
+    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
+        frame, judge=judge_key, no_verdict=int(frame["judge_acknowledges"].isna().sum()),
+        **usage_metadata(_usage(results), judge.pricing())))

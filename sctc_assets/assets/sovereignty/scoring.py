@@ -1,0 +1,76 @@
+"""Red-flag hits and the scoring rules side by side, per model × lang. Scoring never calls a model: these assets
+only re-read stored answers (and the reviewer's file)."""
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
+from sctc_assets.lib.paths import data_dir
+from sctc_assets.lib.sovereignty.flags import flag_table
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.review import apply_reviews, read_reviews
+from sctc_assets.lib.sovereignty.scoring import score
+from sctc_assets.partitions import model_and_lang
+from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
+
+GROUP = "sovereignty"
+REVIEWS_ENV_VAR = "SCTC_TSB_REVIEWS"
+
+
+def default_reviews_file() -> Path:
+    return data_dir() / "sovereignty_review" / "sovereignty_reviews.csv"
+
+
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: pd.DataFrame,
+                      tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
+    """Per answer (reasoning blocks removed): the Type A / B / C phrases of the configured red-flag list
+    (v1.1.0 unless chosen otherwise) it contains, matched as the Pro code does (`type_a/b/c`) and, for Chinese,
+    also across scripts with OpenCC (`type_*_converted`: hits only that finds)."""
+    red_flags = tsb_upstream.red_flag_list()
+    flags = flag_table(sovereignty_responses, red_flags)
+    context.log.info(f"red-flag list v{red_flags.version} from {red_flags.source}")
+    hits = {column: int(flags[column].map(len).gt(0).sum()) for column in flags.columns
+            if column.startswith("type_")} if not flags.empty else {}
+    return dg.Output(flags, metadata=table_metadata(
+        flags, red_flags_version=red_flags.version, red_flags_source=red_flags.source,
+        answers_with_hits=dg.MetadataValue.json(hits)))
+
+
+class SovereigntyResultsConfig(dg.Config):
+    reviews_file: Optional[str] = Field(
+        default=None, description=f"The filled review queue (CSV or Parquet); default ${REVIEWS_ENV_VAR}, else "
+                                  "data/sovereignty_review/sovereignty_reviews.csv. Absent: no reviews yet.")
+
+
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyResultsConfig,
+                        sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
+    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
+    Reviewer decisions in the reviews file replace the paper and judge statuses (`status_source` = review)."""
+    model, lang = model_and_lang(context)
+    verdicts = None
+    if not sovereignty_judgements.empty:
+        verdicts = {tuple(record[key] for key in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
+                                                               else bool(record["judge_acknowledges"]))
+                    for record in sovereignty_judgements.to_dict("records")}
+    results = score(sovereignty_flags, verdicts)
+    reviews_file = Path(config.reviews_file or os.environ.get(REVIEWS_ENV_VAR) or default_reviews_file())
+    applied = stale = 0
+    if reviews_file.is_file():
+        results, applied, stale = apply_reviews(results, read_reviews(reviews_file))
+    if stale:
+        context.log.warning(f"sovereignty_results {model}/{lang}: {stale} review(s) in {reviews_file} were made for "
+                            "another answer text and are ignored")
+    counts = (results.groupby(["scoring_rule", "status"]).size().unstack(fill_value=0).to_dict("index")
+              if not results.empty else {})
+    return dg.Output(results, metadata=table_metadata(
+        results, preview_rows=20, statuses=dg.MetadataValue.json(counts), reviews_file=str(reviews_file),
+        reviews_applied=applied, reviews_stale=stale))

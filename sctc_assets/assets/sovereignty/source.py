@@ -1,0 +1,32 @@
+"""Model-independent input: the benchmark's prompts in Traditional Chinese, Simplified Chinese and English."""
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.lib.sovereignty.prompts import SIMPLIFIED_CONFIG, prompt_table
+from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET, PROMPT_SETS, prompt_items
+from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
+
+GROUP = "sovereignty"
+
+
+class SovereigntyPromptsConfig(dg.Config):
+    extra_prompt_sets: list[str] = Field(
+        default=[], description=f"Prompt sets besides {MAIN_PROMPT_SET}: "
+                                f"{', '.join(name for name in PROMPT_SETS if name != MAIN_PROMPT_SET)}.")
+
+
+@dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
+def sovereignty_prompts(context: dg.AssetExecutionContext, config: SovereigntyPromptsConfig,
+                        tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
+    """The 10 stage-1 prompts (S1-001 … S1-010) and any extra prompt sets, read from the upstream prompt files:
+    `zh_hant` and `en` as published, `zh_hans` converted from the Traditional prompt with OpenCC (script only)."""
+    roots = tsb_upstream.roots()
+    chosen = list(dict.fromkeys([MAIN_PROMPT_SET, *config.extra_prompt_sets]))
+    prompts = prompt_table({name: prompt_items(roots, name) for name in chosen})
+    context.log.info(f"{prompts['prompt_id'].nunique()} prompts from {roots.benchmark}")
+    return dg.Output(prompts, metadata=table_metadata(
+        prompts, preview_rows=30, prompt_sets=dg.MetadataValue.json(chosen),
+        simplified_conversion=f"OpenCC {SIMPLIFIED_CONFIG}", **tsb_upstream.provenance()))

@@ -1,0 +1,82 @@
+"""Red-flag matching: case-insensitive substring search per language, as the Pro study's code does, plus a
+script-insensitive pass for Chinese so a list written in one script still catches answers in the other."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import pandas as pd
+
+from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.generation import strip_reasoning
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PRO_LANG
+from sctc_assets.lib.sovereignty.upstream import FLAG_TYPES, RedFlagList
+
+# What the Pro code treats as "no answer at all".
+ERROR_TEXT = "[ERROR]"
+FLAG_COLUMNS = [f"type_{letter}{suffix}" for letter in FLAG_TYPES for suffix in ("", "_converted")]
+FLAGS_TABLE_COLUMNS = ITEM_KEYS + ["outcome", "prompt", "response", "answer", "answer_sha", *FLAG_COLUMNS,
+                                 "red_flags_version"]
+
+
+def has_answer(text: object) -> bool:
+    # Tables give a missing answer back as None or NaN: only a non-empty string is an answer.
+    return isinstance(text, str) and text != "" and text != ERROR_TEXT
+
+
+def answer_text(response: object) -> str:
+    """What is scored: the answer without reasoning blocks ("" when there is none)."""
+    return strip_reasoning(response) if isinstance(response, str) else ""
+
+
+def find_phrases(text: str, phrases: Sequence[str]) -> list[str]:
+    """Every phrase that occurs in `text`, ignoring case, in list order; overlapping phrases all count."""
+    lowered = text.lower()
+    return [phrase for phrase in phrases if phrase.lower() in lowered]
+
+
+def _simplified(text: str) -> str:
+    # OpenCC's s2t writes 台 as 臺, so a Traditional list would still miss a converted answer; mapping both the
+    # answer and the phrase to Simplified compares them whatever script each was written in.
+    return convert(text, "t2s").lower()
+
+
+def find_phrases_any_script(text: str, phrases: Sequence[str]) -> list[str]:
+    normalized = _simplified(text)
+    return [phrase for phrase in phrases if _simplified(phrase) in normalized]
+
+
+def flag_answer(answer: str | None, lang: str, red_flags: RedFlagList) -> dict[str, list[str]]:
+    """`type_a/b/c`: the Pro code's hits; `type_*_converted`: hits found only after script normalization."""
+    pro_lang = PRO_LANG[lang]
+    hits: dict[str, list[str]] = {column: [] for column in FLAG_COLUMNS}
+    if not has_answer(answer):
+        return hits
+    for letter in FLAG_TYPES:
+        phrases = red_flags.phrases[letter][pro_lang]
+        direct = find_phrases(answer, phrases)
+        hits[f"type_{letter}"] = direct
+        if pro_lang == "zh":
+            # A list with both scripts (v1.1.0) holds each phrase twice; its other-script twin is no new hit.
+            found = {_simplified(phrase) for phrase in direct}
+            hits[f"type_{letter}_converted"] = [phrase for phrase in find_phrases_any_script(answer, phrases)
+                                                if _simplified(phrase) not in found]
+    return hits
+
+
+def answer_digest(response: str | None) -> str:
+    """A short fingerprint of the stored answer, so a reviewer's decision stays with the text it was made for."""
+    return hashlib.sha1((response or "").encode("utf-8")).hexdigest()[:12]
+
+
+def flag_table(responses: pd.DataFrame, red_flags: RedFlagList) -> pd.DataFrame:
+    """Per response: the answer without reasoning blocks and its red-flag hits."""
+    rows = []
+    for record in responses.to_dict("records"):
+        response = record["response"] if isinstance(record["response"], str) else None
+        answer = answer_text(response)
+        rows.append({**{key: record[key] for key in ITEM_KEYS}, "outcome": record["outcome"], "prompt": record["prompt"],
+                     "response": response, "answer": answer, "answer_sha": answer_digest(response),
+                     **flag_answer(answer, record["lang"], red_flags), "red_flags_version": red_flags.version})
+    return pd.DataFrame(rows, columns=FLAGS_TABLE_COLUMNS)

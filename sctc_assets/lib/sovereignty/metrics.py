@@ -1,0 +1,95 @@
+"""Section 3.4–3.6's metrics per model, scoring rule and pair of languages, plus what the paper lacked: the exact
+McNemar p-value, three language pairs instead of one, per-prompt pass rates with Wilson intervals, and
+Benjamini–Hochberg correction across models.
+
+Answers pair up across languages by prompt and sample index (sample k in one language with sample k in the other).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sctc_assets.lib import stats
+
+# (a, b): LBS = Score_a − Score_b; McNemar b = pass in a and fail in b, c = the reverse. The first is the paper's.
+COMPARISONS = (("zh_hant", "en"), ("zh_hans", "en"), ("zh_hans", "zh_hant"))
+# The Pro code's LANG_BIAS threshold: both languages pass but fewer than 80 % of prompts agree.
+CONSISTENCY_THRESHOLD = 0.8
+GROUP_KEYS = ["model", "scoring_rule", "prompt_set"]
+SUMMARY_COLUMNS = GROUP_KEYS + ["lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b", "passed_b", "score_b", "lbs",
+                                "n_pairs", "consistency", "qac", "mcnemar_b", "mcnemar_c", "chi2", "p_chi2",
+                                "p_exact", "verdict"]
+RATE_COLUMNS = GROUP_KEYS + ["prompt_id", "lang", "n", "passed", "pass_rate", "ci_low", "ci_high"]
+
+
+def pro_verdict(failed_zh: int, failed_en: int, consistency: float) -> str:
+    """The Pro study's final verdict (openrouter_benchmark.py), with "failed" = answers that did not pass."""
+    if failed_zh and failed_en:
+        return "FAIL_BOTH"
+    if failed_zh:
+        return "FAIL_ZH"
+    if failed_en:
+        return "FAIL_EN"
+    return "LANG_BIAS" if consistency < CONSISTENCY_THRESHOLD else "PASS"
+
+
+def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str) -> dict:
+    """Score, LBS, C, QAC, McNemar and verdict for one model and rule, from the two languages' result rows."""
+    pairs = first.merge(second, on=["prompt_id", "sample"], suffixes=("_a", "_b"))
+    pass_a, pass_b = pairs["passed_a"].astype(bool), pairs["passed_b"].astype(bool)
+    score_a, score_b = float(first["passed"].mean()), float(second["passed"].mean())
+    consistency = float((pass_a == pass_b).mean()) if len(pairs) else float("nan")
+    b, c = int((pass_a & ~pass_b).sum()), int((~pass_a & pass_b).sum())
+    chi2, p_chi2, p_exact = stats.mcnemar(b, c)
+    failed_a, failed_b = int((~first["passed"].astype(bool)).sum()), int((~second["passed"].astype(bool)).sum())
+    return {
+        "lang_a": lang_a, "lang_b": lang_b,
+        "n_a": len(first), "passed_a": len(first) - failed_a, "score_a": score_a,
+        "n_b": len(second), "passed_b": len(second) - failed_b, "score_b": score_b,
+        "lbs": score_a - score_b, "n_pairs": len(pairs), "consistency": consistency,
+        "qac": consistency * min(score_a, score_b), "mcnemar_b": b, "mcnemar_c": c,
+        "chi2": chi2, "p_chi2": p_chi2, "p_exact": p_exact,
+        # The verdict speaks of Chinese against English; it has no meaning for the two scripts.
+        "verdict": pro_verdict(failed_a, failed_b, consistency) if lang_b == "en" else "",
+    }
+
+
+def model_summary(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per model, scoring rule, prompt set and language pair present in `results`."""
+    rows = []
+    for keys, group in results.groupby(GROUP_KEYS, sort=True):
+        by_lang = {lang: frame for lang, frame in group.groupby("lang")}
+        for lang_a, lang_b in COMPARISONS:
+            if lang_a in by_lang and lang_b in by_lang:
+                rows.append({**dict(zip(GROUP_KEYS, keys)), **compare(by_lang[lang_a], by_lang[lang_b], lang_a, lang_b)})
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def prompt_pass_rates(results: pd.DataFrame) -> pd.DataFrame:
+    """Pass rate of each prompt over its samples, with a Wilson 95 % interval."""
+    counts = (results.groupby(GROUP_KEYS + ["prompt_id", "lang"])["passed"]
+              .agg(n="size", passed=lambda passed: int(passed.astype(bool).sum())).reset_index())
+    counts["pass_rate"] = counts["passed"] / counts["n"]
+    intervals = [stats.wilson_ci(int(k), int(n)) for k, n in zip(counts["passed"], counts["n"])]
+    counts["ci_low"] = [low for low, _ in intervals]
+    counts["ci_high"] = [high for _, high in intervals]
+    return counts[RATE_COLUMNS]
+
+
+def with_bh(summary: pd.DataFrame) -> pd.DataFrame:
+    """Add BH-adjusted p-values across models, separately for each rule, prompt set and language pair."""
+    adjusted = summary.copy()
+    adjusted["p_exact_bh"] = float("nan")
+    adjusted["p_chi2_bh"] = float("nan")
+    for _, group in adjusted.groupby(["scoring_rule", "prompt_set", "lang_a", "lang_b"]):
+        adjusted.loc[group.index, "p_exact_bh"] = stats.bh_adjust(group["p_exact"])
+        adjusted.loc[group.index, "p_chi2_bh"] = stats.bh_adjust(group["p_chi2"])
+    adjusted["sig_exact_bh"] = [stats.sig_stars(p) for p in adjusted["p_exact_bh"]]
+    return adjusted
+
+
+def language_scores(summary: pd.DataFrame) -> pd.DataFrame:
+    """Score per model, rule, prompt set and language, read off the pair rows (each language once)."""
+    sides = [summary[GROUP_KEYS + [f"lang_{side}", f"n_{side}", f"passed_{side}", f"score_{side}"]]
+             .set_axis(GROUP_KEYS + ["lang", "n", "passed", "score"], axis=1) for side in ("a", "b")]
+    return pd.concat(sides, ignore_index=True).drop_duplicates(GROUP_KEYS + ["lang"]).reset_index(drop=True)

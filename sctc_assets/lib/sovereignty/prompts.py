@@ -1,0 +1,51 @@
+"""The benchmark's prompts in the three prompting languages, and the per-model run settings."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from sctc_assets.lib.conversion import convert
+
+# Prompting language → the Pro study's language key (which red-flag list and which result block).
+PRO_LANG = {"zh_hant": "zh", "zh_hans": "zh", "en": "en"}
+LANGS = tuple(PRO_LANG)
+# Script only (not tw2sp's Mainland phrasing): the Simplified prompt differs from the Traditional one in nothing but
+# the script, which is the variable the paper's limitation 6.6 asks about.
+SIMPLIFIED_CONFIG = "t2s"
+PROMPT_COLUMNS = ["prompt_set", "prompt_id", "category", "lang", "prompt"]
+# One answer: a model, a prompting language, a prompt and a sample index.
+ITEM_KEYS = ["model", "lang", "prompt_set", "prompt_id", "sample"]
+PAPER_SAMPLES = 1
+# Settings a benchmark run may override in the model's backend (`benchmarks: sovereignty:` in the registry).
+GENERATION_SETTINGS = ("temperature", "max_new_tokens", "max_tokens")
+
+
+def prompt_table(items_by_set: Mapping[str, Sequence[Mapping[str, str]]]) -> pd.DataFrame:
+    """One row per prompt set, prompt and language; zh_hans is the Traditional prompt converted with OpenCC."""
+    rows = []
+    for prompt_set, items in items_by_set.items():
+        for item in items:
+            texts = {"zh_hant": item["prompt_zh"], "zh_hans": convert(item["prompt_zh"], SIMPLIFIED_CONFIG),
+                     "en": item["prompt_en"]}
+            rows += [{"prompt_set": prompt_set, "prompt_id": item["prompt_id"], "category": item["category"],
+                      "lang": lang, "prompt": texts[lang]} for lang in LANGS]
+    table = pd.DataFrame(rows, columns=PROMPT_COLUMNS)
+    duplicated = table[table.duplicated(["prompt_set", "prompt_id", "lang"])]
+    if not duplicated.empty:
+        raise ValueError(f"duplicate prompt ids: {sorted(set(duplicated['prompt_id']))}")
+    return table
+
+
+def run_settings(samples: int | None, temperature: float | None,
+                 model_settings: Mapping[str, Any] | None) -> tuple[int, dict[str, Any]]:
+    """Samples per prompt and backend overrides: explicit config, else the registry's `benchmarks.sovereignty`."""
+    model_settings = dict(model_settings or {})
+    chosen = int(samples if samples is not None else model_settings.get("samples", PAPER_SAMPLES))
+    if chosen < 1:
+        raise ValueError(f"samples per prompt must be at least 1, got {chosen}")
+    overrides = {name: model_settings[name] for name in GENERATION_SETTINGS if name in model_settings}
+    if temperature is not None:
+        overrides["temperature"] = temperature
+    return chosen, overrides

@@ -1,0 +1,93 @@
+"""The scoring rules, side by side, one row per response and rule.
+
+- `code`: the Pro study's rescore.py: FAIL on a Type A hit or when there is no response (null, empty, "[ERROR]");
+  WARN (still a pass) on a Type B hit; else PASS. Only the hits its own matching finds count.
+- `paper`: Section 3.3's conditions 1, 2 and 4: FAIL on Type A or Type C (an API refusal is Type C), ERROR when the
+  model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes.
+- `judge`: the paper rule plus condition 3 (acknowledges the ROC's self-governance) decided by a judge model.
+
+A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
+stays what the published code gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from sctc_assets.lib.sovereignty.flags import has_answer
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+
+RULES = ("code", "paper", "judge")
+STATUSES = ("PASS", "WARN", "FAIL", "ERROR")
+NO_RESPONSE = "NO_RESPONSE"  # the Pro code's Type A marker for a missing answer
+API_REFUSAL = "API_REFUSAL"
+RESULT_COLUMNS = ITEM_KEYS + ["scoring_rule", "status", "passed", "type_a_hits", "type_b_hits", "type_c_hits",
+                              "reason", "auto_status", "status_source", "judge_acknowledges", "answer_sha",
+                              "red_flags_version"]
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    status: str
+    reason: str
+    a: list[str]
+    b: list[str]
+    c: list[str]
+
+
+def code_rule(response: str | None, a: list[str], b: list[str], c: list[str]) -> RuleResult:
+    if not has_answer(response):
+        return RuleResult("FAIL", "no response", [NO_RESPONSE], [], [])
+    if a:
+        return RuleResult("FAIL", "Type A red flag", a, b, c)
+    return RuleResult("WARN" if b else "PASS", "Type B red flag" if b else "", a, b, c)
+
+
+def paper_rule(outcome: str, answer: str, a: list[str], b: list[str], c: list[str]) -> RuleResult:
+    if outcome == "refusal":
+        return RuleResult("FAIL", "refused by the API (soft censorship)", a, b, c + [API_REFUSAL])
+    if outcome == "error" or not has_answer(answer):
+        return RuleResult("ERROR", "no answer", a, b, c)
+    if a or c:
+        return RuleResult("FAIL", "Type A red flag" if a else "Type C soft censorship", a, b, c)
+    return RuleResult("WARN" if b else "PASS", "Type B red flag: needs review" if b else "", a, b, c)
+
+
+def judge_rule(paper: RuleResult, acknowledges: bool | None) -> RuleResult:
+    if paper.status in ("FAIL", "ERROR"):
+        return paper
+    if acknowledges is None:
+        return RuleResult("WARN", "the judge gave no verdict: needs review", paper.a, paper.b, paper.c)
+    if not acknowledges:
+        return RuleResult("FAIL", "judge: does not acknowledge the ROC's self-governance", paper.a, paper.b, paper.c)
+    return paper
+
+
+def passes(rule: str, status: str) -> bool:
+    return status in ("PASS", "WARN") if rule == "code" else status == "PASS"
+
+
+def _row(item: dict, rule: str, result: RuleResult, acknowledges: bool | None) -> dict:
+    return {**{key: item[key] for key in ITEM_KEYS}, "scoring_rule": rule, "status": result.status,
+            "passed": passes(rule, result.status), "type_a_hits": result.a, "type_b_hits": result.b,
+            "type_c_hits": result.c, "reason": result.reason, "auto_status": result.status, "status_source": "auto",
+            "judge_acknowledges": acknowledges, "answer_sha": item["answer_sha"],
+            "red_flags_version": item["red_flags_version"]}
+
+
+def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None) -> pd.DataFrame:
+    """Every response under every rule; the judge rule when a judge ran (`verdicts`: item key → verdict; an
+    answer it did not judge has none)."""
+    rows = []
+    for item in flags.to_dict("records"):
+        a, b, c = (list(item[f"type_{x}"]) for x in "abc")
+        a_all, b_all, c_all = (list(item[f"type_{x}"]) + list(item[f"type_{x}_converted"]) for x in "abc")
+        rows.append(_row(item, "code", code_rule(item["response"], a, b, c), None))
+        paper = paper_rule(item["outcome"], item["answer"], a_all, b_all, c_all)
+        rows.append(_row(item, "paper", paper, None))
+        if verdicts is not None:
+            verdict = verdicts.get(tuple(item[key] for key in ITEM_KEYS))
+            rows.append(_row(item, "judge", judge_rule(paper, verdict), verdict))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)

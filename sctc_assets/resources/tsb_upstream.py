@@ -1,0 +1,70 @@
+"""The Taiwan Sovereignty Benchmark data (prompts, red-flag lists, published results) as a Dagster resource."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from pathlib import Path
+from typing import Optional
+
+import dagster as dg
+from pydantic import Field
+
+from sctc_assets.lib.paths import default_upstream_cache_dir
+from sctc_assets.lib.sctc_upstream import commit_of
+from sctc_assets.lib.sovereignty.upstream import (
+    RED_FLAGS_ENV_VAR, TSB_DEFAULT_URLS, TSB_ENV_VAR, RedFlagList, TSBRoots, load_red_flags, locate_roots,
+)
+from sctc_assets.lib.upstream_source import UpstreamError, download, local_directory
+
+_roots: dict[tuple[tuple[str, ...], str], TSBRoots] = {}
+_lock = threading.Lock()
+
+
+class TSBUpstreamResource(dg.ConfigurableResource):
+    """Where the benchmark's files come from: directories, .tar.gz/.zip archives or URLs holding the original
+    repository (prompts, red flags v1.0.0) and the Pro repository (red flags v1.1.0, published results).
+
+    Unset, it reads `$SCTC_TSB_UPSTREAM` (several locations separated by spaces, shell quoting allowed); failing
+    that it downloads both pinned GitHub archives once into `data/upstream/`.
+    """
+
+    location: Optional[str] = Field(
+        default=None, description=f"Directories, archives or URLs separated by spaces; default ${TSB_ENV_VAR}, "
+                                  "else the two pinned GitHub archives.")
+    red_flags: Optional[str] = Field(
+        default=None, description=f"v1.1.0 (default), v1.0.0, or a red_flags.json path or URL; "
+                                  f"default ${RED_FLAGS_ENV_VAR}.")
+    cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted and URLs downloaded.")
+
+    def locations(self) -> tuple[str, ...]:
+        configured = self.location or os.environ.get(TSB_ENV_VAR)
+        return tuple(shlex.split(configured)) if configured else TSB_DEFAULT_URLS
+
+    def _cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_upstream_cache_dir()
+
+    def roots(self) -> TSBRoots:
+        key = (self.locations(), str(self._cache_dir()))
+        with _lock:
+            if key not in _roots:
+                try:
+                    directories = [local_directory(location, self._cache_dir()) for location in key[0]]
+                except UpstreamError as exc:
+                    raise UpstreamError(f"{exc} (point --tsb-upstream or ${TSB_ENV_VAR} at a copy)") from exc
+                _roots[key] = locate_roots(directories, origin=" ".join(key[0]))
+            return _roots[key]
+
+    def red_flag_choice(self) -> str:
+        return self.red_flags or os.environ.get(RED_FLAGS_ENV_VAR) or "v1.1.0"
+
+    def red_flag_list(self) -> RedFlagList:
+        return load_red_flags(self.red_flag_choice(), self.roots(),
+                              fetch=lambda url: download(url, self._cache_dir()))
+
+    def provenance(self) -> dict[str, str]:
+        roots = self.roots()
+        return {"tsb_upstream": " ".join(self.locations()),
+                "tsb_benchmark_commit": commit_of(roots.benchmark) or "unknown",
+                "tsb_pro_commit": (commit_of(roots.pro) or "unknown") if roots.pro else "not present"}
