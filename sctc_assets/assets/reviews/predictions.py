@@ -1,0 +1,81 @@
+"""One model's rating predictions, partitioned by model × input format (both varieties and the conversion
+control inside each partition), and its paired metric table."""
+
+from typing import Optional
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.reviews.plan import answers_new_prompts
+from sctc_assets.lib.generation import GenerationRequest, UsageTotals
+from sctc_assets.lib.progress import ProgressReporter
+from sctc_assets.lib.reviews import metrics
+from sctc_assets.lib.reviews.prompts import FORMATS, selected_prompts
+from sctc_assets.lib.reviews.scoring import predictions_table
+from sctc_assets.partitions import model_lang_partitions, models_partitions
+from sctc_assets.resources.registry import ModelRegistryResource
+
+GROUP = "reviews"
+review_partitions = model_lang_partitions(FORMATS, dimension="format")
+
+
+class ReviewPredictionsConfig(dg.Config):
+    max_pairs: Optional[int] = Field(
+        default=None, description="Ask only the first N pairs (a seeded random sample); default: the model's "
+                                  "registry `benchmarks.reviews.max_pairs`, else every pair.")
+    translation_control: Optional[bool] = Field(
+        default=None, description="Also ask the OpenCC-converted reviews (Table 3); default: the registry's "
+                                  "`benchmarks.reviews.translation_control`, else yes.")
+
+
+@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
+                       review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
+    """The model's score for each paired review in one format, as written and converted: `prediction` (1–10)
+    when the answer is that number alone, else `status` invalid with the raw answer kept in `response`. Models
+    without a system role (registry `benchmarks.reviews.system_role: false`) get the user message alone."""
+    keys = context.partition_key.keys_by_dimension  # type: ignore[union-attr]
+    model, fmt = keys["model"], keys["format"]
+    entry = models.entry(model)
+    if not answers_new_prompts(entry):
+        raise dg.Failure(f"{model} replays published answers ({entry.backend}) and has none for the review benchmark")
+    settings = entry.benchmark_settings("reviews")
+    max_pairs = config.max_pairs if config.max_pairs is not None else settings.get("max_pairs")
+    control = config.translation_control if config.translation_control is not None else \
+        bool(settings.get("translation_control", True))
+    system_role = bool(settings.get("system_role", True))
+    selected = selected_prompts(review_prompts, fmt, max_pairs=max_pairs, translation_control=control)
+    requests = [GenerationRequest.user(record["prompt"], system=record["system"] if system_role else None,
+                                       benchmark="reviews", format=fmt, review_id=record["review_id"],
+                                       version=record["version"])
+                for record in selected.to_dict("records")]
+    backend = models.backend(model)
+    results = backend.generate(requests, cache=models.cache(),
+                               progress=ProgressReporter(f"review_predictions {model}/{fmt}", context.log.info))
+    table = predictions_table(model, selected, results)
+    usage_totals = UsageTotals()
+    for result in results:
+        usage_totals.add(result)
+    status = table.groupby(["variety", "version", "status"]).size().rename("n").reset_index().to_dict("records")
+    return dg.Output(table, metadata=table_metadata(
+        table, backend=entry.backend, max_pairs=max_pairs if max_pairs is not None else "all",
+        translation_control=control, system_role=system_role, status=dg.MetadataValue.json(status),
+        **usage_metadata(usage_totals, backend.pricing())))
+
+
+@dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def review_metrics(context: dg.AssetExecutionContext, review_predictions: pd.DataFrame,
+                   review_pairs: pd.DataFrame, review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Accuracy (%) and MSE on Taiwan and Mainland reviews, Δ = cn − tw, McNemar (accuracy), paired t-test and
+    Wilcoxon (squared error), over the pairs where both predictions are valid: by length (Tables 1–2), by
+    character set (Table 9), against the OpenCC conversion (Table 3), and the true-score confound check."""
+    table = metrics.review_metrics(review_predictions, review_pairs, review_varieties)
+    table.insert(0, "model", context.partition_key)
+    overall = table[(table["analysis"] == "length") & (table["subset"] == "all")]
+    return dg.Output(table, metadata=table_metadata(
+        table, preview_rows=30,
+        overall=dg.MetadataValue.md(overall[["format", "n_pairs", "acc_tw", "acc_cn", "delta_acc", "sig_acc",
+                                             "mse_tw", "mse_cn", "delta_mse", "sig_mse"]]
+                                    .round(3).to_markdown(index=False) if not overall.empty else "_(no predictions)_")))
