@@ -1,0 +1,51 @@
+"""What `sctc run --benchmarks corpus` materializes and prints. Counting the shards themselves is a backfill of
+`corpus_counts` (UI, `dagster asset materialize`, or a deployment that spreads runs over machines: README)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+from tabulate import tabulate
+
+from sctc_assets.lib.corpus.tables import paper_layout
+from sctc_assets.runner import BenchmarkPlan
+
+
+def _corpus_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("corpus counts")
+    group.add_argument("--corpus-majority", type=float, metavar="SHARE",
+                       help="share of models that must misalign a term for Table 18's project list (default 0.5)")
+    group.add_argument("--corpus-label-source", choices=["upstream", "rules"],
+                       help="label source deciding Table 18's project list (default upstream)")
+
+
+def _corpus_config(options: Mapping[str, Any]) -> dict:
+    settings = {"majority": options.get("corpus_majority"), "label_source": options.get("corpus_label_source")}
+    return {"corpus_term_frequency_tables": {key: value for key, value in settings.items() if value is not None}}
+
+
+def corpus_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    frequency = tables.get("corpus_term_frequency_tables")
+    if frequency is None or frequency.empty:
+        return "no corpus_term_frequency_tables were produced"
+    counted = tables.get("corpus_term_counts", pd.DataFrame())
+    project = sorted(set(counted.loc[counted["count_source"] == "project", "corpus"])) if not counted.empty else []
+    return ("Corpus counts, Table 18 (mean records containing the Mainland (S) and Taiwanese (T) form of the "
+            "misaligned and the other terms; count_source upstream = the authors' counts)\n"
+            + tabulate(paper_layout(frequency, "18"), headers="keys", tablefmt="github", showindex=False)
+            + f"\n\nCorpora counted by the project: {', '.join(project) or 'none yet'} (count shards with a "
+              "backfill of corpus_counts, see README)")
+
+
+CORPUS_PLAN = BenchmarkPlan(
+    name="corpus",
+    langs=(),
+    inputs=("regional_terms", "corpus_shards", "corpus_patterns"),
+    per_model_lang=(),
+    per_model=(),
+    cross_model=("corpus_term_counts", "corpus_name_counts", "corpus_term_frequency_tables"),
+    config=_corpus_config,
+    add_arguments=_corpus_arguments,
+    summary=corpus_summary,
+)

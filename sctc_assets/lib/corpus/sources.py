@@ -1,0 +1,195 @@
+"""Read one shard of a corpus as a stream of texts: local JSON-lines, Parquet or plain-text files (optionally
+gzip/bz2/xz-compressed), or a `datasets` source in streaming mode. Nothing is downloaded or held whole.
+
+Shards: an uncompressed line file is cut into `shards` byte ranges (a line belongs to the range holding its first
+byte), so one large file spreads over every shard; compressed files and Parquet row groups are dealt out whole,
+round robin. A `datasets` stream is split by its file shards when it has at least as many as the corpus has
+shards, else record by record (every shard then reads the whole stream and keeps its share).
+"""
+
+from __future__ import annotations
+
+import bz2
+import glob
+import gzip
+import json
+import lzma
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow.parquet as pq
+
+from sctc_assets.lib.corpus.registry import ALL_FIELDS, CorpusEntry, FileSource, HubSource
+
+COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "text",
+              ".text": "text"}
+
+
+class CorpusReadError(ValueError):
+    pass
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+
+
+def record_text(record: Any, fields: tuple[str, ...] | str, where: str) -> str:
+    """The searched text of a record. Fields are joined by a newline, which no pattern contains, so no match
+    spans two fields; lists and nested mappings (chat turns) contribute every string inside them."""
+    if isinstance(record, str):
+        return record
+    if not isinstance(record, dict):
+        raise CorpusReadError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    if fields == ALL_FIELDS:
+        return "\n".join(_leaves(record))
+    parts = []
+    for name in fields:
+        if name not in record:
+            raise CorpusReadError(f"{where}: no field {name!r} (the record has {sorted(record)})")
+        parts.extend(_leaves(record[name]))
+    return "\n".join(parts)
+
+
+def source_files(source: FileSource, corpus: str) -> list[Path]:
+    files: list[Path] = []
+    for pattern in source.patterns:
+        full = pattern if Path(pattern).is_absolute() else str(Path(source.base_dir) / pattern)
+        matched = sorted(glob.glob(full, recursive=True))
+        if not matched:
+            raise CorpusReadError(f"corpus {corpus!r}: no file matches {pattern!r} (looked for {full})")
+        files += [Path(path) for path in matched if Path(path) not in files]
+    return files
+
+
+def file_format(path: Path, configured: str | None) -> tuple[str, Any]:
+    """(format, opener or None): the compression comes from the suffix, the format from the registry or the name."""
+    suffix = path.suffix.lower()
+    opener = COMPRESSIONS.get(suffix)
+    inner = Path(path.stem).suffix.lower() if opener else suffix
+    fmt = configured or EXTENSIONS.get(inner)
+    if fmt is None:
+        raise CorpusReadError(f"{path}: cannot tell the format from the name; set `format` in the corpus registry")
+    if fmt == "parquet" and opener:
+        raise CorpusReadError(f"{path}: compressed Parquet files are not supported (Parquet compresses inside)")
+    return fmt, opener
+
+
+def _line_range(path: Path, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    with open(path, "rb") as handle:
+        if start > 0:
+            handle.seek(start - 1)
+            handle.readline()  # the line that began before this range belongs to the previous one
+        position = handle.tell()
+        while position < end:
+            line = handle.readline()
+            if not line:
+                return
+            yield position, line
+            position += len(line)
+
+
+def _compressed_lines(path: Path, opener: Any) -> Iterator[tuple[int, bytes]]:
+    position = 0
+    try:
+        with opener(path, "rb") as handle:
+            for line in handle:
+                yield position, line
+                position += len(line)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise CorpusReadError(f"{path}: unreadable compressed file after {position} bytes ({exc})") from exc
+
+
+def _line_records(path: Path, fmt: str, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[str, Any]]:
+    for offset, line in lines:
+        if not line.strip():
+            continue
+        where = f"{path}: record at byte {offset}"
+        if fmt == "jsonl":
+            try:
+                yield where, json.loads(line)
+            except ValueError as exc:
+                raise CorpusReadError(f"{where}: not valid JSON ({exc})") from exc
+        else:
+            try:
+                yield where, line.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise CorpusReadError(f"{where}: not UTF-8 ({exc})") from exc
+
+
+def _parquet_records(path: Path, row_group: int, fields: tuple[str, ...] | str) -> Iterator[tuple[str, Any]]:
+    parquet = pq.ParquetFile(path)
+    columns = None if fields == ALL_FIELDS else list(fields)
+    absent = [name for name in columns or [] if name not in parquet.schema_arrow.names]
+    if absent:
+        raise CorpusReadError(f"{path}: no column(s) {absent} (the file has {parquet.schema_arrow.names})")
+    row = 0
+    for batch in parquet.iter_batches(row_groups=[row_group], columns=columns, batch_size=4096):
+        for record in batch.to_pylist():
+            yield f"{path}: row group {row_group}, row {row}", record
+            row += 1
+
+
+def _file_records(entry: CorpusEntry, index: int) -> Iterator[tuple[str, Any]]:
+    source = entry.source
+    assert isinstance(source, FileSource)
+    unit = 0  # whole files and row groups, dealt round robin over the shards
+    for path in source_files(source, entry.key):
+        fmt, opener = file_format(path, source.format)
+        if fmt == "parquet":
+            try:
+                groups = pq.ParquetFile(path).num_row_groups
+            except Exception as exc:  # pyarrow raises several types for a damaged file
+                raise CorpusReadError(f"{path}: not a readable Parquet file ({exc})") from exc
+            for group in range(groups):
+                if unit % entry.shards == index:
+                    yield from _parquet_records(path, group, entry.text_fields)
+                unit += 1
+        elif opener is not None:
+            if unit % entry.shards == index:
+                yield from _line_records(path, fmt, _compressed_lines(path, opener))
+            unit += 1
+        else:
+            size = path.stat().st_size
+            start, end = size * index // entry.shards, size * (index + 1) // entry.shards
+            yield from _line_records(path, fmt, _line_range(path, start, end))
+
+
+def _hub_records(entry: CorpusEntry, index: int) -> Iterator[tuple[str, Any]]:
+    import datasets  # imported here: loading it costs seconds and only hub corpora need it
+
+    source = entry.source
+    assert isinstance(source, HubSource)
+    label = f"corpus {entry.key!r} ({source.path}{'/' + source.name if source.name else ''}, split {source.split})"
+    try:
+        stream = datasets.load_dataset(source.path, source.name, split=source.split, streaming=True,
+                                       data_files=list(source.data_files) if source.data_files else None,
+                                       revision=source.revision)
+    except Exception as exc:  # datasets raises many types (missing files, hub errors, bad configs)
+        raise CorpusReadError(f"{label}: cannot open the stream ({type(exc).__name__}: {exc})") from exc
+    if stream.num_shards >= entry.shards:
+        for position, record in enumerate(stream.shard(num_shards=entry.shards, index=index)):
+            yield f"{label}: shard {index} record {position}", record
+    else:
+        for position, record in enumerate(stream):
+            if position % entry.shards == index:
+                yield f"{label}: record {position}", record
+
+
+def shard_texts(entry: CorpusEntry, index: int) -> Iterator[str]:
+    """The texts of shard `index` of `entry`, at most its share of the corpus record limit."""
+    if not 0 <= index < entry.shards:
+        raise CorpusReadError(f"corpus {entry.key!r} has {entry.shards} shard(s); there is no shard {index}")
+    records = _hub_records(entry, index) if isinstance(entry.source, HubSource) else _file_records(entry, index)
+    limit = entry.shard_limit(index)
+    for taken, (where, record) in enumerate(records):
+        if limit is not None and taken >= limit:
+            return
+        yield record_text(record, entry.text_fields, where)
