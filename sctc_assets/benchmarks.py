@@ -7,6 +7,10 @@ from typing import Any, Mapping
 import pandas as pd
 from tabulate import tabulate
 
+from sctc_assets.assets.corpus.plan import CORPUS_PLAN
+from sctc_assets.assets.name.plan import NAME_PLAN
+from sctc_assets.assets.reviews.plan import REVIEWS_PLAN
+from sctc_assets.assets.sovereignty.plan import SOVEREIGNTY_PLAN
 from sctc_assets.partitions import TERM_LANGS
 from sctc_assets.runner import BenchmarkPlan
 
@@ -68,7 +72,10 @@ TERM_PLAN = BenchmarkPlan(
     config=_term_config,
     add_arguments=_term_arguments,
     summary=term_summary,
+    # A Pro-study result file holds sovereignty answers only.
+    serves=lambda entry: entry.backend != "tsb_replay",
 )
 
 # One entry per benchmark: `sctc run --benchmarks` offers these, in this order.
-PLANS: dict[str, BenchmarkPlan] = {plan.name: plan for plan in (TERM_PLAN,)}
+PLANS: dict[str, BenchmarkPlan] = {plan.name: plan for plan in (TERM_PLAN, NAME_PLAN, SOVEREIGNTY_PLAN, REVIEWS_PLAN,
+                                                                   CORPUS_PLAN)}

@@ -70,22 +70,25 @@ def _run(args: argparse.Namespace) -> int:
 
     from sctc_assets.definitions import defs, shared_resources
     from sctc_assets.lib.registry import RegistryError
+    from sctc_assets.lib.upstream_source import UpstreamError
     from sctc_assets.resources.io_manager import ParquetIOManager
     from sctc_assets.resources.registry import ModelRegistryResource
     from sctc_assets.runner import Runner, export_tables
 
+    options = vars(args)
     try:
+        added = {name: PLANS[name].prepare(options) for name in args.benchmarks}
         entries = ModelRegistryResource().entries()
-    except RegistryError as exc:
+    except (RegistryError, UpstreamError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    models = args.models or [key for key, entry in entries.items() if entry.default]
+    default_models = [key for key, entry in entries.items() if entry.default]
+    models = args.models or list(dict.fromkeys(default_models + [key for keys in added.values() for key in keys]))
     unknown = [model for model in models if model not in entries]
     if unknown:
         print(f"error: not in the registry: {', '.join(unknown)} (see `sctc models`)", file=sys.stderr)
         return 2
     out_dir = (args.out or default_outputs_dir()).resolve()
-    options = vars(args)
     instance = dg.DagsterInstance.get()
     resources = shared_resources()
     runner = Runner(defs, instance, resources)
@@ -93,12 +96,16 @@ def _run(args: argparse.Namespace) -> int:
     status = 0
     for name in args.benchmarks:
         plan = PLANS[name]
-        report = runner.run(plan, models, options)
-        written = export_tables(plan, models, resources["io_manager"] if isinstance(
+        chosen = args.models or list(dict.fromkeys((default_models if plan.default_models else []) + added[name]))
+        served = [model for model in chosen if plan.serves(entries[model])]
+        if len(served) < len(chosen):
+            print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
+        report = runner.run(plan, served, options)
+        written = export_tables(plan, served, resources["io_manager"] if isinstance(
             resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
         tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
         print()
-        print(plan.summary(tables, models))
+        print(plan.summary(tables, served))
         print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
         if not report.ok:
             status = 1

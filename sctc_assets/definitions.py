@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sctc_assets.assets import term
+from sctc_assets.assets import corpus, name, reviews, sovereignty, term
+from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 from sctc_assets.sensors import model_registry_sensor
 
@@ -16,11 +18,13 @@ def shared_resources() -> dict:
         "upstream": SCTCUpstreamResource(),
         "models": ModelRegistryResource(),
         "io_manager": ParquetIOManager(),
+        "corpora": CorpusRegistryResource(),
+        "tsb_upstream": TSBUpstreamResource(),
     }
 
 
 # One entry per benchmark folder under assets/.
-BENCHMARK_DEFINITIONS = [term.defs()]
+BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty.defs(), name.defs()]
 
 defs = dg.Definitions.merge(
     *BENCHMARK_DEFINITIONS,

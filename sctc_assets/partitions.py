@@ -11,15 +11,22 @@ MODELS_PARTITION_NAME = "models"
 models_partitions = dg.DynamicPartitionsDefinition(name=MODELS_PARTITION_NAME)
 
 TERM_LANGS = ("zh_hans", "zh_hant")
+SOVEREIGNTY_LANGS = ("zh_hant", "zh_hans", "en")
+NAME_LANGS = ("zh_hans", "zh_hant", "en")
 
 
-def model_lang_partitions(langs: tuple[str, ...]) -> dg.MultiPartitionsDefinition:
+def model_lang_partitions(langs: tuple[str, ...], dimension: str = "lang") -> dg.MultiPartitionsDefinition:
     return dg.MultiPartitionsDefinition(
-        {"model": models_partitions, "lang": dg.StaticPartitionsDefinition(list(langs))}
+        {"model": models_partitions, dimension: dg.StaticPartitionsDefinition(list(langs))}
     )
 
 
 term_partitions = model_lang_partitions(TERM_LANGS)
+name_partitions = model_lang_partitions(NAME_LANGS)
+
+# Corpus counts are partitioned by shard, `<corpus>.<index>-of-<shards>`, filled from the corpus registry.
+CORPUS_SHARDS_PARTITION_NAME = "corpus_shards"
+corpus_shard_partitions = dg.DynamicPartitionsDefinition(name=CORPUS_SHARDS_PARTITION_NAME)
 
 
 def model_and_lang(context: dg.AssetExecutionContext) -> tuple[str, str]:

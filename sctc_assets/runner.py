@@ -25,6 +25,11 @@ class BenchmarkPlan:
     `langs` are the keys of the benchmark's second partition dimension (named `dimension`, "lang" by default).
     `config(options)` turns the parsed `sctc run` options into `{asset name: op config}`; `add_arguments` adds the
     benchmark's own options to `sctc run`; `summary(tables, models)` renders the end-of-run table.
+    `prepare(options)` runs before `sctc run` reads the registry (e.g. to import published results as registry
+    entries) and returns model keys to run besides the default ones; `serves(entry)` says whether a registry entry
+    can answer the benchmark at all (a replay of another benchmark's published answers cannot).
+    `default_models`: whether `sctc run` without `--models` runs the registry's default models; when false it
+    materializes only the model-independent inputs.
     """
 
     name: str
@@ -37,6 +42,9 @@ class BenchmarkPlan:
     config: Callable[[Mapping[str, Any]], dict] = field(default=lambda options: {})
     add_arguments: Callable[[Any], None] = field(default=lambda parser: None)
     summary: Callable[[Mapping[str, pd.DataFrame], list[str]], str] = field(default=lambda tables, models: "")
+    prepare: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda options: [])
+    serves: Callable[[Any], bool] = field(default=lambda entry: True)
+    default_models: bool = True
 
     @property
     def tables(self) -> tuple[str, ...]:

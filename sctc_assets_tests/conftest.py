@@ -55,3 +55,30 @@ def extracted_upstream(sctc_source: UpstreamSource, monkeypatch: pytest.MonkeyPa
     """Point `$SCTC_UPSTREAM` at the already extracted data folder, so no test extracts the archive twice."""
     monkeypatch.setenv(SCTC_ENV_VAR, str(sctc_source.root))
     return sctc_source.root
+
+
+@pytest.fixture(scope="session")
+def tsb_location() -> str:
+    """The Taiwan Sovereignty Benchmark data (`$SCTC_TSB_UPSTREAM`; CI: ../shared/upstream/taiwan-sovereignty)."""
+    shared = REPO.parent / "shared" / "upstream" / "taiwan-sovereignty"
+    location = os.environ.get("SCTC_TSB_UPSTREAM") or (str(shared) if shared.is_dir() else None)
+    if not location:
+        message = "Taiwan Sovereignty Benchmark data not found: set $SCTC_TSB_UPSTREAM"
+        if os.environ.get("SCTC_REQUIRE_UPSTREAM"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return location
+
+
+@pytest.fixture
+def embedded_offline(isolated_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the shipped registry in use, offline, sharing the repository's verified embedded model file."""
+    shipped_models = REPO / "data" / "models"
+    if shipped_models.is_dir():  # reuse the verified joined file instead of assembling 0.5 GB again
+        (isolated_data_dir / "models").symlink_to(shipped_models)
+    registry = tmp_path / "shipped-registry" / "models.yaml"
+    registry.parent.mkdir()
+    registry.write_text((REPO / "data" / "models.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return registry

@@ -9,6 +9,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.lib.generation import UsageTotals
+
 _DTYPE_NAMES = {"object": "string", "bool": "bool", "int64": "int", "float64": "float"}
 
 
@@ -46,9 +48,25 @@ def table_metadata(frame: pd.DataFrame, *, preview_rows: int = 10, **extra: Any)
     return metadata
 
 
+def usage_metadata(usage: UsageTotals, pricing: tuple[float | None, float | None]) -> dict:
+    """Calls, cached answers, tokens, outcomes and (when priced) cost of one partition's model calls."""
+    cost = usage.cost(*pricing)
+    metadata = {
+        "calls": usage.calls, "cached_answers": usage.cached, "new_answers": usage.calls - usage.cached,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "outcomes": dg.MetadataValue.json(usage.outcomes),
+    }
+    if cost is not None:
+        metadata["cost_usd"] = round(cost, 6)
+    return metadata
+
+
 def png_markdown(figure: Any, title: str = "") -> dg.MetadataValue:
-    """A matplotlib figure as an inline image the Dagster UI renders."""
+    """A matplotlib figure as an inline image the Dagster UI renders; the figure is closed afterwards."""
+    import matplotlib.pyplot as plt
+
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)  # pyplot keeps every figure alive otherwise, and long runs accumulate them
     encoded = base64.b64encode(buffer.getvalue()).decode()
     return dg.MetadataValue.md(f"{title}\n\n![{title}](data:image/png;base64,{encoded})")

@@ -13,6 +13,7 @@ BUILTIN_BACKENDS = {
     "openai": "sctc_assets.backends.openai_backend:OpenAIBackend",
     "transformers": "sctc_assets.backends.transformers_backend:TransformersBackend",
     "replay": "sctc_assets.backends.replay:ReplayBackend",
+    "tsb_replay": "sctc_assets.backends.tsb_replay:TSBReplayBackend",
 }
 
 

@@ -9,13 +9,14 @@ retried partition never pays twice.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from typing import Any, Callable, ClassVar, Sequence
 
 import dagster as dg
 
-from sctc_assets.lib.cache import ResponseCache, cache_key
+from sctc_assets.lib.cache import ResponseCache, cache_key, score_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 ProgressCallback = Callable[[int, int], None]
@@ -116,3 +117,46 @@ class ModelBackend(dg.ConfigurableResource):
     def score_continuations(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
         """Sum of log-probabilities of each continuation given its prompt (teacher forcing), if supported."""
         raise NotImplementedError(f"the {self.backend_name} backend cannot give log-probabilities")
+
+    def scoring_identity(self) -> dict[str, Any]:
+        """What distinguishes this backend's log-probabilities in the cache (default: the generation identity)."""
+        return self.identity()
+
+    def score(
+        self,
+        prompts: Sequence[str],
+        continuations: Sequence[str],
+        *,
+        cache: ResponseCache | None = None,
+        progress: ProgressCallback | None = None,
+        chunk_size: int = 64,
+    ) -> list[tuple[float, bool]]:
+        """`score_continuations` through the cache: (log-probability, whether it came from the cache) per pair.
+
+        Pairs are computed in chunks and each chunk is stored at once, so an interrupted partition keeps what it
+        computed; repeated pairs are computed once.
+        """
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        identity = self.scoring_identity()
+        keys = [score_key(identity, prompt, continuation) for prompt, continuation in zip(prompts, continuations)]
+        known = cache.get_scores(list(dict.fromkeys(keys))) if cache is not None else {}
+        cached = set(known)
+        first_of_key: dict[str, int] = {}
+        for index, key in enumerate(keys):
+            if key not in known:
+                first_of_key.setdefault(key, index)
+        todo = list(first_of_key.values())
+        total = len(keys)
+        if progress is not None:
+            progress(total - len(todo), total)
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start : start + chunk_size]
+            values = self.score_continuations([prompts[i] for i in chunk], [continuations[i] for i in chunk])
+            for index, value in zip(chunk, values):
+                known[keys[index]] = value
+                if cache is not None and not math.isnan(value):
+                    cache.put_score(keys[index], identity, prompts[index], continuations[index], value)
+            if progress is not None:
+                progress(total - len(todo) + start + len(chunk), total)
+        return [(known[key], key in cached) for key in keys]

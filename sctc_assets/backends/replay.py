@@ -17,7 +17,7 @@ from pydantic import Field
 
 from sctc_assets.backends.base import ModelBackend, ResultCallback
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
-from sctc_assets.lib.sctc_upstream import term_response_file
+from sctc_assets.lib.sctc_upstream import name_response_file, term_response_file
 
 _lock = threading.Lock()
 
@@ -51,6 +51,8 @@ class ReplayBackend(ModelBackend):
         locators: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
             "term": lambda r: (term_response_file(self.upstream_name, r["lang"], int(r["prompt_variant"]),
                                                   no_think=self.no_think), "response"),
+            # The name task's answers have no `_no_think` variant: DeepSeek-R1's keep their reasoning.
+            "name": lambda r: (name_response_file(self.upstream_name, r["lang"], int(r["prompt_id"])), "response"),
         }
         benchmark = ref.get("benchmark")
         if benchmark not in locators:

@@ -396,6 +396,10 @@ class TransformersBackend(ModelBackend):
 
     # --- log-probabilities ---------------------------------------------------------------------------------------
 
+    def scoring_identity(self) -> dict[str, Any]:
+        # Log-probabilities depend on the weights, the tokenizer and the precision, not on decoding settings.
+        return {**self.identity(), "params": {"dtype": self.dtype}}
+
     def _scoring_inputs(self, tokenizer: Any, prompt: str, continuation: str) -> tuple[list[int], int]:
         """Token ids of prompt+continuation and the index of the first continuation token."""
         full = list(tokenizer(prompt + continuation)["input_ids"])

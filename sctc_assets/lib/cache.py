@@ -5,6 +5,8 @@ Each answer is committed as soon as it arrives, so a run killed mid-partition an
 twice. Successful answers and refusals are stored; transport errors never are, so a retry tries them again.
 The key covers everything that changes an answer (backend, endpoint, model, full messages, generation
 parameters, trial index) and nothing secret: API keys are never part of a request identity.
+Teacher-forced log-probabilities (`ModelBackend.score`) live in a second table, `scores`, keyed by the backend's
+scoring identity, the prompt and the continuation.
 """
 
 from __future__ import annotations
@@ -30,6 +32,17 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL
 )
 """
+# Teacher-forced log-probabilities, a separate table so caches written before it existed keep working.
+_SCORES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS scores (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    logprob REAL NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
 
 
 def request_identity(identity: Mapping[str, Any], request: GenerationRequest) -> dict[str, Any]:
@@ -46,6 +59,16 @@ def cache_key(identity: Mapping[str, Any], request: GenerationRequest) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def score_identity(identity: Mapping[str, Any], prompt: str, continuation: str) -> dict[str, Any]:
+    """What a score's cache key is computed from: the backend's scoring identity, the prompt and the continuation."""
+    return {**identity, "score_prompt": prompt, "score_continuation": continuation}
+
+
+def score_key(identity: Mapping[str, Any], prompt: str, continuation: str) -> str:
+    payload = json.dumps(score_identity(identity, prompt, continuation), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
 class ResponseCache:
     """Thread- and process-safe store of model answers keyed by `cache_key`."""
 
@@ -59,6 +82,7 @@ class ResponseCache:
         with self._connect() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(_SCHEMA)
+            connection.execute(_SCORES_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)
@@ -77,18 +101,18 @@ class ResponseCache:
             return None
         return GenerationResult.from_record(json.loads(row[0]), cached=True)
 
-    def get_many(self, keys: list[str]) -> dict[str, GenerationResult]:
-        found: dict[str, GenerationResult] = {}
+    def _rows_for_keys(self, query: str, keys: list[str]) -> list[tuple]:
+        """Run `query` (its `{placeholders}` stands for the key list) over `keys` in chunks SQLite accepts."""
         connection = self._connect()
+        rows: list[tuple] = []
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
-            placeholders = ",".join("?" * len(chunk))
-            rows = connection.execute(
-                f"SELECT key, result FROM responses WHERE key IN ({placeholders})", chunk
-            ).fetchall()
-            for key, result in rows:
-                found[key] = GenerationResult.from_record(json.loads(result), cached=True)
-        return found
+            rows += connection.execute(query.format(placeholders=",".join("?" * len(chunk))), chunk).fetchall()
+        return rows
+
+    def get_many(self, keys: list[str]) -> dict[str, GenerationResult]:
+        rows = self._rows_for_keys("SELECT key, result FROM responses WHERE key IN ({placeholders})", keys)
+        return {key: GenerationResult.from_record(json.loads(result), cached=True) for key, result in rows}
 
     def put(self, key: str, identity: Mapping[str, Any], request: GenerationRequest, result: GenerationResult) -> bool:
         """Store `result` unless it is a transport error. Returns whether it was stored."""
@@ -108,6 +132,23 @@ class ResponseCache:
             ),
         )
         return True
+
+    def get_scores(self, keys: list[str]) -> dict[str, float]:
+        rows = self._rows_for_keys("SELECT key, logprob FROM scores WHERE key IN ({placeholders})", keys)
+        return {key: float(logprob) for key, logprob in rows}
+
+    def put_score(self, key: str, identity: Mapping[str, Any], prompt: str, continuation: str, logprob: float) -> None:
+        self._connect().execute(
+            "INSERT OR IGNORE INTO scores (key, backend, model, request, logprob, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                str(identity.get("backend", "")),
+                str(identity.get("model", "")),
+                json.dumps(score_identity(identity, prompt, continuation), sort_keys=True, ensure_ascii=False, default=str),
+                float(logprob),
+                time.time(),
+            ),
+        )
 
     def count(self, *, model: str | None = None) -> int:
         if model is None:

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
+import pandas as pd
+
 Outcome = Literal["ok", "refusal", "error", "missing"]
 OUTCOMES: tuple[str, ...] = ("ok", "refusal", "error", "missing")
 # Outcomes worth remembering: a retry would return the same thing. Transport errors and replay gaps are not.
@@ -112,6 +114,20 @@ def strip_reasoning(text: str | None) -> str:
         # Chat templates that open the block inside the prompt leave only the closing tag in the answer.
         text = text.split("</think>", 1)[1]
     return _THINK_BLOCK.sub("", text).strip()
+
+
+def result_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
+    """The columns a responses table keeps of each result, in order (token counts as nullable integers)."""
+    return {
+        "response": [result.text for result in results],
+        "outcome": [result.outcome for result in results],
+        "outcome_message": [result.message for result in results],
+        "input_tokens": pd.array([result.input_tokens for result in results], dtype="Int64"),
+        "output_tokens": pd.array([result.output_tokens for result in results], dtype="Int64"),
+        "finish_reason": [result.finish_reason for result in results],
+        "cached": [result.cached for result in results],
+        "latency_s": [result.latency_s for result in results],
+    }
 
 
 def summarize_outcomes(results: Sequence[GenerationResult]) -> dict[str, int]:

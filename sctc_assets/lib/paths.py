@@ -1,4 +1,8 @@
-"""Where the platform keeps its files. Everything it writes at run time lives under one data folder."""
+"""Where the platform keeps its files.
+
+Configuration shipped with the repository (model, corpus and tokenizer registries, the sample reviews) is read from
+the repository's `data/`; everything written at run time lives under one data folder, `$SCTC_DATA_DIR` if set.
+"""
 
 from __future__ import annotations
 
@@ -19,9 +23,24 @@ def data_dir() -> Path:
     return Path.cwd() / "data"
 
 
+def shipped_data_dir() -> Path:
+    """The repository's `data/` (editable installs), else the run-time data folder."""
+    return REPO_DATA_DIR if REPO_DATA_DIR.is_dir() else data_dir()
+
+
 def default_registry_path() -> Path:
     configured = os.environ.get("SCTC_MODELS")
-    return Path(configured).expanduser() if configured else data_dir() / "models.yaml"
+    return Path(configured).expanduser() if configured else shipped_data_dir() / "models.yaml"
+
+
+def default_corpora_path() -> Path:
+    configured = os.environ.get("SCTC_CORPORA")
+    return Path(configured).expanduser() if configured else shipped_data_dir() / "corpora.yaml"
+
+
+def default_tokenizers_path() -> Path:
+    configured = os.environ.get("SCTC_TOKENIZERS")
+    return Path(configured).expanduser() if configured else shipped_data_dir() / "tokenizers.yaml"
 
 
 def default_cache_path() -> Path:

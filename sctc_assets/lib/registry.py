@@ -11,19 +11,28 @@
         api_key_env: OPENAI_API_KEY
 
 Model keys become Dagster partition keys and folder names, hence the restricted alphabet.
+
+Generated or local entries live in drop-in files: every `*.yaml` in the `models.d/` folder next to the registry file
+is read after it, in name order, with the same format (`sctc run --tsb-results` writes `models.d/tsb-results.yaml`).
+A key defined twice is an error naming both files.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
+from sctc_assets.lib.yaml_files import load_yaml
+
 MODEL_KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 RESERVED_KEYS = ("backend", "description", "default", "benchmarks")
+OVERLAY_DIR_NAME = "models.d"
 
 
 class RegistryError(ValueError):
@@ -72,14 +81,40 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
     return entries
 
 
+def _load_file(path: Path) -> dict[str, ModelEntry]:
+    return parse_registry(load_yaml(path, what="model registry", error=RegistryError), source=str(path))
+
+
+def overlay_dir(registry_path: str | Path) -> Path:
+    return Path(registry_path).parent / OVERLAY_DIR_NAME
+
+
 def load_registry(path: str | Path) -> dict[str, ModelEntry]:
+    """The registry file's entries, then those of its `models.d/*.yaml` drop-in files."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RegistryError(f"{path}: cannot read the model registry ({exc})") from exc
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise RegistryError(f"{path}: invalid YAML ({exc})") from exc
-    return parse_registry(document, source=str(path))
+    entries = _load_file(path)
+    defined_in = dict.fromkeys(entries, path)
+    folder = overlay_dir(path)
+    for overlay in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        for key, entry in _load_file(overlay).items():
+            if key in defined_in:
+                raise RegistryError(f"{overlay}: model {key!r} is already defined in {defined_in[key]}")
+            entries[key] = entry
+            defined_in[key] = overlay
+    return entries
+
+
+def write_overlay(registry_path: str | Path, name: str, models: Mapping[str, Mapping[str, Any]], *,
+                  comment: str) -> Path:
+    """Replace the drop-in file `models.d/<name>.yaml` with `models` (checked first), atomically."""
+    target = overlay_dir(registry_path) / f"{name}.yaml"
+    parse_registry({"models": models}, source=str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = "".join(f"# {line}\n" for line in comment.splitlines())
+    body = yaml.safe_dump({"models": {key: dict(value) for key, value in models.items()}},
+                          allow_unicode=True, sort_keys=False)
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(header + body)
+    os.replace(temp_name, target)
+    return target

@@ -45,3 +45,24 @@ def commit_of(root: Path) -> str | None:
     """The commit a GitHub archive's top folder names (`SC-TC-Bench-<sha>`), if any."""
     match = re.search(r"([0-9a-f]{7,40})$", Path(root).name)
     return match.group(1) if match else None
+
+
+# Regional name task. Upstream prompt ids: 0 main, 1 popularity, 2 same name / different script, 3 gender balanced.
+NAME_CANDIDATE_COLUMNS = ("trial_num", "mainland_name", "taiwan_name", "candidate_name")
+
+
+def name_prompt_file(lang: str, prompt_id: int) -> str:
+    return f"prompt/regional_name/{UPSTREAM_LANG[lang]}_{prompt_id}.csv"
+
+
+def name_candidate_file(prompt_id: int) -> str:
+    return f"source_data/candidate_name_list/prompt_id_{prompt_id}.csv"
+
+
+def name_response_file(upstream_name: str, lang: str, prompt_id: int, *, stage: str = "raw") -> str:
+    """`stage`: `raw` (the answers) or `final` (the authors' extracted name and region per answer)."""
+    return f"response/regional_name/{stage}/{upstream_name}_{UPSTREAM_LANG[lang]}_{prompt_id}.csv"
+
+
+def name_permutation_file(upstream_name: str, lang: str, permutations: int) -> str:
+    return f"response/regional_name/permutation_final/{upstream_name}_{UPSTREAM_LANG[lang]}_{permutations}.csv"

@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
+from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
@@ -82,6 +83,23 @@ def one_sample_proportion_ztest(
     return float(z), float(p)
 
 
+def mcnemar(b: int, c: int) -> tuple[float, float, float]:
+    """McNemar's test on the discordant pairs b and c: (χ², its p-value, the exact binomial p-value).
+
+    χ² = (b − c)² / (b + c) without continuity correction, as Ko & Littl3Lobst3r (2026) define it; the exact
+    test (statsmodels) is the one to trust with few discordant pairs. Without any (b + c = 0) nothing differs:
+    χ² = 0 and both p-values are 1.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"McNemar counts must be non-negative, got b={b}, c={c}")
+    if b + c == 0:
+        return 0.0, 1.0, 1.0
+    table = [[0, b], [c, 0]]
+    chi2 = statsmodels_mcnemar(table, exact=False, correction=False)
+    exact = statsmodels_mcnemar(table, exact=True)
+    return float(chi2.statistic), float(chi2.pvalue), float(exact.pvalue)
+
+
 def bh_adjust(pvalues: Sequence[float] | Iterable[float], alpha: float = 0.05) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (statsmodels `fdr_bh`); NaN entries stay NaN and are not counted."""
     values = [float(p) for p in pvalues]
@@ -112,3 +130,56 @@ def sig_stars(p: float, *, no_ns: bool = False) -> str:
         if p < 0.05:
             return "*"
     return "" if no_ns else "NS"
+
+
+def paired_ttest(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
+    """Paired t-test of first − second (scipy `ttest_rel`); constant differences give 0/1 or ±inf/0, n < 2 NaN."""
+    x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if len(x) != len(y):
+        raise ValueError(f"paired samples differ in length: {len(x)} vs {len(y)}")
+    if len(x) < 2:
+        return NAN, NAN
+    differences = x - y
+    if np.ptp(differences) == 0:
+        return _degenerate(float(differences[0]))
+    result = scipy_stats.ttest_rel(x, y)
+    return float(result.statistic), float(result.pvalue)
+
+
+def wilcoxon_signed_rank(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
+    """Wilcoxon signed-rank test of first − second (scipy `wilcoxon`, zero differences dropped, two-sided; exact
+    for small samples without ties). No non-zero difference means no evidence: (0, 1)."""
+    x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if len(x) != len(y):
+        raise ValueError(f"paired samples differ in length: {len(x)} vs {len(y)}")
+    if len(x) == 0:
+        return NAN, NAN
+    if not np.any(x - y):
+        return 0.0, 1.0
+    result = scipy_stats.wilcoxon(x, y)
+    return float(result.statistic), float(result.pvalue)
+
+
+def two_sample_ttest(
+    first: Sequence[float], second: Sequence[float], *, equal_var: bool, alternative: str = "two-sided"
+) -> tuple[float, float]:
+    """scipy `ttest_ind` (Student's with `equal_var`, else Welch's) of mean(first) − mean(second).
+
+    A one-sided p-value ("less": H1 mean(first) < mean(second); "greater") is derived from the two-sided one as the
+    SC-TC-Bench scripts do: p/2 when t points the alternative's way, else 1 − p/2. Groups without variance give
+    0/1 or ±inf/0 (see `_degenerate`); fewer than 2 values in a group give NaN.
+    """
+    if alternative not in ("two-sided", "less", "greater"):
+        raise ValueError(f"alternative must be two-sided, less or greater, got {alternative!r}")
+    x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if len(x) < 2 or len(y) < 2:
+        return NAN, NAN
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        t, p_two = _degenerate(float(x[0] - y[0]))
+    else:
+        result = scipy_stats.ttest_ind(x, y, equal_var=equal_var)
+        t, p_two = float(result.statistic), float(result.pvalue)
+    if alternative == "two-sided":
+        return t, p_two
+    toward = t < 0 if alternative == "less" else t > 0
+    return t, p_two / 2 if toward else 1 - p_two / 2

@@ -112,22 +112,22 @@ def extract_once(archive: Path, cache_dir: Path) -> Path:
     return target
 
 
+def candidate_roots(directory: Path) -> list[Path]:
+    """Where a data root may sit: `directory` itself, then its folders (a GitHub archive adds one top folder)."""
+    children = sorted(child for child in directory.iterdir() if child.is_dir() and not child.name.startswith("."))
+    return [directory, *children]
+
+
 def find_root(directory: Path, markers: Sequence[str]) -> Path:
     """The folder holding any of `markers`: `directory` itself or its single top-level folder (GitHub archives)."""
-    def has_marker(folder: Path) -> bool:
-        return any((folder / marker).exists() for marker in markers)
-
-    if has_marker(directory):
-        return directory
-    children = [child for child in directory.iterdir() if child.is_dir() and not child.name.startswith(".")]
-    for child in children:
-        if has_marker(child):
-            return child
+    for folder in candidate_roots(directory):
+        if any((folder / marker).exists() for marker in markers):
+            return folder
     raise UpstreamError(f"{directory}: none of {list(markers)} found here or one folder down")
 
 
-def resolve_location(location: str | os.PathLike, cache_dir: Path, markers: Sequence[str]) -> Path:
-    """Turn a directory, archive path or URL into a local data root."""
+def local_directory(location: str | os.PathLike, cache_dir: Path) -> Path:
+    """A directory, archive path or URL as a local directory (URLs downloaded and archives extracted once)."""
     text = str(location)
     if is_url(text):
         local = download(text, cache_dir)
@@ -135,9 +135,12 @@ def resolve_location(location: str | os.PathLike, cache_dir: Path, markers: Sequ
         local = Path(text).expanduser()
         if not local.exists():
             raise UpstreamError(f"upstream location does not exist: {local}")
-    if local.is_dir():
-        return find_root(local, markers)
-    return find_root(extract_once(local, cache_dir), markers)
+    return local if local.is_dir() else extract_once(local, cache_dir)
+
+
+def resolve_location(location: str | os.PathLike, cache_dir: Path, markers: Sequence[str]) -> Path:
+    """Turn a directory, archive path or URL into a local data root."""
+    return find_root(local_directory(location, cache_dir), markers)
 
 
 class UpstreamSource:

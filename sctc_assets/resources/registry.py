@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import dagster as dg
 import pydantic
@@ -33,14 +33,20 @@ class ModelRegistryResource(dg.ConfigurableResource):
             raise RegistryError(f"{self.path()}: no model {key!r} (known: {', '.join(sorted(entries))})")
         return entries[key]
 
-    def backend(self, key: str, *, open_upstream: Callable[[], UpstreamSource] | None = None) -> ModelBackend:
-        """The backend resource for `key`, configured from its registry entry (replay backends get the upstream)."""
+    def backend(self, key: str, *, open_upstream: Callable[[], UpstreamSource] | None = None,
+                overrides: Mapping[str, Any] | None = None) -> ModelBackend:
+        """The backend resource for `key`, configured from its registry entry (replay backends get the upstream).
+
+        `overrides` replaces settings for one benchmark run (e.g. its temperature); a setting the backend does not
+        have is left out, since it cannot change that backend's answers (a replay has no temperature).
+        """
         entry = self.entry(key)
         try:
             cls = backend_class(entry.backend)
         except (ImportError, ValueError) as exc:
             raise RegistryError(f"{self.path()}: model {key!r}: {exc}") from exc
         settings = dict(entry.settings)
+        settings.update({name: value for name, value in (overrides or {}).items() if name in cls.model_fields})
         if getattr(cls, "needs_upstream", False):
             if open_upstream is None:
                 raise RegistryError(f"{self.path()}: model {key!r} replays published data but no upstream is configured")

@@ -7,8 +7,8 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import table_metadata
-from sctc_assets.lib.generation import GenerationRequest, UsageTotals, strip_reasoning
+from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.lib.generation import GenerationRequest, UsageTotals, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
@@ -29,18 +29,6 @@ class TermResponsesConfig(dg.Config):
                                   "`benchmarks.term.trials`, else the paper's.")
     prompt_variants: Optional[list[int]] = Field(
         default=None, description="Prompt variants 1–3; default: the registry's `benchmarks.term.prompt_variants`, else all.")
-
-
-def usage_metadata(usage: UsageTotals, pricing: tuple[float | None, float | None]) -> dict:
-    cost = usage.cost(*pricing)
-    metadata = {
-        "calls": usage.calls, "cached_answers": usage.cached, "new_answers": usage.calls - usage.cached,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "outcomes": dg.MetadataValue.json(usage.outcomes),
-    }
-    if cost is not None:
-        metadata["cost_usd"] = round(cost, 6)
-    return metadata
 
 
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
@@ -73,14 +61,7 @@ def term_responses(
         usage.add(result)
     frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
-    frame["response"] = [result.text for result in results]
-    frame["outcome"] = [result.outcome for result in results]
-    frame["outcome_message"] = [result.message for result in results]
-    frame["input_tokens"] = pd.array([result.input_tokens for result in results], dtype="Int64")
-    frame["output_tokens"] = pd.array([result.output_tokens for result in results], dtype="Int64")
-    frame["finish_reason"] = [result.finish_reason for result in results]
-    frame["cached"] = [result.cached for result in results]
-    frame["latency_s"] = [result.latency_s for result in results]
+    frame = frame.assign(**result_columns(results))
 
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"]))
     for message in skipped:
