@@ -69,7 +69,6 @@ def _run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from sctc_assets.definitions import defs, shared_resources
-    from sctc_assets.lib.registry import RegistryError
     from sctc_assets.lib.upstream_source import UpstreamError
     from sctc_assets.resources.io_manager import ParquetIOManager
     from sctc_assets.resources.registry import ModelRegistryResource
@@ -79,7 +78,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         added = {name: PLANS[name].prepare(options) for name in args.benchmarks}
         entries = ModelRegistryResource().entries()
-    except (RegistryError, UpstreamError) as exc:
+        for name in args.benchmarks:  # a bad option (an unknown corpus, say) stops the run before it starts
+            PLANS[name].partitioned_inputs(options)
+    except (UpstreamError, ValueError) as exc:  # registry and option errors are ValueErrors naming the file
         print(f"error: {exc}", file=sys.stderr)
         return 2
     default_models = [key for key, entry in entries.items() if entry.default]
@@ -92,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     instance = dg.DagsterInstance.get()
     resources = shared_resources()
     runner = Runner(defs, instance, resources)
-    print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}\nmodels: {', '.join(models)}")
+    print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
     status = 0
     for name in args.benchmarks:
         plan = PLANS[name]
@@ -100,6 +101,7 @@ def _run(args: argparse.Namespace) -> int:
         served = [model for model in chosen if plan.serves(entries[model])]
         if len(served) < len(chosen):
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
+        print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         report = runner.run(plan, served, options)
         written = export_tables(plan, served, resources["io_manager"] if isinstance(
             resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)

@@ -30,6 +30,8 @@ class BenchmarkPlan:
     can answer the benchmark at all (a replay of another benchmark's published answers cannot).
     `default_models`: whether `sctc run` without `--models` runs the registry's default models; when false it
     materializes only the model-independent inputs.
+    `partitioned_inputs(options)` lists model-independent but partitioned work to run after the inputs, as
+    `(asset names, partition keys)` pairs (corpus shards).
     """
 
     name: str
@@ -45,6 +47,8 @@ class BenchmarkPlan:
     prepare: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda options: [])
     serves: Callable[[Any], bool] = field(default=lambda entry: True)
     default_models: bool = True
+    partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = field(
+        default=lambda options: [])
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -132,6 +136,10 @@ class Runner:
         def ops(selection: Sequence[str]) -> dict:
             return {"ops": {name: {"config": config[name]} for name in selection if name in config}}
 
+        for selection, keys in plan.partitioned_inputs(options):
+            for key in keys:
+                self._stage(report, f"{plan.name}: {key}", selection, partition_key=key, run_config=ops(selection))
+
         for model in models:
             model_ok = True
             for lang in plan.langs:
@@ -141,7 +149,8 @@ class Runner:
             if model_ok:
                 self._stage(report, f"{plan.name}: {model}", plan.per_model, partition_key=model,
                             run_config=ops(plan.per_model))
-        if models:
+        # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
+        if models or not (plan.per_model_lang or plan.per_model):
             self._stage(report, f"{plan.name}: across models", plan.cross_model, run_config=ops(plan.cross_model))
         return report
 

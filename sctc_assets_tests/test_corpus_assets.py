@@ -178,3 +178,22 @@ def test_local_deployment_config_spreads_runs_over_processes(tmp_path, monkeypat
     with dg.DagsterInstance.get() as instance:
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
         assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
+
+
+def test_sctc_run_counts_the_chosen_corpora(corpora, tmp_path, capsys):
+    from sctc_assets.cli import main
+
+    texts, _, _ = corpora
+    out = tmp_path / "out"
+    assert main(["run", "--benchmarks", "corpus", "--corpora", "local", "--out", str(out)]) == 0
+    totals = pd.read_parquet(out / "corpus_term_counts.parquet")
+    local = totals[(totals["count_source"] == "project") & (totals["corpus"] == "local")]
+    assert len(local) == 110 and local["complete"].all()
+    assert set(totals.loc[totals["count_source"] == "project", "corpus"]) == {"local"}  # `streamed` was not asked for
+    shards = pd.concat(pd.read_parquet(path) for path in
+                       Path(shared_resources()["io_manager"]._root(), "corpus_counts").rglob("*.parquet"))
+    assert sorted(shards["shard"].unique()) == ["local.000-of-003", "local.001-of-003", "local.002-of-003"]
+    assert shards.drop_duplicates("shard")["records_scanned"].sum() == len(texts)
+    assert "corpus: models (none: model-independent assets only)" in capsys.readouterr().out
+    assert main(["run", "--benchmarks", "corpus", "--corpora", "nowhere"]) == 2
+    assert "no corpus 'nowhere'" in capsys.readouterr().err

@@ -1,5 +1,6 @@
-"""What `sctc run --benchmarks corpus` materializes and prints. Counting the shards themselves is a backfill of
-`corpus_counts` (UI, `dagster asset materialize`, or a deployment that spreads runs over machines: README)."""
+"""What `sctc run --benchmarks corpus` materializes and prints. `--corpora KEY…` also counts those corpora's shards,
+one after the other in this process; for full-size corpora, backfill `corpus_counts` instead (UI, `dagster asset
+materialize`, or a deployment that spreads runs over machines: README)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,17 @@ from typing import Any, Mapping
 import pandas as pd
 from tabulate import tabulate
 
+from sctc_assets.lib.corpus.registry import CorpusRegistryError
 from sctc_assets.lib.corpus.tables import paper_layout
+from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.runner import BenchmarkPlan
 
 
 def _corpus_arguments(parser: Any) -> None:
     group = parser.add_argument_group("corpus counts")
+    group.add_argument("--corpora", nargs="+", metavar="KEY",
+                       help="count every shard of these registered corpora in this run (default: none; the "
+                            "tables then use the shards counted so far and the authors' counts)")
     group.add_argument("--corpus-majority", type=float, metavar="SHARE",
                        help="share of models that must misalign a term for Table 18's project list (default 0.5)")
     group.add_argument("--corpus-label-source", choices=["upstream", "rules"],
@@ -23,6 +29,19 @@ def _corpus_arguments(parser: Any) -> None:
 def _corpus_config(options: Mapping[str, Any]) -> dict:
     settings = {"majority": options.get("corpus_majority"), "label_source": options.get("corpus_label_source")}
     return {"corpus_term_frequency_tables": {key: value for key, value in settings.items() if value is not None}}
+
+
+def _corpus_shards(options: Mapping[str, Any]) -> list[tuple[tuple[str, ...], list[str]]]:
+    chosen = options.get("corpora") or []
+    if not chosen:
+        return []
+    registry = CorpusRegistryResource()
+    entries = registry.entries()
+    unknown = [key for key in chosen if key not in entries]
+    if unknown:
+        raise CorpusRegistryError(f"{registry.path()}: no corpus {', '.join(map(repr, unknown))} "
+                                  f"(known: {', '.join(sorted(entries))})")
+    return [(("corpus_counts",), [shard for key in chosen for shard in entries[key].shard_keys()])]
 
 
 def corpus_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
@@ -48,4 +67,6 @@ CORPUS_PLAN = BenchmarkPlan(
     config=_corpus_config,
     add_arguments=_corpus_arguments,
     summary=corpus_summary,
+    partitioned_inputs=_corpus_shards,
+    default_models=False,  # counting calls no model; Table 18 reads whatever term results exist
 )
