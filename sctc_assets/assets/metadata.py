@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any
+from typing import Any, Sequence
 
 import dagster as dg
 import pandas as pd
 
-from sctc_assets.lib.generation import UsageTotals
+from sctc_assets.lib.generation import GenerationResult, UsageTotals
 
 _DTYPE_NAMES = {"object": "string", "bool": "bool", "int64": "int", "float64": "float"}
 
@@ -48,8 +48,11 @@ def table_metadata(frame: pd.DataFrame, *, preview_rows: int = 10, **extra: Any)
     return metadata
 
 
-def usage_metadata(usage: UsageTotals, pricing: tuple[float | None, float | None]) -> dict:
+def usage_metadata(results: Sequence[GenerationResult], pricing: tuple[float | None, float | None]) -> dict:
     """Calls, cached answers, tokens, outcomes and (when priced) cost of one partition's model calls."""
+    usage = UsageTotals()
+    for result in results:
+        usage.add(result)
     cost = usage.cost(*pricing)
     metadata = {
         "calls": usage.calls, "cached_answers": usage.cached, "new_answers": usage.calls - usage.cached,

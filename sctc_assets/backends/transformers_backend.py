@@ -129,7 +129,6 @@ def load_model(
     trust_remote_code: bool,
 ) -> LoadedModel:
     """Load tokenizer and model (no caching here: see `TransformersBackend._loaded`)."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     started = time.monotonic()

@@ -8,7 +8,7 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult, UsageTotals, result_columns
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
@@ -96,9 +96,6 @@ def name_responses(
     results: list[GenerationResult] = backend.generate(
         requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}", context.log.info))
 
-    usage = UsageTotals()
-    for result in results:
-        usage.add(result)
     frame = selected[["lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
     frame = frame.assign(**result_columns(results))[RESPONSE_COLUMNS]
@@ -114,7 +111,7 @@ def name_responses(
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),
-        notes=dg.MetadataValue.json(notes), errors=errors, **usage_metadata(usage, backend.pricing())))
+        notes=dg.MetadataValue.json(notes), errors=errors, **usage_metadata(results, backend.pricing())))
 
 
 class NameJudgeConfig(dg.Config):
@@ -150,13 +147,10 @@ def name_judgements(
                 for candidates, text in zip(answers["candidates"], answers["response"])]
     results = judge.generate(requests, cache=models.cache(), progress=ProgressReporter(
         f"name_judgements {model}/{lang} by {judge_key}", context.log.info))
-    usage = UsageTotals()
-    for result in results:
-        usage.add(result)
     frame = answers[LIST_KEYS].copy()
     frame.insert(0, "model", model)
     frame["judge_model"] = judge_key
     frame["judge_answer"] = [result.text if result.outcome == "ok" else None for result in results]
     frame["judge_outcome"] = [result.outcome for result in results]
     return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
-        frame, judge=judge_key, **usage_metadata(usage, judge.pricing())))
+        frame, judge=judge_key, **usage_metadata(results, judge.pricing())))

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.reviews.plan import answers_new_prompts
-from sctc_assets.lib.generation import GenerationRequest, UsageTotals
+from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.reviews import metrics
 from sctc_assets.lib.reviews.prompts import FORMATS, selected_prompts
@@ -55,14 +55,11 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
     results = backend.generate(requests, cache=models.cache(),
                                progress=ProgressReporter(f"review_predictions {model}/{fmt}", context.log.info))
     table = predictions_table(model, selected, results)
-    usage_totals = UsageTotals()
-    for result in results:
-        usage_totals.add(result)
     status = table.groupby(["variety", "version", "status"]).size().rename("n").reset_index().to_dict("records")
     return dg.Output(table, metadata=table_metadata(
         table, backend=entry.backend, max_pairs=max_pairs if max_pairs is not None else "all",
         translation_control=control, system_role=system_role, status=dg.MetadataValue.json(status),
-        **usage_metadata(usage_totals, backend.pricing())))
+        **usage_metadata(results, backend.pricing())))
 
 
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
-from sctc_assets.lib.generation import GenerationRequest, UsageTotals
+from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
@@ -22,13 +22,6 @@ JUDGE_ENV_VAR = "SCTC_SOVEREIGNTY_JUDGE"
 RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
                                 "output_tokens", "finish_reason", "cached", "latency_s"]
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["judge_model", "judge_answer", "judge_outcome", "judge_acknowledges"]
-
-
-def _usage(results: list) -> UsageTotals:
-    usage = UsageTotals()
-    for result in results:
-        usage.add(result)
-    return usage
 
 
 class SovereigntyResponsesConfig(dg.Config):
@@ -71,7 +64,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
-        skipped=dg.MetadataValue.json(skipped), **usage_metadata(_usage(results), backend.pricing())))
+        skipped=dg.MetadataValue.json(skipped), **usage_metadata(results, backend.pricing())))
 
 
 class SovereigntyJudgeConfig(dg.Config):
@@ -107,4 +100,4 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
         dtype="boolean")
     return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
         frame, judge=judge_key, no_verdict=int(frame["judge_acknowledges"].isna().sum()),
-        **usage_metadata(_usage(results), judge.pricing())))
+        **usage_metadata(results, judge.pricing())))

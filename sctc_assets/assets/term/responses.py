@@ -8,7 +8,7 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
-from sctc_assets.lib.generation import GenerationRequest, UsageTotals, result_columns, strip_reasoning
+from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
@@ -56,9 +56,6 @@ def term_responses(
     progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
     results = backend.generate(requests, cache=models.cache(), progress=progress)
 
-    usage = UsageTotals()
-    for result in results:
-        usage.add(result)
     frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
     frame = frame.assign(**result_columns(results))
@@ -75,7 +72,7 @@ def term_responses(
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
         skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
-        **usage_metadata(usage, backend.pricing()),
+        **usage_metadata(results, backend.pricing()),
     ))
 
 
@@ -108,9 +105,6 @@ def term_judgements(
                 for record in answers.to_dict("records")]
     results = judge.generate(requests, cache=models.cache(),
                              progress=ProgressReporter(f"term_judgements {model}/{lang} by {judge_key}", context.log.info))
-    usage = UsageTotals()
-    for result in results:
-        usage.add(result)
     frame = answers[ITEM_KEYS].copy()
     frame["model"] = model
     frame["judge_model"] = judge_key
@@ -119,4 +113,4 @@ def term_judgements(
     frame["judge_correct"] = [parse_verdict(result.text) if result.outcome == "ok" else None for result in results]
     unparsed = int(frame["judge_correct"].isna().sum())
     return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
-        frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(usage, judge.pricing())))
+        frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(results, judge.pricing())))

@@ -35,7 +35,7 @@ import pandas as pd
 
 from sctc_assets.lib import stats
 from sctc_assets.lib.conversion import convert
-from sctc_assets.lib.paths import data_dir, default_tokenizers_path
+from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.yaml_files import load_yaml
 
 KINDS = ("tiktoken", "quicktok", "transformers")

@@ -6,7 +6,6 @@ Label table columns: model, lang, prompt_variant, term_id, trial, label_source, 
 from __future__ import annotations
 
 import math
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
