@@ -13,7 +13,7 @@ from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
 from sctc_assets.lib.term import metrics
 from sctc_assets.lib.term.terms import parse_terms
-from sctc_assets_tests.test_term_metrics import published_labels  # noqa: F401 (a fixture)  # noqa: F401  (a pytest fixture shared with the term tests)
+from sctc_assets_tests.test_term_metrics import published_labels  # noqa: F401 (a fixture)
 
 # Table 18 as printed in the paper (Appendix B.3), which is what tab_18.py prints.
 PAPER_TABLE_18 = {
