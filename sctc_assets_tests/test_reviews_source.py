@@ -84,6 +84,23 @@ def test_a_column_mapping_reads_other_exports_and_checks_its_fields():
         canonical_reviews(frame, "mine.csv", {**mapping, "score": "stars"})
 
 
+def test_a_mapped_optional_column_that_is_absent_is_an_error_not_a_fallback():
+    frame = EXPORT.assign(rid=["a", "b", "c"])
+    with pytest.raises(ReviewDataError) as error:
+        canonical_reviews(frame, "export.csv", {"review_id": "rid_typo"})
+    message = str(error.value)
+    assert message.startswith("export.csv: mapped column(s) not found for review_id (column 'rid_typo')")
+    assert "'rid'" in message.split("found")[-1]
+    with pytest.raises(ReviewDataError, match=r"export.csv: mapped .* review_time \(column 'when'\)"):
+        canonical_reviews(EXPORT, "export.csv", {"review_time": "when"})
+    both = EXPORT.drop(columns=["score"])
+    with pytest.raises(ReviewDataError, match=r"required column\(s\) for score .*; mapped column\(s\) not found for "
+                                              r"review_id \(column 'rid_typo'\)"):
+        canonical_reviews(both, "export.csv", {"review_id": "rid_typo"})
+    # Unmapped optional fields still fall back: no id column gives row numbers.
+    assert canonical_reviews(EXPORT, "export.csv")["review_id"].tolist() == ["0", "1", "2"]
+
+
 def test_bad_scores_blank_ids_and_repeated_ids_name_their_rows():
     frame = EXPORT.assign(score=["10", "7.5", "11"], review_id=["a", "b", "a"])
     frame.loc[1, "hotel__booking_id"] = None

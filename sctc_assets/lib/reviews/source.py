@@ -4,7 +4,8 @@ review table, with errors that name the file, the column and the rows at fault.
 Canonical fields (the paper's Table 4): `hotel_id`, `nationality` (the reviewer's self-declared region),
 `score` (1–10), `title`, `positive`, `negative`, `review_time`, plus `review_id`. Each is read from the column the
 caller maps it to, else from the Booking.com export's name (Table 4: `hotel__booking_id`, `user_nationality`,
-`review_title`, `positive_review`, `negative_review`, …), else from a column with the canonical name.
+`review_title`, `positive_review`, `negative_review`, …), else from a column with the canonical name. A mapped
+column that is absent is an error, even for the optional fields; only unmapped optional fields fall back.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def read_hf_dataset(dataset: str, *, split: str = "train", config_name: str | No
     """A Hugging Face dataset (hub id or local folder) through `datasets.load_dataset`."""
     import datasets
 
-    name = f"{dataset}[{split}]"
+    name = f"{dataset}[{split}]" + (f" (config {config_name})" if config_name else "")
     try:
         loaded = datasets.load_dataset(dataset, config_name, split=split)
     except Exception as exc:  # datasets raises many unrelated types for "not found" and "offline"
@@ -126,11 +127,18 @@ def canonical_reviews(frame: pd.DataFrame, source: str, columns: Mapping[str, st
     present = set(frame.columns)
     chosen = {field: _column_for(field, columns, present) for field in FIELDS}
     missing = [field for field in REQUIRED_FIELDS if chosen[field] is None]
-    if missing:
-        wanted = "; ".join(
-            f"{field} (column {columns[field]!r})" if field in columns
-            else f"{field} (column {BOOKING_COLUMNS[field]!r} or {field!r})" for field in missing)
-        raise ReviewDataError(f"{source}: missing required column(s) for {wanted}; found {', '.join(map(repr, frame.columns))}."
+    # An optional field the user mapped must exist too: a typo would otherwise fall back silently (row numbers as ids).
+    mistyped = [field for field in OPTIONAL_FIELDS if field in columns and chosen[field] is None]
+    if missing or mistyped:
+        parts = []
+        if missing:
+            parts.append("missing required column(s) for " + "; ".join(
+                f"{field} (column {columns[field]!r})" if field in columns
+                else f"{field} (column {BOOKING_COLUMNS[field]!r} or {field!r})" for field in missing))
+        if mistyped:
+            parts.append("mapped column(s) not found for " + "; ".join(
+                f"{field} (column {columns[field]!r})" for field in mistyped))
+        raise ReviewDataError(f"{source}: {'; '.join(parts)}; found {', '.join(map(repr, frame.columns))}."
                               " Map fields to your columns with FIELD=COLUMN (sctc run --reviews-columns).")
     frame = frame.reset_index(drop=True)
     out = pd.DataFrame(index=frame.index)
