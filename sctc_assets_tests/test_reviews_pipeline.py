@@ -157,3 +157,24 @@ def test_the_embedded_model_rates_the_shipped_pairs_in_every_format(isolated_dat
     assert overall.delta_mse.notna().all() and overall.delta_acc.notna().all()
     assert len(metrics[metrics.analysis == "translation"]) == 6
     assert f"| {EMBEDDED} | structured |" in printed
+
+
+def test_the_hf_config_flag_reaches_load_dataset(calls, tmp_path, capsys, monkeypatch):
+    import datasets
+
+    from sctc_assets.cli import _parser
+
+    options = vars(_parser().parse_args(["run", "--benchmarks", "reviews", "--reviews-hf", "user/reviews",
+                                         "--reviews-hf-config", "zh-TW", "--reviews-split", "test"]))
+    assert REVIEWS_PLAN.config(options)["raw_reviews"] == {"hf_dataset": "user/reviews", "hf_split": "test",
+                                                           "hf_config": "zh-TW"}
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    folder = tmp_path / "hotel-reviews"
+    (folder / "data").mkdir(parents=True)
+    datasets.Dataset.from_dict({"hotel__booking_id": [1], "user_nationality": ["tw"], "score": [9],
+                                "review_title": ["好"], "positive_review": [""], "negative_review": [""]}).to_parquet(
+        folder / "data" / "train-00000-of-00001.parquet")
+    status = main(["run", "--benchmarks", "reviews", "--reviews-hf", str(folder), "--reviews-hf-config", "no-such",
+                   "--out", str(tmp_path / "out")])
+    assert status == 1
+    assert f"{folder}[train] (config no-such): cannot load" in capsys.readouterr().err

@@ -30,6 +30,8 @@ def _arguments(parser: Any) -> None:
                             "else the fictional set in data/reviews/)")
     group.add_argument("--reviews-hf", metavar="DATASET", help="a Hugging Face dataset id or local dataset folder instead")
     group.add_argument("--reviews-split", metavar="SPLIT", help="split of --reviews-hf (default train)")
+    group.add_argument("--reviews-hf-config", metavar="NAME",
+                       help="configuration (subset) name of --reviews-hf (default: the dataset's only or default one)")
     group.add_argument("--reviews-columns", nargs="+", type=_assignment, metavar="FIELD=COLUMN",
                        help=f"your column for a field ({', '.join(FIELDS)}) when it is neither the Booking.com "
                             "name nor the field's name")
@@ -49,6 +51,7 @@ def _config(options: Mapping[str, Any]) -> dict:
     return {
         "raw_reviews": present({"location": options.get("reviews"), "hf_dataset": options.get("reviews_hf"),
                                 "hf_split": options.get("reviews_split"),
+                                "hf_config": options.get("reviews_hf_config"),
                                 "columns": dict(options["reviews_columns"]) if options.get("reviews_columns") else None}),
         "review_varieties": present({"varieties": dict(options["reviews_varieties"])
                                      if options.get("reviews_varieties") else None}),
