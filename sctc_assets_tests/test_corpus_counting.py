@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,7 @@ from sctc_assets.lib.corpus.matcher import FormMatcher, count_texts
 from sctc_assets.lib.corpus.registry import (CorpusRegistryError, load_corpora, parse_corpora, parse_shard_key,
                                              shard_key)
 from sctc_assets.lib.corpus.sources import CorpusReadError, shard_texts
+from sctc_assets.lib.corpus.totals import count_fingerprints, current_shards, shard_frame
 
 TERMS = pd.DataFrame({
     "term_id": [0, 1, 2],
@@ -164,6 +166,47 @@ def test_datasets_streaming_source_counts_like_the_files(tmp_path, monkeypatch):
     broken = _entry(tmp_path, {"hub": {"path": "json", "data_files": ["nothing-here-*.jsonl"]}})
     with pytest.raises(CorpusReadError, match=r"corpus 'c' \(json, split train\): cannot open the stream"):
         list(shard_texts(broken, 0))
+
+
+def test_changed_input_files_make_the_shards_that_read_them_stale(tmp_path):
+    _write_jsonl(tmp_path / "a.jsonl", TEXTS[:60])
+    _write_jsonl(tmp_path / "b.jsonl.gz", TEXTS[60:80], opener=gzip.open)  # unit 0 → shard 0
+    _write_jsonl(tmp_path / "c.jsonl.gz", TEXTS[80:], opener=gzip.open)    # unit 1 → shard 1
+    entry = _entry(tmp_path, {"files": ["*.jsonl", "*.jsonl.gz"]}, shards=3)
+
+    def fingerprints() -> list[str]:
+        return list(count_fingerprints("forms", entry).values())
+
+    def counted(prints: list[str]) -> pd.DataFrame:
+        return pd.concat(shard_frame("c", key, index, 3, fingerprint, [1], 1, 1)
+                         for index, (key, fingerprint) in enumerate(zip(entry.shard_keys(), prints)))
+
+    before = fingerprints()
+    assert fingerprints() == before and len(set(before)) == 3
+    with open(tmp_path / "a.jsonl", "a", encoding="utf-8") as handle:  # every shard reads a byte range of it
+        handle.write(json.dumps({"text": "新增"}, ensure_ascii=False) + "\n")
+    appended = fingerprints()
+    assert all(old != new for old, new in zip(before, appended))
+    assert current_shards(counted(before), {"c": entry}, "forms").empty
+    _write_jsonl(tmp_path / "c.jsonl.gz", TEXTS[79:], opener=gzip.open)  # only shard 1 reads it
+    rewritten = fingerprints()
+    assert [old == new for old, new in zip(appended, rewritten)] == [True, False, True]
+    assert current_shards(counted(appended), {"c": entry}, "forms")["shard"].tolist() == [entry.shard_keys()[i]
+                                                                                         for i in (0, 2)]
+    stat = (tmp_path / "b.jsonl.gz").stat()
+    os.utime(tmp_path / "b.jsonl.gz", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # same size, touched
+    assert [old == new for old, new in zip(rewritten, fingerprints())] == [False, True, True]
+    (tmp_path / "a.jsonl").unlink()  # a file gone at totals time: stale, not an error
+    assert all(old != new for old, new in zip(rewritten, fingerprints()))
+
+
+def test_a_hub_source_is_known_by_its_settings_and_revision(tmp_path):
+    hub = {"path": "user/corpus", "name": "zh", "split": "train"}
+    unpinned = count_fingerprints("forms", _entry(tmp_path, {"hub": hub}))
+    assert unpinned == count_fingerprints("forms", _entry(tmp_path, {"hub": hub}))  # no way to see hub updates
+    pinned = count_fingerprints("forms", _entry(tmp_path, {"hub": {**hub, "revision": "abc123"}}))
+    moved = count_fingerprints("forms", _entry(tmp_path, {"hub": {**hub, "revision": "def456"}}))
+    assert len({*unpinned.values(), *pinned.values(), *moved.values()}) == 3
 
 
 def test_registry_errors_name_the_file_and_the_corpus(tmp_path):

@@ -9,7 +9,7 @@ from sctc_assets.lib.corpus.matcher import FormMatcher, Tally, count_texts
 from sctc_assets.lib.corpus.registry import CorpusRegistryError, parse_shard_key, unregistered_shard_keys
 from sctc_assets.lib.corpus.sources import shard_texts
 from sctc_assets.lib.corpus.tables import upstream_name_counts, upstream_term_counts
-from sctc_assets.lib.corpus.totals import (count_fingerprint, project_name_counts, project_term_counts,
+from sctc_assets.lib.corpus.totals import (count_fingerprints, project_name_counts, project_term_counts,
                                            project_totals, shard_frame)
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME, corpus_shard_partitions
@@ -64,6 +64,8 @@ def corpus_counts(context: dg.AssetExecutionContext, corpus_patterns: pd.DataFra
     if entry.shards != n_shards:
         raise CorpusRegistryError(f"{corpora.path()}: corpus {corpus!r} now has {entry.shards} shards; partition "
                                   f"{context.partition_key} belongs to an earlier layout (materialize its new shards)")
+    # Taken before reading: a file changed during the count leaves this shard stale rather than mixed.
+    fingerprint = count_fingerprints(forms_digest(corpus_patterns), entry)[context.partition_key]
     matcher = FormMatcher([list(alternatives) for alternatives in corpus_patterns["alternatives"]])
 
     def progress(tally: Tally) -> None:
@@ -71,8 +73,7 @@ def corpus_counts(context: dg.AssetExecutionContext, corpus_patterns: pd.DataFra
                          f"{_mb(tally.bytes) / tally.seconds:.1f} MB/s")
 
     tally = count_texts(shard_texts(entry, index), matcher, progress=progress)
-    counts = shard_frame(corpus, context.partition_key, index, n_shards,
-                         count_fingerprint(forms_digest(corpus_patterns), entry), tally.counts, tally.records,
+    counts = shard_frame(corpus, context.partition_key, index, n_shards, fingerprint, tally.counts, tally.records,
                          tally.bytes)
     found = corpus_patterns.assign(records_containing=tally.counts).nlargest(10, "records_containing")
     return dg.Output(counts, metadata=table_metadata(

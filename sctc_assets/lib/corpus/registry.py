@@ -82,7 +82,9 @@ class CorpusEntry:
         return self.limit // self.shards + (1 if index < self.limit % self.shards else 0)
 
     def fingerprint(self) -> str:
-        """Changes whenever what a shard reads changes, so stale shard counts are never summed with new ones."""
+        """Changes whenever the registry settings a shard reads with change. The input itself (local files' sizes
+        and times) comes on top, per shard, in `sources.shard_inputs`; a hub dataset is known by these settings
+        alone, its `revision` included, so with `revision: null` an update on the hub goes unnoticed."""
         settings = {"source": asdict(self.source), "text_fields": self.text_fields, "shards": self.shards,
                     "limit": self.limit}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]

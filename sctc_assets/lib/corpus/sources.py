@@ -15,7 +15,7 @@ import gzip
 import json
 import lzma
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
@@ -58,15 +58,24 @@ def record_text(record: Any, fields: tuple[str, ...] | str, where: str) -> str:
     return "\n".join(parts)
 
 
-def source_files(source: FileSource, corpus: str) -> list[Path]:
-    files: list[Path] = []
+def _globbed(source: FileSource) -> Iterator[tuple[str, str, list[Path]]]:
+    """Per pattern: the pattern, where it looks, and the files it matches, sorted."""
     for pattern in source.patterns:
         full = pattern if Path(pattern).is_absolute() else str(Path(source.base_dir) / pattern)
-        matched = sorted(glob.glob(full, recursive=True))
+        yield pattern, full, [Path(path) for path in sorted(glob.glob(full, recursive=True))]
+
+
+def _unique(paths: Iterable[Path]) -> list[Path]:
+    return list(dict.fromkeys(paths))
+
+
+def source_files(source: FileSource, corpus: str) -> list[Path]:
+    files: list[Path] = []
+    for pattern, full, matched in _globbed(source):
         if not matched:
             raise CorpusReadError(f"corpus {corpus!r}: no file matches {pattern!r} (looked for {full})")
-        files += [Path(path) for path in matched if Path(path) not in files]
-    return files
+        files += matched
+    return _unique(files)
 
 
 def file_format(path: Path, configured: str | None) -> tuple[str, Any]:
@@ -181,6 +190,52 @@ def _hub_records(entry: CorpusEntry, index: int) -> Iterator[tuple[str, Any]]:
         for position, record in enumerate(stream):
             if position % entry.shards == index:
                 yield f"{label}: record {position}", record
+
+
+def _state(path: Path) -> list[Any]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return [str(path), None, None]
+    return [str(path), stat.st_size, stat.st_mtime_ns]
+
+
+def _row_groups(path: Path) -> int:
+    try:
+        return pq.ParquetFile(path).num_row_groups
+    except Exception:  # the count then fails on this file, naming it; a fingerprint only needs to differ
+        return 0
+
+
+def shard_inputs(entry: CorpusEntry) -> list[list[Any]]:
+    """Per shard, the state (path, size, mtime_ns) of the local files its counts depend on, for its fingerprint:
+    every uncompressed line file (each shard reads a byte range whose bounds follow the size), every Parquet file
+    (its row-group count moves the dealing of later units), the compressed files dealt to that shard, and the file
+    list itself; a hub source's local `data_files`. Never raises: a missing file only changes the state."""
+    source = entry.source
+    if isinstance(source, HubSource):
+        local = [pattern for pattern in source.data_files or () if "://" not in pattern]
+        common = [_state(path) for path in _unique(Path(match) for pattern in local
+                                                  for match in sorted(glob.glob(pattern, recursive=True)))]
+        return [common for _ in range(entry.shards)]
+    files = _unique(path for _, _, matched in _globbed(source) for path in matched)
+    common: list[Any] = [[str(path) for path in files]]
+    dealt: list[list[Any]] = [[] for _ in range(entry.shards)]
+    unit = 0
+    for path in files:
+        try:
+            fmt, opener = file_format(path, source.format)
+        except CorpusReadError:
+            fmt, opener = None, None
+        if fmt == "parquet":
+            common.append(_state(path))
+            unit += _row_groups(path)
+        elif opener is not None:
+            dealt[unit % entry.shards].append(_state(path))
+            unit += 1
+        else:
+            common.append(_state(path))
+    return [common + shard for shard in dealt]
 
 
 def shard_texts(entry: CorpusEntry, index: int) -> Iterator[str]:

@@ -1,21 +1,29 @@
-"""Corpus totals from shard counts: only shards counted with today's patterns and registry settings are summed,
-each once, so an interrupted or repeated backfill can neither lose nor double count."""
+"""Corpus totals from shard counts: only shards counted with today's patterns, registry settings and input files
+are summed, each once, so an interrupted or repeated backfill can neither lose nor double count."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Mapping
 
 import pandas as pd
 
 from sctc_assets.lib.corpus.registry import CorpusEntry
+from sctc_assets.lib.corpus.sources import shard_inputs
 
 SHARD_COLUMNS = ["corpus", "shard", "shard_index", "n_shards", "fingerprint", "form_id", "records_containing",
                  "records_scanned", "bytes_scanned"]
 COVERAGE_COLUMNS = ["corpus", "shards_total", "shards_counted", "complete", "records_scanned", "bytes_scanned"]
 
 
-def count_fingerprint(forms_digest: str, entry: CorpusEntry) -> str:
-    return f"{forms_digest}-{entry.fingerprint()}"
+def count_fingerprints(forms_digest: str, entry: CorpusEntry) -> dict[str, str]:
+    """Per shard key, what its counts depend on: the patterns, the registry settings and the input it reads
+    (local files' sizes and modification times; a hub source's settings and revision)."""
+    settings = entry.fingerprint()
+    return {key: f"{forms_digest}-{settings}-"
+                 + hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+            for key, inputs in zip(entry.shard_keys(), shard_inputs(entry))}
 
 
 def shard_frame(corpus: str, shard: str, index: int, n_shards: int, fingerprint: str, counts: list[int],
@@ -31,9 +39,9 @@ def current_shards(shard_counts: pd.DataFrame, entries: Mapping[str, CorpusEntry
     """The shard rows that belong to the registry's present layout and were counted with the present patterns."""
     if shard_counts.empty:
         return pd.DataFrame(columns=SHARD_COLUMNS)
-    expected = {key: count_fingerprint(forms_digest, entry) for key, entry in entries.items()}
-    layout = {key: set(entry.shard_keys()) for key, entry in entries.items()}
-    keep = [corpus in expected and fingerprint == expected[corpus] and shard in layout[corpus]
+    expected = {(corpus, shard): fingerprint for corpus, entry in entries.items()
+                for shard, fingerprint in count_fingerprints(forms_digest, entry).items()}
+    keep = [expected.get((corpus, shard)) == fingerprint
             for corpus, shard, fingerprint in zip(shard_counts["corpus"], shard_counts["shard"],
                                                   shard_counts["fingerprint"])]
     return shard_counts[keep]
