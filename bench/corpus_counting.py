@@ -5,9 +5,9 @@ records, streamed to disk: random text drawn from the characters of the term def
 the real term forms and names (the ~1,700 forms `corpus_patterns` counts, built from the SC-TC-Bench data at run
 time) mixed in. Then it measures, each on one core:
 
-1. matching alone, on the same in-memory sample: `FormMatcher` (Aho-Corasick, one pass) vs the naive loop
-   (`any(pattern in text)` for every form: one scan per pattern; `in` stops at the first hit, so it is faster
-   than `str.count`), as MB/s of UTF-8 text and their ratio;
+1. matching alone, on the same in-memory sample: `FormMatcher` (Aho-Corasick, one pass) vs the issue's naive
+   loop (`text.count(pattern)` for every pattern: one whole scan per pattern), as MB/s of UTF-8 text and their
+   ratio; and, as a second, stricter baseline, `any(pattern in text)` per form (`in` stops at the first hit);
 2. the asset's whole path (`shard_texts` → `count_texts`: read, JSON-decode, match) over the first eighth and over
    the whole corpus, each in a fresh process, with its peak RSS: memory stays flat as the corpus grows.
 
@@ -95,8 +95,20 @@ def _run_child(path: Path, limit: int | None) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
-def naive_counts(texts: list[str], forms: list[list[str]]) -> list[int]:
+def count_loop_counts(texts: list[str], forms: list[list[str]]) -> list[int]:
+    """The issue's baseline: `str.count` of every pattern in every text, each a scan of the whole text."""
+    return [sum(1 for text in texts if sum(text.count(pattern) for pattern in alternatives))
+            for alternatives in forms]
+
+
+def in_loop_counts(texts: list[str], forms: list[list[str]]) -> list[int]:
     return [sum(any(pattern in text for pattern in alternatives) for text in texts) for alternatives in forms]
+
+
+def _timed(function, *args) -> tuple[list[int], float]:
+    started = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - started
 
 
 def compare_matchers(path: Path, sample_bytes: int) -> dict:
@@ -112,22 +124,20 @@ def compare_matchers(path: Path, sample_bytes: int) -> dict:
         if size >= sample_bytes:
             break
     matcher = FormMatcher(alternatives)
-    started = time.perf_counter()
-    ours = count_texts(texts, matcher).counts
-    ours_s = time.perf_counter() - started
-    started = time.perf_counter()
-    naive = naive_counts(texts, alternatives)
-    naive_s = time.perf_counter() - started
-    if ours != naive:
+    ours, ours_s = _timed(lambda: count_texts(texts, matcher).counts)
+    counted, count_s = _timed(count_loop_counts, texts, alternatives)
+    found, in_s = _timed(in_loop_counts, texts, alternatives)
+    if not ours == counted == found:
         raise SystemExit("the matchers disagree: the benchmark is void")
     return {"sample_mb": size / MB, "records": len(texts), "forms": len(alternatives),
-            "patterns": matcher.n_patterns, "ours_mb_s": size / MB / ours_s, "naive_mb_s": size / MB / naive_s}
+            "patterns": matcher.n_patterns, "ours_mb_s": size / MB / ours_s, "count_mb_s": size / MB / count_s,
+            "in_mb_s": size / MB / in_s}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-gb", type=float, default=1.0)
-    parser.add_argument("--sample-mb", type=float, default=32.0, help="text both matchers scan in memory")
+    parser.add_argument("--size-gb", type=float, default=1.0, help="synthetic corpus size (default 1)")
+    parser.add_argument("--sample-mb", type=float, default=32.0, help="text the project matcher and both naive loops scan in memory (default 32)")
     parser.add_argument("--dir", type=Path, help="where to write the corpus (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -145,9 +155,12 @@ def main() -> None:
         result = compare_matchers(path, int(args.sample_mb * MB))
         print(f"\nmatching alone, one core, the same {result['sample_mb']:.1f} MB of text ({result['records']} "
               f"records; {result['forms']} forms, {result['patterns']} distinct patterns):")
-        print(f"  project matcher (Aho-Corasick, one pass):   {result['ours_mb_s']:8.2f} MB/s")
-        print(f"  naive loop (`in`, one scan per pattern):    {result['naive_mb_s']:8.2f} MB/s")
-        print(f"  ratio: {result['ours_mb_s'] / result['naive_mb_s']:.1f}x (target: at least 10x); counts identical")
+        print(f"  project matcher (Aho-Corasick, one pass):        {result['ours_mb_s']:8.2f} MB/s")
+        print(f"  naive loop (`str.count`, one scan per pattern):  {result['count_mb_s']:8.2f} MB/s")
+        print(f"  naive loop (`in`, stops at the first hit):       {result['in_mb_s']:8.2f} MB/s")
+        print(f"  ratio against the `str.count` loop: {result['ours_mb_s'] / result['count_mb_s']:.1f}x "
+              "(the issue's baseline; target: at least 10x)")
+        print(f"  ratio against the `in` loop:        {result['ours_mb_s'] / result['in_mb_s']:.1f}x; counts identical")
         print("\nthe asset's path (read, JSON-decode, match), one core, a fresh process per size:")
         part = _run_child(path, max(1, records // 8))
         whole = _run_child(path, None)
