@@ -172,6 +172,17 @@ def test_a_new_shard_layout_replaces_the_old_one(corpora):
         assert "streamed.002-of-003" in instance.get_dynamic_partitions(CORPUS_SHARDS_PARTITION_NAME)
 
 
+def test_a_single_uncounted_shard_leaves_the_upstream_counts(corpora):
+    _, _, registry = corpora
+    registry.write_text("corpora:\n  local: {script: mixed, files: ['local/*.jsonl']}\n", encoding="utf-8")
+    with dg.DagsterInstance.ephemeral() as instance:
+        _tables(instance)
+        assert instance.get_dynamic_partitions(CORPUS_SHARDS_PARTITION_NAME) == ["local.000-of-001"]
+    counts = _read("corpus_term_counts")
+    assert set(counts.count_source) == {"upstream"} and set(counts.corpus) == set(PAPER_CORPORA)
+    assert set(_read("corpus_name_counts").count_source) == {"upstream"}
+
+
 def test_local_deployment_config_spreads_runs_over_processes(tmp_path, monkeypatch):
     shutil.copy(REPO / "sctc_assets" / "deploy" / "local" / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))

@@ -2,7 +2,9 @@
 
 Layout: `<base_dir>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<base_dir>/<asset>.parquet`
 for unpartitioned assets. A downstream asset that reads many partitions gets them concatenated; partitions that
-were never materialized (a registered model nobody ran yet) are skipped with a warning.
+were never materialized (a registered model nobody ran yet, a corpus shard not counted) are skipped with a warning,
+also when only one partition exists. Missing input is an error for an unpartitioned upstream asset and for a
+partitioned run that reads exactly its one upstream partition.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         paths = {key: self.path_for(asset_key, partitions_def, key) for key in keys}
         present = {key: path for key, path in paths.items() if path.exists()}
         missing = sorted(set(paths) - set(present))
-        if len(keys) == 1 and missing:
+        # A partition computed from its own upstream partition cannot do without it; a table read across the
+        # partitions (an unpartitioned run) skips missing ones however many there are, one included.
+        if context.has_partition_key and len(keys) == 1 and missing:
             raise FileNotFoundError(
                 f"{asset_key.to_user_string()} partition {keys[0]} has not been materialized yet ({paths[keys[0]]})")
         if missing:

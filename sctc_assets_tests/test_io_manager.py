@@ -1,0 +1,67 @@
+"""The Parquet IO manager's missing inputs: skipped when read across partitions, errors where a run needs them."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from sctc_assets.resources.io_manager import ParquetIOManager
+
+SHARDS = dg.StaticPartitionsDefinition(["only"])
+
+
+@dg.asset(partitions_def=SHARDS)
+def shard_rows() -> pd.DataFrame:
+    return pd.DataFrame({"n": [1]})
+
+
+@dg.asset
+def all_rows(shard_rows: pd.DataFrame) -> pd.DataFrame:
+    return shard_rows.assign(rows=len(shard_rows))
+
+
+@dg.asset(partitions_def=SHARDS)
+def rows_per_shard(shard_rows: pd.DataFrame) -> pd.DataFrame:
+    return shard_rows
+
+
+@dg.asset
+def plain() -> pd.DataFrame:
+    return pd.DataFrame({"n": [1]})
+
+
+@dg.asset
+def after_plain(plain: pd.DataFrame) -> pd.DataFrame:
+    return plain
+
+
+ASSETS = [shard_rows, all_rows, rows_per_shard, plain, after_plain]
+
+
+def _run(tmp_path, selection, **kwargs):
+    return dg.materialize(ASSETS, selection=selection, resources={"io_manager": ParquetIOManager(
+        base_dir=str(tmp_path))}, raise_on_error=False, **kwargs)
+
+
+def test_the_one_partition_of_an_input_missing_is_skipped_like_several(tmp_path):
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = _run(tmp_path, ["all_rows"], instance=instance)
+        assert result.success
+        messages = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert pd.read_parquet(tmp_path / "all_rows.parquet").empty
+    assert "shard_rows: skipping 1 partition(s) never materialized: only" in messages
+    assert _run(tmp_path, ["shard_rows"], partition_key="only").success
+    assert _run(tmp_path, ["all_rows"]).success
+    assert pd.read_parquet(tmp_path / "all_rows.parquet")["rows"].tolist() == [1]
+
+
+@pytest.mark.parametrize(("selection", "partition_key", "message"), [
+    (["rows_per_shard"], "only", "shard_rows partition only has not been materialized yet"),
+    (["after_plain"], None, "plain has not been materialized yet"),
+])
+def test_an_input_a_run_cannot_do_without_is_still_an_error(tmp_path, selection, partition_key, message):
+    result = _run(tmp_path, selection, partition_key=partition_key)
+    assert not result.success
+    failure = next(event for event in result.all_events if event.is_step_failure)
+    assert message in str(failure.step_failure_data.error)
