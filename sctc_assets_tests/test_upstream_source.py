@@ -269,6 +269,10 @@ def test_default_location_reuses_an_extracted_copy_of_the_pinned_commit(tmp_path
     monkeypatch.delenv(SCTC_ENV_VAR, raising=False)
     resource = SCTCUpstreamResource(cache_dir=str(tmp_path / "cache"))
     assert resource.resolved_location() == SCTC_DEFAULT_URL
+    staging = tmp_path / "cache" / "extracted" / ".staging-x"  # another process's copy, about to be renamed
+    _make_tree(staging)
+    (staging / ".complete").write_text("")
+    assert resource.resolved_location() == SCTC_DEFAULT_URL
     archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "a.tar.gz", "w:gz")
     _open(archive, tmp_path / "cache")
     assert resource.resolved_location().endswith(TOP)
