@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
                               description="Materialize the chosen benchmarks for the chosen models, print a "
-                                          "summary and write every table asset to --out as <asset>.parquet.")
+                                          "summary and write every table asset to --out as <asset>.parquet. "
+                                          "Exits with 1 when a stage failed or an asset check did not pass.")
     run.add_argument("--benchmarks", nargs="+", default=["term"], choices=list(PLANS),
                      help="benchmarks to run (default: term)")
     run.add_argument("--models", nargs="+", metavar="KEY",
@@ -72,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     from sctc_assets.lib.upstream_source import UpstreamError
     from sctc_assets.resources.io_manager import ParquetIOManager
     from sctc_assets.resources.registry import ModelRegistryResource
-    from sctc_assets.runner import Runner, export_tables
+    from sctc_assets.runner import Runner, export_tables, stale_tables
 
     options = vars(args)
     try:
@@ -111,9 +112,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
         if not report.ok:
             status = 1
-            print(f"\n{len(report.failures)} stage(s) failed:", file=sys.stderr)
+            print(f"\n{len(report.failures)} stage(s) or check(s) failed:", file=sys.stderr)
             for failure in report.failures:
                 print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
+        if report.failed_models:
+            stale = stale_tables(tables, report.failed_models)
+            print(f"\n{name}: stages failed for {', '.join(report.failed_models)}", file=sys.stderr)
+            for model, names in stale.items():
+                print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
+                      " not this one", file=sys.stderr)
     return status
 
 

@@ -60,6 +60,7 @@ class StageFailure:
     stage: str
     partition: str | None
     message: str
+    model: str | None = None  # the model whose stage failed; None for model-independent stages and checks
 
 
 @dataclass
@@ -70,6 +71,32 @@ class RunReport:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def failed_models(self) -> list[str]:
+        return list(dict.fromkeys(failure.model for failure in self.failures if failure.model is not None))
+
+
+def stale_tables(tables: Mapping[str, pd.DataFrame], models: Sequence[str]) -> dict[str, list[str]]:
+    """Model → the tables that still hold its rows. For models whose stages failed those rows come from an earlier
+    run: the partitions and cross-model tables keep what the last successful materialization wrote."""
+    found: dict[str, list[str]] = {}
+    for model in models:
+        names = [name for name, frame in tables.items() if "model" in frame.columns and (frame["model"] == model).any()]
+        if names:
+            found[model] = sorted(names)
+    return found
+
+
+def _failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Asset checks that did not pass with severity ERROR: they fail no step, so `result.success` misses them."""
+    failed = []
+    for evaluation in result.get_asset_check_evaluations():
+        if not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR:
+            details = {key: value.value for key, value in evaluation.metadata.items()}
+            failed.append(f"asset check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} did not"
+                          f" pass ({details})")
+    return failed
 
 
 def _failure_message(result: dg.ExecuteInProcessResult) -> str:
@@ -113,15 +140,20 @@ class Runner:
                               resources=self.resources, run_config=run_config, raise_on_error=False,
                               tags={"sctc/launched_by": "sctc run"})
 
-    def _stage(self, report: RunReport, label: str, selection: Sequence[str], **kwargs: Any) -> bool:
+    def _stage(self, report: RunReport, label: str, selection: Sequence[str], model: str | None = None,
+               **kwargs: Any) -> bool:
         if not selection:
             return True
         self.log(f"[{label}] materializing {', '.join(selection)}")
         result = self._materialize(selection, **kwargs)
+        partition = kwargs.get("partition_key")
         if not result.success:
             message = _failure_message(result)
-            report.failures.append(StageFailure(label, kwargs.get("partition_key"), message))
+            report.failures.append(StageFailure(label, partition, message, model))
             self.log(f"[{label}] FAILED: {message}")
+        for message in _failed_checks(result):
+            report.failures.append(StageFailure(label, partition, message))
+            self.log(f"[{label}] CHECK FAILED: {message}")
         return result.success
 
     def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
@@ -144,10 +176,10 @@ class Runner:
             model_ok = True
             for lang in plan.langs:
                 key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
-                model_ok &= self._stage(report, f"{plan.name}: {model}/{lang}", plan.per_model_lang,
+                model_ok &= self._stage(report, f"{plan.name}: {model}/{lang}", plan.per_model_lang, model=model,
                                         partition_key=key, run_config=ops(plan.per_model_lang))
             if model_ok:
-                self._stage(report, f"{plan.name}: {model}", plan.per_model, partition_key=model,
+                self._stage(report, f"{plan.name}: {model}", plan.per_model, model=model, partition_key=model,
                             run_config=ops(plan.per_model))
         # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
         if models or not (plan.per_model_lang or plan.per_model):

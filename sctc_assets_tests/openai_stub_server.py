@@ -24,6 +24,9 @@ class StubReply:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    # Sent as it is instead of `body` as JSON: garbled answers from proxies and overloaded servers.
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,10 @@ def api_error(
     status: int, message: str, *, code: str | None = None, headers: dict[str, str] | None = None
 ) -> StubReply:
     return StubReply(status, {"error": {"message": message, "type": "stub_error", "code": code}}, headers or {})
+
+
+def garbled(raw: bytes, content_type: str = "application/json", status: int = 200) -> StubReply:
+    return StubReply(status, {}, raw=raw, content_type=content_type)
 
 
 # Closes the connection without answering, as a crashing proxy would.
@@ -164,9 +171,9 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if reply == DROP_CONNECTION:
                 self.close_connection = True
                 return
-            data = json.dumps(reply.body).encode("utf-8")
+            data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode("utf-8")
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from sctc_assets.backends.base import BackendUnavailable
-from sctc_assets.backends.openai_backend import OpenAIBackend, _server_delay
+from sctc_assets.backends.openai_backend import OpenAIBackend, _redact, _server_delay
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, UsageTotals
 from sctc_assets_tests.openai_stub_server import (
@@ -20,10 +20,15 @@ from sctc_assets_tests.openai_stub_server import (
     StubReply,
     api_error,
     completion,
+    garbled,
 )
 
 KEY_ENV = "SCTC_TEST_OPENAI_KEY"
 FAKE_KEY = "sk-test-Zq8vX3kP0wLr7Nn2-DO-NOT-LEAK"
+PROXY_PAGE = garbled(b"<html><body>Gateway login required</body></html>", "text/html")
+CUT_SHORT = garbled(b'{"id": "chatcmpl-1", "object": "chat.completion", "choi')
+NO_CHOICES_FIELD = garbled(b'{"id": "chatcmpl-1", "object": "chat.completion"}')
+EMPTY_CHOICE = garbled(b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{}]}')
 AZURE_FILTER_MESSAGE = (
     "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."
     " Please modify your prompt and retry."
@@ -125,6 +130,32 @@ def test_other_bad_request_is_an_error_without_retry(server: StubOpenAIServer) -
     assert len(server.requests) == 1
 
 
+def test_garbled_200_bodies_are_retried(server: StubOpenAIServer) -> None:
+    server.script("garbled", PROXY_PAGE, CUT_SHORT, NO_CHOICES_FIELD, EMPTY_CHOICE)
+
+    [result] = make_backend(server, max_retries=4).generate([ask("garbled")])
+
+    assert result.outcome == "ok" and result.text == "echo: garbled"
+    assert len(server.requests) == 5
+
+
+@pytest.mark.parametrize("reply", [PROXY_PAGE, CUT_SHORT, NO_CHOICES_FIELD, EMPTY_CHOICE])
+def test_garbled_200_body_after_retries_is_an_uncached_error(
+    server: StubOpenAIServer, tmp_path: Path, reply: StubReply
+) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    server.script("garbled", reply, reply)
+    backend = make_backend(server, max_retries=1)
+
+    [first] = backend.generate([ask("garbled"), ask("fine")], cache=cache)[:1]
+    [second] = backend.generate([ask("garbled")], cache=cache)
+
+    assert first.outcome == "error" and first.text is None
+    assert server.base_url in first.message and "2 attempts" in first.message
+    assert (second.outcome, second.cached) == ("ok", False)  # the error was not cached: asked again
+    assert cache.count() == 2
+
+
 def test_usage_is_summed_and_priced(server: StubOpenAIServer) -> None:
     server.script("a", completion("x", prompt_tokens=1000, completion_tokens=200))
     server.script("b", completion("y", prompt_tokens=3000, completion_tokens=800))
@@ -167,6 +198,38 @@ def test_missing_key_variable_is_reported(server: StubOpenAIServer, monkeypatch:
     with pytest.raises(BackendUnavailable, match=KEY_ENV):
         make_backend(server).generate([ask("p")])
     assert server.requests == []
+
+
+def test_key_from_a_crlf_env_file_is_trimmed(server: StubOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, f" {FAKE_KEY}\r\n")
+
+    [result] = make_backend(server).generate([ask("p")])
+
+    assert result.outcome == "ok"
+    assert server.requests[0].authorization == f"Bearer {FAKE_KEY}"
+
+
+@pytest.mark.parametrize("bad", [f"{FAKE_KEY}\r{FAKE_KEY}", f"{FAKE_KEY}\x1b", f"{FAKE_KEY}é", "\r\n"])
+def test_key_with_control_characters_is_refused_without_quoting_it(
+    server: StubOpenAIServer, monkeypatch: pytest.MonkeyPatch, bad: str
+) -> None:
+    monkeypatch.setenv(KEY_ENV, bad)
+
+    with pytest.raises(BackendUnavailable, match=KEY_ENV) as raised:
+        make_backend(server).generate([ask("p")])
+
+    assert FAKE_KEY not in str(raised.value) and repr(bad)[1:-1] not in str(raised.value)
+    assert server.requests == []
+
+
+def test_redaction_covers_bearer_headers_and_escaped_keys() -> None:
+    refused = "LocalProtocolError: Illegal header value b'Bearer sk-SECRET123\\r'"
+    quoted = f"key was {'sk-back' + chr(92) + 'slash'!r} and {b'sk-back' + bytes([92]) + b'slash'!r}"
+
+    assert "SECRET123" not in _redact(refused, "sk-other")
+    assert "Bearer [redacted]" in _redact(refused, "")
+    assert "back" not in _redact(quoted, "sk-back" + chr(92) + "slash")
+    assert _redact("Bearer EMPTY is fine", "EMPTY") == "Bearer [redacted] is fine"
 
 
 def test_empty_key_variable_name_means_a_local_server(server: StubOpenAIServer) -> None:

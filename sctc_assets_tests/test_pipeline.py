@@ -127,6 +127,8 @@ def test_cli_run_writes_tables_and_reports_failures(environment, tmp_path, capsy
     printed = capsys.readouterr()
     assert status == 1
     assert "no-key" in printed.err and "SCTC_TEST_NO_SUCH_KEY" in printed.err
+    assert "term: stages failed for no-key" in printed.err
+    assert "no-key: its rows in" not in printed.err  # it never answered, so no table holds rows of an earlier run
     written = {path.stem for path in out.glob("*.parquet")}
     assert {"regional_terms", "term_prompts", "term_responses", "term_labels", "term_choice_rates",
             "term_choice_tests", "term_misalignment_by_term", "term_misalignment_summary",

@@ -63,6 +63,35 @@ def test_registry_resource_builds_backends_and_reports_bad_settings(tmp_path):
         resource.entry("missing")
 
 
+def test_unknown_settings_are_refused_naming_file_model_and_setting(tmp_path):
+    registry = tmp_path / "models.yaml"
+    registry.write_text(
+        "models:\n"
+        "  typo: {backend: openai, model: m, max_token: 3}\n"
+        "  keyed: {backend: openai, model: m, api_key: sk-DO-NOT-SHOW}\n", encoding="utf-8")
+    (tmp_path / "models.d").mkdir()
+    (tmp_path / "models.d" / "local.yaml").write_text(
+        "models:\n  dropin: {backend: replay, upstream_name: qwen, description: a, b}\n", encoding="utf-8")
+    resource = ModelRegistryResource(registry_path=str(registry), cache_path=str(tmp_path / "c.sqlite"))
+
+    with pytest.raises(RegistryError, match=rf"{registry}: model 'typo': unknown setting\(s\) 'max_token' for"):
+        resource.backend("typo")
+    with pytest.raises(RegistryError, match=r"model 'keyed': unknown setting\(s\) 'api_key'.*`api_key_env`") as info:
+        resource.backend("keyed")
+    assert "sk-DO-NOT-SHOW" not in str(info.value)
+    # an unquoted comma in a flow mapping makes a setting out of the rest of the text; the drop-in file is named
+    with pytest.raises(RegistryError, match=r"models\.d/local\.yaml: model 'dropin': unknown setting\(s\) 'b'"):
+        resource.backend("dropin", open_upstream=lambda: None)
+
+
+def test_every_shipped_model_builds_its_backend(tmp_path):
+    resource = ModelRegistryResource(registry_path=str(REPO / "data" / "models.yaml"))
+    upstream = type("Upstream", (), {"root": tmp_path})
+    for key in resource.entries():
+        assert resource.backend(key, open_upstream=lambda: upstream).identity()["backend"]
+    assert resource.entry("paper-ds").description == "DeepSeek-R1 671B, reasoning removed (paper)"
+
+
 def test_cache_key_covers_what_changes_an_answer():
     identity = {"backend": "openai", "endpoint": "http://x", "model": "m", "params": {"temperature": 0}}
     base = GenerationRequest.user("你好")

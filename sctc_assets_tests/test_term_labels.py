@@ -121,3 +121,48 @@ def test_upstream_labels_reproduce_the_published_term_details(sctc_source):
                 if ours != details[model][term]:
                     mismatches.append((lang, model, term, ours, details[model][term]))
     assert mismatches == []
+
+
+def _one_term_partition(answers: list[str], verdicts: list[object]) -> tuple[pd.DataFrame, ...]:
+    """Responses, prompts and judgements for term 0 (滑鼠 in Taiwan, 鼠标 in the mainland), one row per trial."""
+    keys = [{"lang": "zh_hant", "prompt_variant": 1, "trial": trial, "term_id": 0} for trial in range(len(answers))]
+    responses = pd.DataFrame([{**key, "model": "m", "response": answer, "outcome": "ok", "row": key["trial"]}
+                              for key, answer in zip(keys, answers)])
+    prompts = pd.DataFrame([{**key, "expected": ["滑鼠"], "other_region": ["鼠标"], "gt": "滑鼠", "prompt": "問題"}
+                            for key in keys])
+    judgements = pd.DataFrame([{**key, "judge_correct": verdict} for key, verdict in zip(keys, verdicts)])
+    return responses, prompts, judgements
+
+
+def test_answers_without_a_judge_verdict_are_left_out_unless_misaligned():
+    from sctc_assets.lib.term.labelling import judge_labels
+
+    answers = ["滑鼠", "滑鼠", "鼠标", "不知道", "不知道"]
+    responses, prompts, judgements = _one_term_partition(answers, [True, None, None, float("nan"), False])
+
+    labels, left_out = judge_labels(responses, prompts, judgements)
+
+    assert left_out == 2  # trials 1 and 3: the judge failed and nothing else decides
+    assert dict(zip(labels.trial, labels.label)) == {0: "correct", 2: "misaligned", 4: "incorrect"}
+    assert set(labels.label_source) == {"judge"}
+
+
+def test_a_short_upstream_file_is_an_error_naming_it(tmp_path):
+    from sctc_assets.assets.term.labels import published_label_inputs
+    from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
+    from sctc_assets.lib.upstream_source import UpstreamSchemaError, UpstreamSource
+
+    def write(relative: str, header: str, rows: int) -> None:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(header + "\n" + "1\n" * rows, encoding="utf-8")
+
+    write(term_prompt_file("zh_hans", 1), "gt", 30)
+    write(term_judgement_file("qwen", "zh_hant", 1), "correct", 30)
+    source = UpstreamSource(tmp_path, origin=str(tmp_path))
+
+    other_gt, verdicts, missing = published_label_inputs(source, "qwen", "zh_hant", {1: 30})
+    assert (len(other_gt[1]), len(verdicts[1]), missing) == (30, 30, [])
+    write(term_judgement_file("qwen", "zh_hant", 1), "correct", 12)
+    with pytest.raises(UpstreamSchemaError, match=r"correctness_annotated_by_gpt/qwen_traditional_1\.csv: 12 rows, but"
+                                                  r" the published qwen zh_hant responses of prompt variant 1 have 30"):
+        published_label_inputs(source, "qwen", "zh_hant", {1: 30})

@@ -23,7 +23,7 @@ from sctc_assets.backends import embedded as emb
 from sctc_assets.backends import transformers_backend as tb
 from sctc_assets.backends.base import BackendUnavailable
 from sctc_assets.backends.transformers_backend import TransformersBackend
-from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest
 
 SPECIAL = ["<pad>", "<unk>", "<bos>", "<eos>", "<|system|>", "<|user|>", "<|assistant|>"]
@@ -155,15 +155,32 @@ def test_module_import_does_not_load_torch():
     assert output.split() == ["False", "False"]
 
 
-def test_identity_ignores_device_and_batch_size():
+def test_identity_ignores_batch_size_and_names_the_resolved_precision():
     a = TransformersBackend(model="some/model", device="cpu", batch_size=1)
-    b = TransformersBackend(model="some/model", device="cuda:1", batch_size=32)
-    assert a.identity() == b.identity()
+    b = TransformersBackend(model="some/model", device="auto", dtype="float32", batch_size=32)
+    assert a.identity() == b.identity()  # on this CPU machine "auto" means the CPU and float32
     identity = a.identity()
     assert identity["backend"] == "transformers" and identity["model"] == "some/model"
+    assert identity["device"] == "cpu" and identity["params"]["dtype"] == "float32"
     assert set(identity["params"]) == {"temperature", "top_p", "max_new_tokens", "seed", "system_prompt", "dtype"}
     assert TransformersBackend(model="some/model", temperature=0.7).identity() != identity
     assert TransformersBackend(model="some/model", system_prompt="be brief").identity() != identity
+    assert TransformersBackend(model="some/model", dtype="bfloat16").identity() != identity
+
+
+def test_auto_on_a_gpu_is_another_cache_key_than_auto_on_a_cpu(monkeypatch):
+    import torch
+
+    backend = TransformersBackend(model="some/model")  # device and dtype "auto"
+    on_cpu = backend.identity()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    on_gpu = backend.identity()
+
+    assert (on_cpu["device"], on_cpu["params"]["dtype"]) == ("cpu", "float32")
+    assert (on_gpu["device"], on_gpu["params"]["dtype"]) == ("cuda", "bfloat16")
+    assert cache_key(on_cpu, GenerationRequest.user("你好")) != cache_key(on_gpu, GenerationRequest.user("你好"))
+    assert backend.scoring_identity() != {**on_cpu, "params": {"dtype": "float32"}}  # scoring follows the GPU too
 
 
 def test_embedded_identity_names_the_artifact_without_touching_disk(tmp_path, monkeypatch):

@@ -6,14 +6,17 @@ import http.server
 import io
 import tarfile
 import threading
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from sctc_assets.lib import upstream_source
+from sctc_assets.lib.file_lock import file_lock
 from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_MARKERS, TERM_COLUMNS, TERMS_FILE, commit_of
 from sctc_assets.lib.upstream_source import (UpstreamArchiveError, UpstreamError, UpstreamFileMissing,
-                                             UpstreamSchemaError, UpstreamSource)
+                                             UpstreamSchemaError, UpstreamSource, extract_once)
 
 TOP = f"SC-TC-Bench-{SCTC_COMMIT}"
 TERMS_CSV = ("\ufeffconceptId,Mainland China,Taiwan,definition_simplified,definition_traditional,category,"
@@ -94,6 +97,53 @@ def test_opens_a_url_and_caches_the_download(tmp_path):
     assert list((tmp_path / "cache" / "downloads").iterdir())
 
 
+def _serve(bodies: list[bytes], announced_extra: int = 0) -> http.server.ThreadingHTTPServer:
+    """A server on 127.0.0.1 answering each GET with the next body, announcing `announced_extra` bytes too many."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            body = bodies.pop(0)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body) + announced_extra))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_truncated_download_is_an_error_and_not_cached(tmp_path):
+    body = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz").read_bytes()
+    server = _serve([body[:-100], body[:-100]], announced_extra=100)  # the connection drops 100 bytes short
+    url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
+    try:
+        expected = rf"{url}: incomplete transfer \({len(body) - 100} of {len(body)} bytes"
+        with pytest.raises(UpstreamError, match=expected):
+            _open(url, tmp_path / "cache")
+        with pytest.raises(UpstreamError, match="incomplete transfer"):  # asked again, not served from the cache
+            _open(url, tmp_path / "cache")
+    finally:
+        server.shutdown()
+    assert not list((tmp_path / "cache" / "downloads").iterdir())
+
+
+def test_download_that_cannot_be_extracted_is_removed(tmp_path):
+    body = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz").read_bytes()
+    server = _serve([body[: len(body) // 2], body])  # a broken archive first, then the real one
+    url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
+    try:
+        with pytest.raises(UpstreamArchiveError, match=rf"downloaded from {url}"):
+            _open(url, tmp_path / "cache")
+        assert not list((tmp_path / "cache" / "downloads").iterdir())
+        assert _open(url, tmp_path / "cache").read_csv(TERMS_FILE).shape == (1, 7)
+    finally:
+        server.shutdown()
+
+
 def test_missing_file_is_named(tmp_path):
     source = _open(_make_tree(tmp_path / "src").parent, tmp_path / "cache")
     with pytest.raises(UpstreamFileMissing, match=r"prompt/regional_term/simplified_1\.csv"):
@@ -119,6 +169,69 @@ def test_corrupt_archive_names_the_file(tmp_path):
         _open(garbage, tmp_path / "cache")
     # a failed extraction leaves nothing that a later run would mistake for a finished one
     assert not any((tmp_path / "cache" / "extracted").glob("*/.complete"))
+
+
+def _many_members(target: Path, mode: str) -> bytes:
+    """A small archive of 200 CSV-like members, so that a flipped stretch in the middle hits later headers."""
+    with tarfile.open(target, mode) as archive:
+        for index in range(200):
+            payload = "".join(f"{index},{row},term{row * index % 97},定义{row}\n" for row in range(20)).encode()
+            info = tarfile.TarInfo(f"{TOP}/source_data/f{index:03d}.csv")
+            info.size = len(payload)
+            archive.addfile(info, io.BytesIO(payload))
+    return target.read_bytes()
+
+
+@pytest.mark.parametrize("kind, mode", [("tar.gz", "w:gz"), ("tar.xz", "w:xz"), ("tar", "w")])
+@pytest.mark.parametrize("where", [0.3, 0.4, 0.5, 0.6, 0.7])
+def test_bytes_flipped_mid_archive_are_an_error_not_a_shorter_archive(tmp_path, kind, mode, where):
+    good = _many_members(tmp_path / f"good.{kind}", mode)
+    flipped = bytearray(good)
+    start = int(len(good) * where)
+    flipped[start : start + 64] = bytes(byte ^ 0xFF for byte in good[start : start + 64])
+    corrupt = tmp_path / f"flipped.{kind}"
+    corrupt.write_bytes(bytes(flipped))
+
+    with pytest.raises(UpstreamArchiveError, match=rf"flipped\.{kind.replace('.', '[.]')}: (corrupt|not a readable)"):
+        extract_once(corrupt, tmp_path / "cache")
+    assert not any((tmp_path / "cache" / "extracted").glob("*/.complete"))
+    assert len(list(Path(extract_once(tmp_path / f"good.{kind}", tmp_path / "cache")).rglob("*.csv"))) == 200
+
+
+def test_extraction_finished_by_another_process_meanwhile_is_kept(tmp_path, monkeypatch):
+    archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "a.tar.gz", "w:gz")
+    real_extract = upstream_source._extract
+
+    def peer_finishes_first(path: Path, destination: Path) -> None:
+        # As if a process without the lock completed the target, and others already read it, while this one worked.
+        target = destination.parent / upstream_source._file_digest(path)[:16]
+        target.mkdir()
+        (target / "peer-was-here").write_text("")
+        (target / ".complete").write_text(str(path))
+        real_extract(path, destination)
+
+    monkeypatch.setattr(upstream_source, "_extract", peer_finishes_first)
+    target = extract_once(archive, tmp_path / "cache")
+
+    assert (target / "peer-was-here").exists()
+    assert not list(target.parent.glob(".staging-*"))
+
+
+def test_a_process_waits_for_the_one_extracting_and_reuses_its_work(tmp_path, monkeypatch):
+    archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "a.tar.gz", "w:gz")
+    target = tmp_path / "cache" / "extracted" / upstream_source._file_digest(archive)[:16]
+    calls = []
+    monkeypatch.setattr(upstream_source, "_extract", lambda *args: calls.append(args))
+    results = []
+    with file_lock(target.parent / f".{target.name}.lock"):  # the other process, mid-extraction
+        waiter = threading.Thread(target=lambda: results.append(extract_once(archive, tmp_path / "cache")))
+        waiter.start()
+        time.sleep(0.5)
+        target.mkdir()
+        (target / ".complete").write_text(str(archive))
+    waiter.join(timeout=10)
+
+    assert results == [target] and calls == []
 
 
 def test_unknown_location_and_wrong_layout(tmp_path):
@@ -155,6 +268,10 @@ def test_default_location_reuses_an_extracted_copy_of_the_pinned_commit(tmp_path
 
     monkeypatch.delenv(SCTC_ENV_VAR, raising=False)
     resource = SCTCUpstreamResource(cache_dir=str(tmp_path / "cache"))
+    assert resource.resolved_location() == SCTC_DEFAULT_URL
+    staging = tmp_path / "cache" / "extracted" / ".staging-x"  # another process's copy, about to be renamed
+    _make_tree(staging)
+    (staging / ".complete").write_text("")
     assert resource.resolved_location() == SCTC_DEFAULT_URL
     archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "a.tar.gz", "w:gz")
     _open(archive, tmp_path / "cache")

@@ -23,9 +23,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from sctc_assets.backends.base import BackendUnavailable
+from sctc_assets.lib.file_lock import file_lock
 from sctc_assets.lib.paths import default_models_dir
 
 INSTALL_HINT = "pip install -e '.[embedded]'"
@@ -218,23 +219,6 @@ def locate_parts(artifact: EmbeddedArtifact) -> tuple[list[Path], list[str]]:
     return found, missing
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on `path` (a no-op where `fcntl` is unavailable; the atomic rename still holds)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def _download_from_hub(artifact: EmbeddedArtifact) -> Path:
     from huggingface_hub import hf_hub_download
 
@@ -251,7 +235,7 @@ def ensure_artifact(name: str | EmbeddedArtifact, models_dir: str | Path | None 
     if is_verified(destination, artifact.sha256, artifact.size):
         return destination
     folder.mkdir(parents=True, exist_ok=True)
-    with _file_lock(folder / f".{artifact.hub_filename}.lock"):
+    with file_lock(folder / f".{artifact.hub_filename}.lock"):
         # Another process may have finished while this one waited for the lock.
         if is_verified(destination, artifact.sha256, artifact.size):
             return destination

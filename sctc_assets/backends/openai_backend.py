@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import os
 import random
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +36,8 @@ _FATAL_STATUS = frozenset({401, 403, 404})
 _CONTENT_FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
 _CONTENT_FILTER_PHRASES = ("content management policy", "content filter", "content_filter")
 _MAX_MESSAGE_CHARS = 300
+# Transport errors quote the Authorization header they refused (h11: "Illegal header value b'Bearer sk-…\\r'").
+_BEARER = re.compile(r"Bearer\s+\S+")
 
 T = TypeVar("T")
 
@@ -102,11 +106,17 @@ class OpenAIBackend(ModelBackend):
     def _read_api_key(self) -> str:
         if not self.api_key_env:
             return LOCAL_SERVER_KEY
-        api_key = os.environ.get(self.api_key_env)
+        # A .env file saved with CRLF line ends leaves "\r" on the key, which the HTTP client rejects quoting the key.
+        api_key = os.environ.get(self.api_key_env, "").strip()
         if not api_key:
             raise BackendUnavailable(
                 f"environment variable {self.api_key_env} is not set: it must hold the API key for {self.base_url}"
                 f" (set api_key_env to an empty string for a local server without authentication)"
+            )
+        if not (api_key.isascii() and api_key.isprintable()):
+            raise BackendUnavailable(
+                f"environment variable {self.api_key_env} does not hold a usable API key for {self.base_url}:"
+                f" it contains control or non-ASCII characters (a line break or quote copied with it?)"
             )
         return api_key
 
@@ -155,6 +165,9 @@ class OpenAIBackend(ModelBackend):
         started = time.monotonic()
         try:
             response = await client.chat.completions.create(**self._completion_kwargs(request))
+        except json.JSONDecodeError as error:
+            # A proxy or overloaded server cutting the body short: another attempt may get the whole answer.
+            return _TransientFailure(f"{self.base_url} answered with malformed JSON ({error})")
         except openai.APIStatusError as error:
             if error.status_code in _FATAL_STATUS:
                 # Not chained: the SDK error's text holds the whole response body, which for a 401 quotes the key.
@@ -168,6 +181,10 @@ class OpenAIBackend(ModelBackend):
         except openai.APIConnectionError as error:
             cause = error.__cause__ or error
             return _TransientFailure(f"connection error: {type(cause).__name__}: {_redact(str(cause), api_key)}")
+        if not _is_chat_completion(response):
+            # The SDK hands back a non-JSON body (an HTML error or login page from a proxy) as a plain string.
+            shown = _redact(str(response), api_key)[:120]
+            return _TransientFailure(f"{self.base_url} answered with something other than a chat completion: {shown!r}")
         return _completion_result(response, time.monotonic() - started)
 
     def _completion_kwargs(self, request: GenerationRequest) -> dict[str, Any]:
@@ -232,8 +249,20 @@ def _api_message(error: openai.APIStatusError, api_key: str) -> str:
 
 
 def _redact(text: str, secret: str) -> str:
-    # Servers and proxies sometimes echo request headers in error text. The local-server placeholder is no secret.
-    return text.replace(secret, "[redacted]") if secret and secret != LOCAL_SERVER_KEY else text
+    # Servers, proxies and the HTTP client echo request headers in error text, sometimes repr-escaped.
+    text = _BEARER.sub("Bearer [redacted]", text)
+    if not secret or secret == LOCAL_SERVER_KEY:  # the local-server placeholder is no secret
+        return text
+    for form in dict.fromkeys((secret, repr(secret)[1:-1], repr(secret.encode())[2:-1])):
+        text = text.replace(form, "[redacted]")
+    return text
+
+
+def _is_chat_completion(response: Any) -> bool:
+    """Whether a 200 body parsed into a usable completion (the SDK builds its models without validation)."""
+    if not isinstance(response, ChatCompletion) or not isinstance(response.choices, list):
+        return False
+    return all(getattr(choice, "message", None) is not None for choice in response.choices)
 
 
 def _server_delay(headers: Mapping[str, str]) -> float | None:

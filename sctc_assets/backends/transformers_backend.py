@@ -84,6 +84,13 @@ def resolve_dtype(dtype: str, placement: str) -> Any:
     return getattr(torch, name)
 
 
+def resolved_precision(device: str, dtype: str) -> tuple[str, str]:
+    """(device type, dtype name) that `device` and `dtype` stand for on this machine, e.g. ("cpu", "float32")."""
+    placement, _ = resolve_device(device)
+    device_type = "cuda" if placement == "auto" else placement.split(":")[0]
+    return device_type, str(resolve_dtype(dtype, placement)).removeprefix("torch.")
+
+
 def _split_source(source: str, gguf_file: Optional[str]) -> tuple[str, Optional[str]]:
     """A local `.gguf` file becomes (its folder, its name); folders and hub ids pass through."""
     path = Path(source).expanduser()
@@ -211,13 +218,15 @@ class TransformersBackend(ModelBackend):
         return get_artifact(self.embedded) if self.embedded else None
 
     def identity(self) -> dict[str, Any]:
+        # "auto" is resolved: float32 on a CPU and bfloat16 on a GPU give different answers to the same request.
+        device_type, dtype = resolved_precision(self.device, self.dtype)
         params: dict[str, Any] = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
             "system_prompt": self.system_prompt,
-            "dtype": self.dtype,
+            "dtype": dtype,
         }
         if not self.use_chat_template:
             params["use_chat_template"] = False
@@ -230,6 +239,7 @@ class TransformersBackend(ModelBackend):
         identity["revision"] = self.revision
         if self.tokenizer:
             identity["tokenizer"] = self.tokenizer
+        identity["device"] = device_type
         identity["params"] = params
         return identity
 
@@ -397,7 +407,8 @@ class TransformersBackend(ModelBackend):
 
     def scoring_identity(self) -> dict[str, Any]:
         # Log-probabilities depend on the weights, the tokenizer and the precision, not on decoding settings.
-        return {**self.identity(), "params": {"dtype": self.dtype}}
+        identity = self.identity()
+        return {**identity, "params": {"dtype": identity["params"]["dtype"]}}
 
     def _scoring_inputs(self, tokenizer: Any, prompt: str, continuation: str) -> tuple[list[int], int]:
         """Token ids of prompt+continuation and the index of the first continuation token."""

@@ -47,6 +47,7 @@ class ModelEntry:
     description: str = ""
     default: bool = False
     benchmarks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    source: str = ""  # the registry or drop-in file that defines the entry, for error messages
 
     def benchmark_settings(self, benchmark: str) -> dict[str, Any]:
         return dict(self.benchmarks.get(benchmark) or {})
@@ -77,6 +78,7 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
             description=str(raw.get("description") or ""),
             default=bool(raw.get("default", False)),
             benchmarks={name: dict(value) for name, value in benchmarks.items()},
+            source=source,
         )
     return entries
 

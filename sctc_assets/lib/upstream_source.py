@@ -7,6 +7,7 @@ same cache. Every read names the file at fault when it is missing, unreadable or
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import shutil
 import tarfile
@@ -14,10 +15,13 @@ import tempfile
 import urllib.parse
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pandas as pd
+
+from sctc_assets.lib.file_lock import file_lock
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar", ".zip")
 
@@ -53,7 +57,11 @@ def _file_digest(path: Path) -> str:
 
 
 def download(url: str, cache_dir: Path, *, timeout_s: float = 120.0) -> Path:
-    """Fetch `url` into `cache_dir/downloads/` once; later calls reuse the file."""
+    """Fetch `url` into `cache_dir/downloads/` once; later calls reuse the file.
+
+    The file gets its final name only once every byte announced by `Content-Length` has arrived, so a dropped
+    connection is not cached as if it were the whole archive.
+    """
     name = Path(urllib.parse.urlparse(url).path).name or "download"
     target = cache_dir / "downloads" / f"{hashlib.sha1(url.encode()).hexdigest()[:12]}-{name}"
     if target.exists():
@@ -63,9 +71,18 @@ def download(url: str, cache_dir: Path, *, timeout_s: float = 120.0) -> Path:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response, open(partial, "wb") as out:
             shutil.copyfileobj(response, out)
+            announced = response.headers.get("Content-Length")
+            received = out.tell()
+        if announced is not None and announced.strip().isdigit() and received != int(announced):
+            raise UpstreamError(
+                f"could not download {url}: incomplete transfer ({received} of {int(announced)} bytes received)"
+            )
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise UpstreamError(f"could not download {url}: {exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(target)
     return target
 
@@ -82,33 +99,60 @@ def _extract(archive: Path, destination: Path) -> None:
         else:
             with tarfile.open(archive) as bundle:
                 bundle.extractall(destination, filter="data")
+                _check_tar_end(bundle, archive)
     except UpstreamArchiveError:
         raise
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+    except (tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError, zlib.error, EOFError, OSError, ValueError) as exc:
         raise UpstreamArchiveError(f"{archive}: not a readable archive ({type(exc).__name__}: {exc})") from exc
 
 
+def _check_tar_end(bundle: tarfile.TarFile, archive: Path) -> None:
+    """Fail unless the tar stream ended where `tarfile` stopped reading.
+
+    `tarfile` takes an unreadable header after the first for the end of the archive, so a corrupt archive would pass
+    as a shorter one. Reading the rest of the stream makes xz/gzip verify their checksums, and anything but the
+    zero padding of a tar end marker there means members were skipped.
+    """
+    bundle.fileobj.seek(bundle.offset)
+    while block := bundle.fileobj.read(1 << 20):
+        if block.count(0) != len(block):
+            raise UpstreamArchiveError(
+                f"{archive}: corrupt archive (unreadable tar header at byte {bundle.offset} of the unpacked stream,"
+                f" after {len(bundle.getmembers())} members)"
+            )
+
+
 def extract_once(archive: Path, cache_dir: Path) -> Path:
-    """Extract `archive` under `cache_dir/extracted/<digest>` unless an earlier run finished doing so."""
+    """Extract `archive` under `cache_dir/extracted/<digest>` unless an earlier run finished doing so.
+
+    Processes that open the same archive at once take turns through a lock; the folder that one of them completed
+    is never removed, since others may be reading it.
+    """
     if not archive.is_file():
         raise UpstreamError(f"upstream archive not found: {archive}")
     target = cache_dir / "extracted" / _file_digest(archive)[:16]
     if (target / ".complete").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
-    try:
-        _extract(archive, staging)
-        (staging / ".complete").write_text(str(archive))
-        if target.exists():  # a half-finished earlier attempt
-            shutil.rmtree(target, ignore_errors=True)
+    with file_lock(target.parent / f".{target.name}.lock"):
+        if (target / ".complete").exists():  # another process finished while this one waited
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
         try:
-            staging.rename(target)
-        except OSError:
-            if not (target / ".complete").exists():  # another process did not win the race either
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            _extract(archive, staging)
+            (staging / ".complete").write_text(str(archive))
+            # A process without the lock (no fcntl) may have finished meanwhile: its copy stays, this one goes.
+            if (target / ".complete").exists():
+                return target
+            if target.exists():  # a half-finished earlier attempt
+                shutil.rmtree(target, ignore_errors=True)
+            try:
+                staging.rename(target)
+            except OSError:
+                if not (target / ".complete").exists():  # another process did not win the race either
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
@@ -129,13 +173,18 @@ def find_root(directory: Path, markers: Sequence[str]) -> Path:
 def local_directory(location: str | os.PathLike, cache_dir: Path) -> Path:
     """A directory, archive path or URL as a local directory (URLs downloaded and archives extracted once)."""
     text = str(location)
-    if is_url(text):
-        local = download(text, cache_dir)
-    else:
+    if not is_url(text):
         local = Path(text).expanduser()
         if not local.exists():
             raise UpstreamError(f"upstream location does not exist: {local}")
-    return local if local.is_dir() else extract_once(local, cache_dir)
+        return local if local.is_dir() else extract_once(local, cache_dir)
+    downloaded = download(text, cache_dir)
+    try:
+        return extract_once(downloaded, cache_dir)
+    except UpstreamArchiveError as exc:
+        # A download that cannot be extracted would otherwise be reused as it is by every later run.
+        downloaded.unlink(missing_ok=True)
+        raise UpstreamArchiveError(f"{exc} (downloaded from {text}; removed, the next run downloads it again)") from exc
 
 
 def resolve_location(location: str | os.PathLike, cache_dir: Path, markers: Sequence[str]) -> Path:

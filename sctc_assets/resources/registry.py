@@ -41,21 +41,39 @@ class ModelRegistryResource(dg.ConfigurableResource):
         have is left out, since it cannot change that backend's answers (a replay has no temperature).
         """
         entry = self.entry(key)
+        where = f"{entry.source or self.path()}: model {key!r}"
         try:
             cls = backend_class(entry.backend)
         except (ImportError, ValueError) as exc:
-            raise RegistryError(f"{self.path()}: model {key!r}: {exc}") from exc
+            raise RegistryError(f"{where}: {exc}") from exc
+        _check_settings(cls, entry, where)
         settings = dict(entry.settings)
         settings.update({name: value for name, value in (overrides or {}).items() if name in cls.model_fields})
         if getattr(cls, "needs_upstream", False):
             if open_upstream is None:
-                raise RegistryError(f"{self.path()}: model {key!r} replays published data but no upstream is configured")
+                raise RegistryError(f"{where} replays published data but no upstream is configured")
             settings.setdefault("upstream_root", str(open_upstream().root))
         try:
             return cls(**settings)
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
-            raise RegistryError(f"{self.path()}: model {key!r} ({entry.backend}): {problems}") from None
+            raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
 
     def cache(self) -> ResponseCache:
         return ResponseCache(self.cache_path or default_cache_path())
+
+
+def _check_settings(cls: type[ModelBackend], entry: ModelEntry, where: str) -> None:
+    """Refuse settings the backend does not have: the resource would drop them, and a typo (`max_token`) would
+    silently run with the default."""
+    unknown = sorted(set(entry.settings) - set(cls.model_fields))
+    if not unknown:
+        return
+    # Only the setting's name is shown: its value may be a secret.
+    message = f"{where}: unknown setting(s) {', '.join(map(repr, unknown))} for the {entry.backend!r} backend"
+    if "api_key" in unknown:
+        message += (
+            "; API keys do not belong in the registry: put the key in an environment variable and give its name"
+            " as `api_key_env`"
+        )
+    raise RegistryError(f"{message} (settings: {', '.join(sorted(cls.model_fields))})")

@@ -38,7 +38,9 @@ class SCTCUpstreamResource(dg.ConfigurableResource):
         # (`sctc run --upstream …`) serves the default, so the UI works on machines that cannot reach GitHub.
         extracted = self._cache_dir() / "extracted"
         for candidate in sorted(extracted.glob(f"*/*{SCTC_COMMIT}")) if extracted.is_dir() else []:
-            if (candidate.parent / ".complete").exists() and candidate.is_dir():
+            # `.staging-*` folders carry `.complete` just before they are renamed or discarded.
+            finished = (candidate.parent / ".complete").exists() and not candidate.parent.name.startswith(".")
+            if finished and candidate.is_dir():
                 return str(candidate)
         return SCTC_DEFAULT_URL
 

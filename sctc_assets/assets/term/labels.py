@@ -5,9 +5,9 @@ import pandas as pd
 
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
-from sctc_assets.lib.term.labelling import LABEL_COLUMNS, judge_labels, rules_labels, upstream_labels
+from sctc_assets.lib.term.labelling import LABEL_COLUMNS, judge_labels, rules_labels, scorable, upstream_labels
 from sctc_assets.lib.term.upstream_labels import clean_judgements
-from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
+from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
 from sctc_assets.partitions import model_and_lang, term_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
@@ -17,11 +17,14 @@ OTHER_LANG = {"zh_hans": "zh_hant", "zh_hant": "zh_hans"}
 
 
 def published_label_inputs(
-    source: UpstreamSource, upstream_name: str, lang: str, variants: list[int]
+    source: UpstreamSource, upstream_name: str, lang: str, rows_needed: dict[int, int]
 ) -> tuple[dict[int, list[str]], dict[int, list[int]], list[str]]:
-    """The other language's `gt` column and the cleaned GPT-4o-mini verdicts per variant, plus what is missing."""
+    """The other language's `gt` column and the cleaned GPT-4o-mini verdicts per variant, plus what is missing.
+
+    `rows_needed[variant]` is how many rows the replayed responses of that variant use; a shorter file is an error
+    naming it (it would otherwise surface as an IndexError deep in the labelling)."""
     other_gt, verdicts, missing = {}, {}, []
-    for variant in variants:
+    for variant, needed in sorted(rows_needed.items()):
         prompt_file = term_prompt_file(OTHER_LANG[lang], variant)
         judgement_file = term_judgement_file(upstream_name, lang, variant)
         try:
@@ -30,6 +33,11 @@ def published_label_inputs(
         except UpstreamFileMissing as exc:
             missing.append(exc.relative_path)
             continue
+        for file, values in ((prompt_file, gt), (judgement_file, raw)):
+            if len(values) < needed:
+                raise UpstreamSchemaError(
+                    f"{file}: {len(values)} rows, but the published {upstream_name} {lang} responses of prompt"
+                    f" variant {variant} have {needed}: the file is cut short or belongs to another version")
         other_gt[variant] = gt
         verdicts[variant] = clean_judgements(raw, upstream_name=upstream_name, lang=lang, variant=variant,
                                              file=judgement_file)
@@ -55,13 +63,19 @@ def term_labels(
     notes: list[str] = []
     entry = models.entry(model)
     if entry.backend == "replay" and not term_responses.empty:
-        variants = sorted(int(v) for v in term_responses["prompt_variant"].unique())
+        answered = scorable(term_responses)
+        rows_needed = {int(variant): int(rows.max()) + 1 for variant, rows in answered.groupby("prompt_variant")["row"]}
         other_gt, verdicts, missing = published_label_inputs(
-            upstream.open(), str(entry.settings["upstream_name"]), lang, variants)
+            upstream.open(), str(entry.settings["upstream_name"]), lang, rows_needed)
         notes += [f"upstream labels skipped: file missing {path}" for path in missing]
         frames.append(upstream_labels(term_responses, other_gt, verdicts))
+    without_verdict = 0
     if not term_judgements.empty:
-        frames.append(judge_labels(term_responses, term_prompts, term_judgements))
+        judged, without_verdict = judge_labels(term_responses, term_prompts, term_judgements)
+        frames.append(judged)
+        if without_verdict:
+            notes.append(f"judge labels: {without_verdict} answers left out (the judge gave no verdict and the"
+                         " answer is not misaligned)")
     for note in notes:
         context.log.warning(f"term_labels {model}/{lang}: {note}")
     labels = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABEL_COLUMNS)
@@ -70,4 +84,4 @@ def term_labels(
     excluded = int((~term_responses["outcome"].isin(["ok", "refusal"])).sum()) if not term_responses.empty else 0
     return dg.Output(labels, metadata=table_metadata(
         labels, label_distribution=dg.MetadataValue.json(distribution), notes=dg.MetadataValue.json(notes),
-        excluded_errors=excluded))
+        excluded_errors=excluded, judge_without_verdict=without_verdict))

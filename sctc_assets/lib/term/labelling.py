@@ -53,7 +53,8 @@ def upstream_labels(
     """The authors' labels for replayed responses.
 
     `other_region_gt[variant][row]` is the other language's `gt` from its upstream prompt file and
-    `judged_correct[variant][row]` the cleaned GPT-4o-mini verdict; variants absent from either are skipped.
+    `judged_correct[variant][row]` the cleaned GPT-4o-mini verdict; variants absent from either are skipped. Both
+    must reach every row of the responses (`published_label_inputs` checks this, naming the file).
     """
     frame = scorable(responses)
     frame = frame[frame["prompt_variant"].isin(set(other_region_gt) & set(judged_correct))].copy()
@@ -68,8 +69,15 @@ def upstream_labels(
     return frame[LABEL_COLUMNS]
 
 
-def judge_labels(responses: pd.DataFrame, prompts: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
-    """The judge's correct/incorrect verdict combined with the rules' misalignment test (misaligned wins)."""
+def judge_labels(
+    responses: pd.DataFrame, prompts: pd.DataFrame, judgements: pd.DataFrame
+) -> tuple[pd.DataFrame, int]:
+    """The judge's correct/incorrect verdict combined with the rules' misalignment test (misaligned wins).
+
+    Answers without a verdict (the judge failed, refused or answered neither 0 nor 1) are left out unless they are
+    misaligned, which needs no verdict; counting them as incorrect would blame the model for the judge. Returns the
+    labels and the number of answers left out.
+    """
     verdicts = judgements[ITEM_KEYS + ["judge_correct"]]
     merged = _with_prompts(responses, prompts).merge(verdicts, on=ITEM_KEYS, how="inner")
     labels, hits = [], []
@@ -82,4 +90,5 @@ def judge_labels(responses: pd.DataFrame, prompts: pd.DataFrame, judgements: pd.
     merged["label_source"] = "judge"
     merged["label"] = labels
     merged["misaligned_forms"] = hits
-    return merged[LABEL_COLUMNS]
+    kept = merged[merged["judge_correct"].notna() | (merged["label"] == "misaligned")]
+    return kept[LABEL_COLUMNS], len(merged) - len(kept)
