@@ -88,11 +88,11 @@ def stale_tables(tables: Mapping[str, pd.DataFrame], models: Sequence[str]) -> d
     return found
 
 
-def _failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
-    """Asset checks that did not pass with severity ERROR: they fail no step, so `result.success` misses them."""
+def _unpassed_checks(result: dg.ExecuteInProcessResult, severity: dg.AssetCheckSeverity) -> list[str]:
+    """Asset checks that did not pass at this severity: they fail no step, so `result.success` misses them."""
     failed = []
     for evaluation in result.get_asset_check_evaluations():
-        if not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR:
+        if not evaluation.passed and evaluation.severity == severity:
             details = {key: value.value for key, value in evaluation.metadata.items()}
             failed.append(f"asset check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} did not"
                           f" pass ({details})")
@@ -151,9 +151,11 @@ class Runner:
             message = _failure_message(result)
             report.failures.append(StageFailure(label, partition, message, model))
             self.log(f"[{label}] FAILED: {message}")
-        for message in _failed_checks(result):
+        for message in _unpassed_checks(result, dg.AssetCheckSeverity.ERROR):
             report.failures.append(StageFailure(label, partition, message))
             self.log(f"[{label}] CHECK FAILED: {message}")
+        for message in _unpassed_checks(result, dg.AssetCheckSeverity.WARN):
+            self.log(f"[{label}] check warning: {message}")
         return result.success
 
     def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],

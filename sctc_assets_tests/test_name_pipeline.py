@@ -75,7 +75,8 @@ def test_prompts_check_passes_on_the_upstream_files(isolated_data_dir, extracted
                             selection=dg.AssetSelection.assets(*chosen) | dg.AssetSelection.checks(name_prompts_match_upstream))
     evaluation = result.get_asset_check_evaluations()[0]
     assert evaluation.passed, evaluation.metadata
-    assert len(evaluation.metadata["files_compared"].value) == 6  # prompt ids 2 and 3, three languages
+    assert evaluation.metadata["files_compared"].value == 6  # prompt ids 2 and 3, three languages
+    assert len(evaluation.metadata["files"].value) == 6
 
 
 def test_replay_backend_reads_name_answers_and_names_missing_files(extracted_upstream):

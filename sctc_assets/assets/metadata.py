@@ -73,3 +73,17 @@ def png_markdown(figure: Any, title: str = "") -> dg.MetadataValue:
     plt.close(figure)  # pyplot keeps every figure alive otherwise, and long runs accumulate them
     encoded = base64.b64encode(buffer.getvalue()).decode()
     return dg.MetadataValue.md(f"{title}\n\n![{title}](data:image/png;base64,{encoded})")
+
+
+def upstream_comparison_result(compared: int, mismatches: Sequence[str], missing: Sequence[str],
+                               **extra: Any) -> dg.AssetCheckResult:
+    """Result of a check that compares generated rows with upstream files.
+
+    A mismatch is an ERROR. Nothing to compare (the upstream copy lacks the files, or the run used no published list)
+    is only a WARN: missing upstream files skip what needs them, they do not fail a run.
+    """
+    severity = dg.AssetCheckSeverity.ERROR if mismatches or compared else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(
+        passed=not mismatches and compared > 0, severity=severity,
+        metadata={"files_compared": compared, "mismatches": dg.MetadataValue.json(list(mismatches)[:20]),
+                  "files_missing": dg.MetadataValue.json(list(missing)), **extra})

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import markdown_table, table_metadata
+from sctc_assets.assets.metadata import markdown_table, table_metadata, upstream_comparison_result
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.name import last_names as ln
 from sctc_assets.lib.progress import ProgressReporter
@@ -57,12 +57,8 @@ def last_name_prompts_match_upstream(last_name_pairs: pd.DataFrame,
             if ours != theirs or scored.split(FRAGMENT_START)[0] != theirs.split(FRAGMENT_START)[0]:
                 mismatches.append(f"{relative} row {row}")
             fragment_differs += scored != theirs
-    return dg.AssetCheckResult(
-        passed=not mismatches and compared > 0,
-        metadata={"files_compared": compared, "mismatches": dg.MetadataValue.json(mismatches[:20]),
-                  "files_missing": dg.MetadataValue.json(missing),
-                  "scored_prompts_with_their_own_given_name": fragment_differs},
-    )
+    return upstream_comparison_result(compared, mismatches, missing,
+                                      scored_prompts_with_their_own_given_name=fragment_differs)
 
 
 class LastNameLogprobsConfig(dg.Config):

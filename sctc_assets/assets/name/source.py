@@ -4,7 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.assets.metadata import table_metadata, upstream_comparison_result
 from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS, generate_lists, upstream_lists
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.name.prompts import build_prompts, shown_names
@@ -108,8 +108,5 @@ def name_prompts_match_upstream(name_prompts: pd.DataFrame, upstream: SCTCUpstre
             mismatches.append(f"{relative}: {len(theirs)} rows, ours {len(ours)}")
             continue
         mismatches += [f"{relative} row {row}" for row, (a, b) in enumerate(zip(ours, theirs)) if a != b][:5]
-    return dg.AssetCheckResult(
-        passed=not mismatches and bool(compared),
-        metadata={"files_compared": dg.MetadataValue.json(compared),
-                  "mismatches": dg.MetadataValue.json(mismatches[:20]),
-                  "files_missing": dg.MetadataValue.json(missing)})
+    return upstream_comparison_result(len(compared), mismatches, missing,
+                                      files=dg.MetadataValue.json(compared))

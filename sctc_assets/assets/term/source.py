@@ -3,7 +3,7 @@
 import dagster as dg
 import pandas as pd
 
-from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.assets.metadata import table_metadata, upstream_comparison_result
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE, term_prompt_file
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, build_prompts
 from sctc_assets.lib.term.terms import LANGS, parse_terms
@@ -55,8 +55,4 @@ def term_prompts_match_upstream(term_prompts: pd.DataFrame, upstream: SCTCUpstre
             mismatches.append(f"{relative}: {len(theirs)} rows, ours {len(ours)}")
             continue
         mismatches += [f"{relative} row {row}" for row, (a, b) in enumerate(zip(ours, theirs)) if a != b][:5]
-    return dg.AssetCheckResult(
-        passed=not mismatches and compared > 0,
-        metadata={"files_compared": compared, "mismatches": dg.MetadataValue.json(mismatches[:20]),
-                  "files_missing": dg.MetadataValue.json(missing)},
-    )
+    return upstream_comparison_result(compared, mismatches, missing)
