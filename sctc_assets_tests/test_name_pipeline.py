@@ -202,8 +202,9 @@ def test_rules_agree_with_the_published_extraction(sctc_source):
     by_model = table.groupby("model")[["n_agree", "n_compared"]].sum()
     overall = by_model["n_agree"].sum() / by_model["n_compared"].sum()
     assert by_model["n_compared"].sum() > 1_000_000 and overall >= 0.95, (by_model["n_agree"] / by_model["n_compared"])
-    trial = table[table["candidate_scope"] == "trial"]
-    assert trial["n_agree"].sum() / trial["n_compared"].sum() >= 0.94
+    # the experiments whose trial lists the copy has (same_name_script, gender_balanced), each on its own
+    trial = table[table["candidate_scope"] == "trial"].groupby("experiment")[["n_agree", "n_compared"]].sum()
+    assert len(trial) == 2 and (trial["n_agree"] / trial["n_compared"] >= 0.95).all(), trial
 
 
 @pytest.mark.slow
