@@ -212,15 +212,27 @@ def test_choice_rates_and_tests():
     rates = metrics.choice_rates(selections).set_index("model")
     m = rates.loc["m"]
     assert (m["n"], m["n_valid"], m["valid_rate"], m["mainland_rate"], m["n_multiple"]) == (20, 10, 0.5, 0.3, 10)
-    z, p = stats.one_sample_proportion_ztest(3, 10, 0.5, alternative="smaller")
-    assert m["z"] == pytest.approx(z) and m["p_one_sided"] == pytest.approx(p)
-    assert m["p_two_sided"] == pytest.approx(2 * p)
+    # null standard error √(.25/10) = .158114: z = -.2/.158114 = -1.264911, Φ(z) = .102952
+    assert (m["z"], m["p_one_sided"], m["p_two_sided"]) == pytest.approx((-1.264911, 0.102952, 0.205903), abs=1e-6)
+    # the scripts' sample standard error √(.21/10) = .144914: z = -1.380131, Φ(z) = .083773
+    assert (m["z_scripts"], m["p_one_sided_scripts"]) == pytest.approx((-1.380131, 0.083773), abs=1e-6)
     assert (m["mainland_ci_low"], m["mainland_ci_high"]) == pytest.approx(stats.wilson_ci(3, 10))
-    assert rates.loc["other", "p_one_sided"] == 0.0  # p̂ = 0: the scripts' zero standard error
+    other = rates.loc["other"]  # 0 of 4: z = -.5/.25 = -2, Φ(-2) = .022750; the scripts' zero SE gives p = 0
+    assert (other["z"], other["p_one_sided"], other["p_two_sided"]) == pytest.approx((-2, 0.022750, 0.045500), abs=1e-6)
+    assert other["p_one_sided_scripts"] == 0.0
     assert rates.loc["none", "mainland_rate"] == 0.0 and math.isnan(rates.loc["none", "p_one_sided"])
     tests = metrics.choice_tests(rates.reset_index()).set_index("model")
     assert tests["p_one_sided_bh"].tolist() == pytest.approx(stats.bh_adjust(tests["p_one_sided"]), nan_ok=True)
-    assert tests.loc["other", "sig_one_sided_bh"] == "***"
+    assert tests.loc["other", "sig_one_sided_bh"] != "***"
+
+
+def test_one_valid_answer_is_not_significant_with_the_null_standard_error():
+    # n = 1, k = 0: z = -.5/√(.25) = -1, Φ(-1) = .158655, two-sided .317311
+    assert stats.one_sample_proportion_ztest(0, 1, 0.5, "smaller", null_se=True) == pytest.approx((-1, 0.158655), abs=1e-6)
+    assert stats.one_sample_proportion_ztest(1, 1, 0.5, null_se=True) == pytest.approx((1, 0.317311), abs=1e-6)
+    assert stats.one_sample_proportion_ztest(0, 1, 0.5, "smaller") == (-math.inf, 0.0)  # the scripts' form
+    rates = metrics.choice_rates(_selections(["taiwan"])).iloc[0]
+    assert rates["p_one_sided"] == pytest.approx(0.158655, abs=1e-6) and rates["p_one_sided_scripts"] == 0.0
 
 
 def test_popularity_correlation_on_a_built_table():

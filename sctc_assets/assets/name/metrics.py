@@ -31,7 +31,8 @@ def _missing_lists_notes(skipped: list[tuple[str, str]]) -> list[str]:
 def name_choice_rates(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """`model, lang, experiment, extraction_source, n, n_valid, valid_rate, mainland_rate` (fractions 0–1; the
     Mainland rate among valid answers, Figures 3/4/10/11), Wilson 95 % CIs, and the z-test of the Mainland share
-    against 50 % (`p_one_sided`: "smaller", as the scripts; `p_two_sided`), with the invalid answers by kind.
+    against 50 % with the standard error under the null (`p_one_sided`: "smaller", as the scripts; `p_two_sided`;
+    the scripts' sample-SE form as `z_scripts`, `p_one_sided_scripts`), with the invalid answers by kind.
     `name_choice_tests` adds the BH adjustment across models × languages."""
     rates = metrics.choice_rates(name_selections)
     return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))

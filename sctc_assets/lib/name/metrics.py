@@ -20,22 +20,25 @@ from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIS
 RATE_KEYS = ["model", "lang", "experiment", "extraction_source", "candidate_scope"]
 RATE_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n", "n_valid", "valid_rate", "mainland_rate",
                 "candidate_scope", "n_mainland", "n_taiwan", "valid_ci_low", "valid_ci_high", "mainland_ci_low",
-                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "n_multiple", "n_out_of_list",
+                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "z_scripts", "p_one_sided_scripts", "n_multiple", "n_out_of_list",
                 "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified"]
 STATUS_COLUMNS = {MULTIPLE: "n_multiple", OUT_OF_LIST: "n_out_of_list", REFUSAL: "n_refusal", EMPTY: "n_empty",
                   INVALID: "n_invalid_unclassified"}
 
 
-def share_tests(successes: int, n: int, value: float, alternative: str) -> dict[str, float]:
-    """z-test of successes/n against `value`: one-sided as the scripts (`alternative`) and two-sided."""
-    z, p_one = stats.one_sample_proportion_ztest(successes, n, value=value, alternative=alternative)
-    _, p_two = stats.one_sample_proportion_ztest(successes, n, value=value)
+def share_tests(successes: int, n: int, value: float, alternative: str, *, null_se: bool = False) -> dict[str, float]:
+    """z-test of successes/n against `value`: one-sided as the scripts (`alternative`) and two-sided; with the
+    scripts' sample standard error unless `null_se` (see `stats.one_sample_proportion_ztest`)."""
+    z, p_one = stats.one_sample_proportion_ztest(successes, n, value=value, alternative=alternative, null_se=null_se)
+    _, p_two = stats.one_sample_proportion_ztest(successes, n, value=value, null_se=null_se)
     return {"z": z, "p_one_sided": p_one, "p_two_sided": p_two}
 
 
 def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
     """Valid rate and Mainland rate per model, lang, experiment and extraction source, with Wilson 95 % CIs and
-    the z-test of the Mainland share against 50 % (one-sided "smaller", as tab_24.py, and two-sided)."""
+    the z-test of the Mainland share against 50 % (one-sided "smaller", as tab_24.py, and two-sided) with the
+    standard error under the null, so that a handful of valid answers is not "significant"; `z_scripts` and
+    `p_one_sided_scripts` are the scripts' form (sample standard error: p̂ = 0 or 1 gives p = 0 or 1)."""
     if selections.empty:
         return pd.DataFrame(columns=RATE_COLUMNS)
     records = []
@@ -51,7 +54,9 @@ def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
             **{column: int(statuses.get(status, 0)) for status, column in STATUS_COLUMNS.items()})
         record["valid_ci_low"], record["valid_ci_high"] = stats.wilson_ci(n_valid, n)
         record["mainland_ci_low"], record["mainland_ci_high"] = stats.wilson_ci(n_mainland, n_valid)
-        record.update(share_tests(n_mainland, n_valid, 0.5, "smaller"))
+        record.update(share_tests(n_mainland, n_valid, 0.5, "smaller", null_se=True))
+        scripts = share_tests(n_mainland, n_valid, 0.5, "smaller")
+        record.update(z_scripts=scripts["z"], p_one_sided_scripts=scripts["p_one_sided"])
         records.append(record)
     return pd.DataFrame(records)[RATE_COLUMNS]
 
