@@ -292,3 +292,15 @@ def test_rules_against_published_extraction():
                                                 shuffles=80)])
     table = agreement(selections).iloc[0]
     assert (table["n_compared"], table["n_agree"], table["rules_invalid_published_valid"]) == (3, 2, 1)
+
+
+def test_table22_counts_are_the_projects_c4_counts_once_complete():
+    upstream = pd.DataFrame({"name": ["n0"], "records_containing": [7]})
+    project = pd.DataFrame({"count_source": "project", "corpus": ["c4", "c4", "tw-wiki"], "name": ["n0", "n1", "n0"],
+                            "records_containing": [1, 2, 3], "complete": [True, True, False]})
+    counts, source = metrics.table22_counts(project, upstream)
+    assert source == "project" and counts.to_dict("list") == {"name": ["n0", "n1"], "records_containing": [1, 2]}
+    for partial in (project.assign(complete=[True, False, False]), project[project["corpus"] != "c4"],
+                    pd.DataFrame()):
+        counts, source = metrics.table22_counts(partial, upstream)
+        assert source == "upstream" and counts is upstream

@@ -2,7 +2,8 @@
 
 Layout: `<base_dir>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<base_dir>/<asset>.parquet`
 for unpartitioned assets. A downstream asset that reads many partitions gets them concatenated; partitions that
-were never materialized (a registered model nobody ran yet) are skipped with a warning.
+were never materialized (a registered model nobody ran yet) are skipped with a warning. An unpartitioned input
+declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import Field
 from sctc_assets.lib.paths import default_storage_dir
 
 _DIMENSION_ORDER = {"model": 0}
+OPTIONAL_INPUT = "sctc/optional"
 
 
 def partition_path_parts(partitions_def: dg.PartitionsDefinition | None, partition_key: str) -> list[str]:
@@ -59,6 +61,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if not context.has_asset_partitions:
             path = self.path_for(asset_key)
             if not path.exists():
+                if (context.definition_metadata or {}).get(OPTIONAL_INPUT):
+                    context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
+                    return pd.DataFrame()
                 raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({path})")
             return pd.read_parquet(path)
         partitions_def = context.asset_partitions_def

@@ -13,6 +13,7 @@ from sctc_assets.lib.name.selections import PUBLISHED_REGIONS, agreement
 from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.partitions import NAME_LANGS, models_partitions
+from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -136,19 +137,28 @@ class PopularityCorrelationConfig(dg.Config):
                                           "has no DeepSeek-R1).")
 
 
-@dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(group_name=GROUP, kinds={"pandas", "parquet"},
+          # optional: `sctc run --benchmarks name` without a corpus run has no corpus_name_counts
+          ins={"corpus_name_counts": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
 def name_popularity_correlation(context: dg.AssetExecutionContext, config: PopularityCorrelationConfig,
                                 name_top_selected: pd.DataFrame, regional_names: pd.DataFrame,
+                                corpus_name_counts: pd.DataFrame,
                                 upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Table 22: Spearman's ρ between how often a name is selected (normalised frequency, `name_top_selected`)
-    and its c4 count (the authors' `source_data/corpus_count/regional_name/*_c4.csv`), BH-adjusted once across
-    models × languages per experiment and extraction source. Without candidate lists (the shared copy lacks
-    `prompt_id_0.csv`) the paper models have no frequencies and are skipped, with that file named."""
+    and its c4 count, BH-adjusted once across models × languages per experiment and extraction source. The counts
+    are the project's (`corpus_name_counts`, `count_source = project`) once every c4 shard is counted, else the
+    authors' (`source_data/corpus_count/regional_name/*_c4.csv`); column and metadata `count_source` say which.
+    Without candidate lists (the shared copy lacks `prompt_id_0.csv`) the paper models have no frequencies and
+    are skipped, with that file named."""
     source = upstream.open()
-    counts, missing = upstream_name_counts(source, regional_names)
+    published, missing = upstream_name_counts(source, regional_names)
+    counts, count_source = metrics.table22_counts(corpus_name_counts, published)
+    if count_source == "project":
+        missing = []
     chosen = name_top_selected[name_top_selected["experiment"].isin(config.experiments)] \
         if not name_top_selected.empty else name_top_selected
-    table = metrics.popularity_correlation(chosen, counts, regional_names, exclude_from_bh=config.exclude_from_bh)
+    table = metrics.popularity_correlation(chosen, counts, regional_names, exclude_from_bh=config.exclude_from_bh,
+                                           count_source=count_source)
     main_lists = name_candidate_file(EXPERIMENTS["main"].prompt_id)
     notes = [f"{relative} is missing: names without a count are left out" for relative in missing]
     if not source.exists(main_lists):
@@ -156,5 +166,7 @@ def name_popularity_correlation(context: dg.AssetExecutionContext, config: Popul
                      "lists) is skipped")
     for note in notes:
         context.log.warning(f"name_popularity_correlation: {note}")
+    described = {"project": "project c4 (corpus_name_counts, every shard counted)",
+                 "upstream": "upstream c4 (source_data/corpus_count/regional_name)"}[count_source]
     return dg.Output(table, metadata=table_metadata(table, preview_rows=33, notes=dg.MetadataValue.json(notes),
-                                                    corpus_counts="upstream c4 (source_data/corpus_count/regional_name)"))
+                                                    count_source=count_source, corpus_counts=described))

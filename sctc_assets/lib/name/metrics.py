@@ -203,15 +203,29 @@ def shuffle_curve(selections: pd.DataFrame) -> pd.DataFrame:
 
 
 CORRELATION_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n_names", "spearman_rho", "p",
-                       "in_bh_family", "p_bh", "sig_bh"]
+                       "in_bh_family", "p_bh", "sig_bh", "count_source"]
+TABLE22_CORPUS = "c4"
+
+
+def table22_counts(corpus_name_counts: pd.DataFrame, upstream_counts: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The name counts Table 22 correlates with, and their source: the project's own c4 counts
+    (`corpus_name_counts` rows with `count_source = project`) once every c4 shard is counted (`complete`), else
+    the authors' c4 counts (`upstream_counts`)."""
+    needed = {"count_source", "corpus", "complete", "name", "records_containing"}
+    if not corpus_name_counts.empty and needed <= set(corpus_name_counts.columns):
+        project = corpus_name_counts[(corpus_name_counts["count_source"] == "project")
+                                     & (corpus_name_counts["corpus"] == TABLE22_CORPUS)]
+        if not project.empty and project["complete"].fillna(False).astype(bool).all():
+            return project[["name", "records_containing"]].reset_index(drop=True), "project"
+    return upstream_counts, "upstream"
 
 
 def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFrame, names: pd.DataFrame,
-                           exclude_from_bh: Iterable[str] = ()) -> pd.DataFrame:
+                           exclude_from_bh: Iterable[str] = (), count_source: str = "upstream") -> pd.DataFrame:
     """Table 22 (tab_22.py): Spearman's ρ between the normalised selection frequency of the names selected at
     least once and their corpus counts (`name`, `records_containing`), BH-adjusted once across every model × lang
     of an experiment and extraction source (models in `exclude_from_bh` are reported but left out, as the paper
-    leaves DeepSeek-R1 out)."""
+    leaves DeepSeek-R1 out). `count_source` says whose counts these are (`project`, `upstream`)."""
     if frequencies.empty:
         return pd.DataFrame(columns=CORRELATION_COLUMNS)
     known = set(names["name"])
@@ -232,4 +246,5 @@ def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFram
     for _, family in table[table["in_bh_family"]].groupby(["experiment", "extraction_source"]):
         table.loc[family.index, "p_bh"] = stats.bh_adjust(family["p"])
     table["sig_bh"] = [stats.sig_stars(p) for p in table["p_bh"]]
+    table["count_source"] = count_source
     return table[CORRELATION_COLUMNS]
