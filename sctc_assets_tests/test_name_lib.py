@@ -12,14 +12,14 @@ from sctc_assets.assets.name.source import published_lists
 from sctc_assets.lib import stats
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import (
-    EXPERIMENTS, generate_lists, region_exclusive_names, run_settings, same_name_script_given_names, upstream_lists,
+    EXPERIMENTS, LIST_KEYS, generate_lists, region_exclusive_names, run_settings, same_name_script_given_names, upstream_lists,
 )
 from sctc_assets.lib.name.extraction import (
     EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL, VALID, matcher_for, parse_judge_answer,
 )
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.name.prompts import build_prompts, render, shown_names
-from sctc_assets.lib.name.selections import agreement, rules_selections, upstream_selections
+from sctc_assets.lib.name.selections import agreement, judge_selections, rules_selections, upstream_selections
 from sctc_assets.lib.sctc_upstream import NAME_CANDIDATE_COLUMNS, name_candidate_file, name_prompt_file
 
 
@@ -304,3 +304,19 @@ def test_table22_counts_are_the_projects_c4_counts_once_complete():
                     pd.DataFrame()):
         counts, source = metrics.table22_counts(partial, upstream)
         assert source == "upstream" and counts is upstream
+
+
+def test_judge_failures_stay_in_n_and_backend_refusals_agree_with_the_rules():
+    lists = pd.DataFrame({"experiment": "main", "list_source": "generated", "list_id": 0, "shuffle": [0, 1, 2, 3],
+                          "row": [0, 1, 2, 3], "candidates": [["周晓云", "馮曉雲"]] * 4,
+                          "mainland_names": [["周晓云"]] * 4, "taiwan_names": [["馮曉雲"]] * 4})
+    responses = lists[LIST_KEYS + ["list_id", "shuffle"]].assign(model="m", lang="en", outcome=["ok", "ok", "ok", "refusal"],
+                                        response=["周晓云和馮曉雲", "两个都好", "周晓云", None])
+    judgements = lists[LIST_KEYS].iloc[:1].assign(model="m", judge_model="j", judge_answer=[None],
+                                                  judge_outcome=["error"])
+    judged = judge_selections(responses, lists, judgements).set_index("row")
+    assert judged["status"].tolist() == [INVALID, INVALID, VALID, REFUSAL]
+    assert judged.loc[0, "rule"] == "judge_error: error" and judged.loc[1, "rule"] == "judge_error: not judged"
+    assert rules_selections(responses, lists, pd.DataFrame({"name": [], "region": []})).iloc[3]["status"] == REFUSAL
+    rates = metrics.choice_rates(judged.reset_index()).iloc[0]
+    assert (rates["n"], rates["n_valid"], rates["n_judge_error"], rates["n_refusal"]) == (4, 1, 2, 1)

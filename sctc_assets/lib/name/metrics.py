@@ -21,7 +21,7 @@ RATE_KEYS = ["model", "lang", "experiment", "extraction_source", "candidate_scop
 RATE_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n", "n_valid", "valid_rate", "mainland_rate",
                 "candidate_scope", "n_mainland", "n_taiwan", "valid_ci_low", "valid_ci_high", "mainland_ci_low",
                 "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "z_scripts", "p_one_sided_scripts", "n_multiple", "n_out_of_list",
-                "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified"]
+                "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified", "n_judge_error"]
 STATUS_COLUMNS = {MULTIPLE: "n_multiple", OUT_OF_LIST: "n_out_of_list", REFUSAL: "n_refusal", EMPTY: "n_empty",
                   INVALID: "n_invalid_unclassified"}
 
@@ -51,6 +51,7 @@ def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
         record.update(
             n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else 0.0,
             n_mainland=n_mainland, n_taiwan=n_taiwan, n_other_script=int(group["script_variant_of"].notna().sum()),
+            n_judge_error=int(group["rule"].astype(str).str.startswith("judge_error").sum()),
             **{column: int(statuses.get(status, 0)) for status, column in STATUS_COLUMNS.items()})
         record["valid_ci_low"], record["valid_ci_high"] = stats.wilson_ci(n_valid, n)
         record["mainland_ci_low"], record["mainland_ci_high"] = stats.wilson_ci(n_mainland, n_valid)

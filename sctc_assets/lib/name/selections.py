@@ -100,23 +100,29 @@ def needs_judge(response: str | None, candidates: list[str]) -> bool:
 
 
 def judge_selections(responses: pd.DataFrame, lists: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
-    """The paper's extraction procedure with the judge's verdicts; answers whose verdict is missing are left out."""
-    verdicts = {tuple(key): answer for key, answer in
-                zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"])}
+    """The paper's extraction procedure with the judge's verdicts. An answer the judge failed on (or was not
+    asked about) stays in n as `invalid` with rule `judge_error: <outcome>`; a backend refusal is a refusal, as
+    in the rules."""
+    outcomes = judgements["judge_outcome"] if "judge_outcome" in judgements.columns else [None] * len(judgements)
+    verdicts = {tuple(key): (answer, outcome) for key, answer, outcome in
+                zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"], outcomes)}
     records = []
     for row in _with_lists(responses, lists).to_dict("records"):
         if not _has_list(row["candidates"]):
             continue
         candidates, text = list(row["candidates"]), _text(row["response"])
-        if text is None:
+        if row["outcome"] == "refusal":
+            extraction = Extraction(REFUSAL, rule="backend refusal")
+        elif text is None:
             extraction = Extraction(EMPTY, rule="no answer")
         elif not needs_judge(text, candidates):
             extraction = Extraction(VALID, exact_substring_matches(text, candidates)[0], "substring")
         else:
-            key = tuple(row[name] for name in LIST_KEYS)
-            if key not in verdicts or verdicts[key] is None:
-                continue
-            extraction = parse_judge_answer(verdicts[key], candidates)
+            answer, outcome = verdicts.get(tuple(row[name] for name in LIST_KEYS), (None, "not judged"))
+            if answer is None:
+                extraction = Extraction(INVALID, rule=f"judge_error: {outcome or 'no verdict'}")
+            else:
+                extraction = parse_judge_answer(answer, candidates)
         region = _list_region(extraction.name, row) if extraction.status == VALID else None
         records.append(_record(row, "judge", "trial", extraction, region))
     return _frame(records)
