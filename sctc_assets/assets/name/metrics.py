@@ -9,7 +9,7 @@ from sctc_assets.lib.corpus.tables import upstream_name_counts
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import EXPERIMENTS
 from sctc_assets.lib.name.plots import selection_rates_figure
-from sctc_assets.lib.name.selections import PUBLISHED_REGIONS, agreement
+from sctc_assets.lib.name.selections import agreement, published_regions
 from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.partitions import NAME_LANGS, models_partitions
@@ -104,7 +104,8 @@ def name_permutation_stability(context: dg.AssetExecutionContext, name_selection
                     continue
                 records.append({"model": model, "lang": lang, "source": "upstream_permutation_runs",
                                 "experiment": "main", "shuffles": permutations,
-                                **metrics.region_point(codes.map(lambda code: PUBLISHED_REGIONS.get(int(code))))})
+                                **metrics.region_point(pd.Series(published_regions(codes, source_name=relative),
+                                                                 dtype=object))})
         frames.append(pd.DataFrame(records, columns=metrics.STABILITY_COLUMNS))
     if missing:
         context.log.warning(f"name_permutation_stability {model}: {len(missing)} permutation files missing, "
