@@ -320,3 +320,33 @@ def test_judge_failures_stay_in_n_and_backend_refusals_agree_with_the_rules():
     assert rules_selections(responses, lists, pd.DataFrame({"name": [], "region": []})).iloc[3]["status"] == REFUSAL
     rates = metrics.choice_rates(judged.reset_index()).iloc[0]
     assert (rates["n"], rates["n_valid"], rates["n_judge_error"], rates["n_refusal"]) == (4, 1, 2, 1)
+
+
+def test_bad_upstream_values_name_the_file_and_row():
+    final = pd.DataFrame({"extracted_name": ["甲", "乙"], "refine_flag": [False, False], "region": [1, float("nan")]})
+    with pytest.raises(ValueError, match=r"final/x_english_0.csv: row 1: region must be 1, 0 or -1, got nan"):
+        upstream_selections(final, model="m", lang="en", experiment="main", shuffles=1,
+                            source_name="final/x_english_0.csv")
+    raw = pd.DataFrame({"name": ["甲乙", "丙丁"], "count": [3, None], "decile": [1, "x"],
+                        "region": ["Taiwan", "Taiwan"], "gender": ["male", "female"]})
+    with pytest.raises(ValueError, match=r"names.csv: column 'count' must hold whole numbers; rows \[1\]"):
+        parse_names(raw, source_name="names.csv")
+    with pytest.raises(ValueError, match=r"model 'm': lists must be a whole number of at least 1, got 'two'"):
+        run_settings(None, None, None, None, {"lists": "two"}, where="model 'm'")
+    with pytest.raises(ValueError, match=r"model 'm': shuffles must be a whole number of at least 1, got \[3\]"):
+        run_settings(None, None, None, None, {"shuffles": [3]}, where="model 'm'")
+    with pytest.raises(ValueError, match=r"model 'm': unknown name experiment 'mian'"):
+        run_settings(None, None, None, None, {"experiments": ["mian"]}, where="model 'm'")
+    assert run_settings(None, None, None, None, {"lists": 2.0, "shuffles": "3"}).counts("main") == (2, 3)
+
+
+def test_appearances_count_the_rows_answered_only():
+    """A truncated run (rows 0 and 3 of a 2 × 2 design) counts the lists of those rows, not the rectangle."""
+    lists = pd.DataFrame({
+        "experiment": "popularity", "list_source": "generated", "list_id": [0, 0, 1, 1], "shuffle": [0, 1, 0, 1],
+        "row": [0, 1, 2, 3], "candidates": [["甲男", "丙男"], ["甲男", "丙男"], ["乙女", "丁女"], ["乙女", "丁女"]],
+        "mainland_names": [["甲男"]] * 2 + [["乙女"]] * 2, "taiwan_names": [["丙男"]] * 2 + [["丁女"]] * 2})
+    selections = _selections(["mainland", "mainland", "mainland", "mainland"], experiment="popularity", shuffles=2,
+                             names=["甲男", None, None, "乙女"]).iloc[[0, 3]]
+    frequencies, _ = metrics.selection_frequencies(selections, lists)
+    assert frequencies.set_index("name")["appearances"].to_dict() == {"甲男": 1, "乙女": 1}

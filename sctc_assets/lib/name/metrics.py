@@ -79,11 +79,11 @@ def choice_tests(rates: pd.DataFrame) -> pd.DataFrame:
 
 
 def _asked_lists(group: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
-    """The list rows a selection group was asked: the first lists × first shuffles it covers, every row of the
-    upstream file for a complete replay (as tab_2.py counts appearances over the whole candidate file)."""
-    experiment, source = group["experiment"].iloc[0], group["list_source"].iloc[0]
-    chosen = lists[(lists["experiment"] == experiment) & (lists["list_source"] == source)]
-    return chosen[(chosen["list_id"] <= group["list_id"].max()) & (chosen["shuffle"] <= group["shuffle"].max())]
+    """The list rows of the answers in a selection group: every row of the upstream file for a complete replay
+    (as tab_2.py counts appearances over the whole candidate file), only the rows answered for a reduced or
+    truncated run (answers that failed, and so have no selection, are not counted)."""
+    asked = group[LIST_KEYS].drop_duplicates()
+    return lists.merge(asked, on=LIST_KEYS, how="inner")
 
 
 TOP_COLUMNS = ["model", "lang", "experiment", "extraction_source", "rank", "name", "region", "selections",
