@@ -20,8 +20,8 @@ from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIS
 RATE_KEYS = ["model", "lang", "experiment", "extraction_source", "candidate_scope"]
 RATE_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n", "n_valid", "valid_rate", "mainland_rate",
                 "candidate_scope", "n_mainland", "n_taiwan", "valid_ci_low", "valid_ci_high", "mainland_ci_low",
-                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "z_scripts", "p_one_sided_scripts", "n_multiple", "n_out_of_list",
-                "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified", "n_judge_error"]
+                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "z_scripts", "p_one_sided_scripts", "n_multiple",
+                "n_out_of_list", "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified", "n_judge_error"]
 STATUS_COLUMNS = {MULTIPLE: "n_multiple", OUT_OF_LIST: "n_out_of_list", REFUSAL: "n_refusal", EMPTY: "n_empty",
                   INVALID: "n_invalid_unclassified"}
 
