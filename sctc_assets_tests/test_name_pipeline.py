@@ -155,6 +155,7 @@ def test_sctc_run_name_reproduces_the_published_rates(registry, extracted_upstre
     correlation = pd.read_parquet(out / "name_popularity_correlation.parquet") if (
         out / "name_popularity_correlation.parquet").exists() else pd.DataFrame(columns=["model"])
     assert set(correlation["model"]) <= {"fake-a"}
+    assert set(correlation.get("count_source", [])) <= {"upstream"}  # no corpus run: the authors' c4 counts
     tests = pd.read_parquet(out / "name_choice_tests.parquet")
     assert {"p_one_sided_bh", "p_two_sided_bh", "sig_two_sided_bh"} <= set(tests.columns)
     stability = pd.read_parquet(out / "name_permutation_stability.parquet")
@@ -203,8 +204,9 @@ def test_rules_agree_with_the_published_extraction(sctc_source):
     by_model = table.groupby("model")[["n_agree", "n_compared"]].sum()
     overall = by_model["n_agree"].sum() / by_model["n_compared"].sum()
     assert by_model["n_compared"].sum() > 1_000_000 and overall >= 0.95, (by_model["n_agree"] / by_model["n_compared"])
-    trial = table[table["candidate_scope"] == "trial"]
-    assert trial["n_agree"].sum() / trial["n_compared"].sum() >= 0.94
+    # the experiments whose trial lists the copy has (same_name_script, gender_balanced), each on its own
+    trial = table[table["candidate_scope"] == "trial"].groupby("experiment")[["n_agree", "n_compared"]].sum()
+    assert len(trial) == 2 and (trial["n_agree"] / trial["n_compared"] >= 0.95).all(), trial
 
 
 @pytest.mark.slow
@@ -231,3 +233,38 @@ def test_embedded_default_model_end_to_end(isolated_data_dir: Path, extracted_up
     selections = pd.read_parquet(out / "name_selections.parquet")
     assert selections["status"].isin(["valid", "multiple", "out_of_list", "refusal/insufficient_information",
                                       "empty"]).all()
+
+
+def test_popularity_correlation_counts_from_the_corpus_run_or_upstream(isolated_data_dir, extracted_upstream):
+    """Table 22 uses the project's c4 counts once complete; without a corpus run the input loads empty and the
+    authors' counts are used."""
+    from sctc_assets.assets.name.metrics import PopularityCorrelationConfig, name_popularity_correlation
+    from sctc_assets.resources.io_manager import OPTIONAL_INPUT, ParquetIOManager
+    from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+    names = parse_names(pd.read_csv(extracted_upstream / NAMES_FILE))
+    picked = names["name"].iloc[:5].tolist()
+    top = pd.DataFrame({"model": "m", "lang": "en", "experiment": "main", "extraction_source": "rules",
+                        "name": picked, "normalized_frequency": [.5, .4, .3, .2, .1]})
+    parents = defs.resolve_asset_graph().get(dg.AssetKey("name_popularity_correlation")).parent_keys
+    assert dg.AssetKey("corpus_name_counts") in parents
+    storage = ParquetIOManager()
+    loaded = storage.load_input(dg.build_input_context(asset_key=dg.AssetKey("corpus_name_counts"),
+                                                       definition_metadata={OPTIONAL_INPUT: True}))
+    assert loaded.empty
+    with pytest.raises(FileNotFoundError, match="corpus_name_counts"):
+        storage.load_input(dg.build_input_context(asset_key=dg.AssetKey("corpus_name_counts")))
+
+    def run(corpus_name_counts: pd.DataFrame) -> dg.Output:
+        return name_popularity_correlation(dg.build_asset_context(), PopularityCorrelationConfig(), top, names,
+                                           corpus_name_counts, SCTCUpstreamResource())
+
+    without = run(loaded)
+    assert without.metadata["count_source"].value == "upstream" and set(without.value["count_source"]) == {"upstream"}
+    project = pd.DataFrame({"count_source": "project", "corpus": "c4", "name": picked,
+                            "records_containing": [5, 4, 3, 2, 1], "complete": True})
+    with_project = run(project)
+    row = with_project.value.iloc[0]
+    assert with_project.metadata["count_source"].value == "project" and row["count_source"] == "project"
+    assert (row["n_names"], row["spearman_rho"]) == (5, pytest.approx(1.0))
+    assert run(project.assign(complete=False)).value.iloc[0]["count_source"] == "upstream"

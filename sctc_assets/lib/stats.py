@@ -63,15 +63,20 @@ def binary_ttest(k1: int, n1: int, k2: int, n2: int, *, equal_var: bool = False)
 
 
 def one_sample_proportion_ztest(
-    successes: int, n: int, value: float = 0.5, alternative: str = "two-sided"
+    successes: int, n: int, value: float = 0.5, alternative: str = "two-sided", *, null_se: bool = False
 ) -> tuple[float, float]:
-    """statsmodels `proportions_ztest` against `value` with its default sample-proportion standard error.
+    """statsmodels `proportions_ztest` against `value`.
 
-    As in the SC-TC-Bench scripts, p̂ of 0 or 1 gives a zero standard error: z = ±inf and p = 0 or 1.
+    By default with its sample-proportion standard error, as the SC-TC-Bench scripts: p̂ of 0 or 1 gives a zero
+    standard error, z = ±inf and p = 0 or 1, so one answer is "significant". `null_se` uses the standard error
+    under the null, √(value(1 − value)/n) (`prop_var=value`), which stays finite for any 0 < value < 1.
     """
     if n <= 0:
         return NAN, NAN
     p_hat = successes / n
+    if null_se:
+        z, p = proportions_ztest(successes, n, value=value, alternative=alternative, prop_var=value)
+        return float(z), float(p)
     if p_hat in (0.0, 1.0):
         z = math.copysign(math.inf, p_hat - value) if p_hat != value else 0.0
         if alternative == "larger":

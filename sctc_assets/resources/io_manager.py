@@ -4,7 +4,8 @@ Layout: `<base_dir>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model firs
 for unpartitioned assets. A downstream asset that reads many partitions gets them concatenated; partitions that
 were never materialized (a registered model nobody ran yet, a corpus shard not counted) are skipped with a warning,
 also when only one partition exists. Missing input is an error for an unpartitioned upstream asset and for a
-partitioned run that reads exactly its one upstream partition.
+partitioned run that reads exactly its one upstream partition, except that an unpartitioned input declared with
+`AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import Field
 from sctc_assets.lib.paths import default_storage_dir
 
 _DIMENSION_ORDER = {"model": 0}
+OPTIONAL_INPUT = "sctc/optional"
 
 
 def partition_path_parts(partitions_def: dg.PartitionsDefinition | None, partition_key: str) -> list[str]:
@@ -61,6 +63,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if not context.has_asset_partitions:
             path = self.path_for(asset_key)
             if not path.exists():
+                if (context.definition_metadata or {}).get(OPTIONAL_INPUT):
+                    context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
+                    return pd.DataFrame()
                 raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({path})")
             return pd.read_parquet(path)
         partitions_def = context.asset_partitions_def

@@ -9,10 +9,11 @@ from sctc_assets.lib.corpus.tables import upstream_name_counts
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import EXPERIMENTS
 from sctc_assets.lib.name.plots import selection_rates_figure
-from sctc_assets.lib.name.selections import PUBLISHED_REGIONS, agreement
+from sctc_assets.lib.name.selections import agreement, published_regions
 from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.partitions import NAME_LANGS, models_partitions
+from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -31,7 +32,8 @@ def _missing_lists_notes(skipped: list[tuple[str, str]]) -> list[str]:
 def name_choice_rates(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """`model, lang, experiment, extraction_source, n, n_valid, valid_rate, mainland_rate` (fractions 0–1; the
     Mainland rate among valid answers, Figures 3/4/10/11), Wilson 95 % CIs, and the z-test of the Mainland share
-    against 50 % (`p_one_sided`: "smaller", as the scripts; `p_two_sided`), with the invalid answers by kind.
+    against 50 % with the standard error under the null (`p_one_sided`: "smaller", as the scripts; `p_two_sided`;
+    the scripts' sample-SE form as `z_scripts`, `p_one_sided_scripts`), with the invalid answers by kind.
     `name_choice_tests` adds the BH adjustment across models × languages."""
     rates = metrics.choice_rates(name_selections)
     return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
@@ -102,7 +104,8 @@ def name_permutation_stability(context: dg.AssetExecutionContext, name_selection
                     continue
                 records.append({"model": model, "lang": lang, "source": "upstream_permutation_runs",
                                 "experiment": "main", "shuffles": permutations,
-                                **metrics.region_point(codes.map(lambda code: PUBLISHED_REGIONS.get(int(code))))})
+                                **metrics.region_point(pd.Series(published_regions(codes, source_name=relative),
+                                                                 dtype=object))})
         frames.append(pd.DataFrame(records, columns=metrics.STABILITY_COLUMNS))
     if missing:
         context.log.warning(f"name_permutation_stability {model}: {len(missing)} permutation files missing, "
@@ -135,19 +138,28 @@ class PopularityCorrelationConfig(dg.Config):
                                           "has no DeepSeek-R1).")
 
 
-@dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(group_name=GROUP, kinds={"pandas", "parquet"},
+          # optional: `sctc run --benchmarks name` without a corpus run has no corpus_name_counts
+          ins={"corpus_name_counts": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
 def name_popularity_correlation(context: dg.AssetExecutionContext, config: PopularityCorrelationConfig,
                                 name_top_selected: pd.DataFrame, regional_names: pd.DataFrame,
+                                corpus_name_counts: pd.DataFrame,
                                 upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Table 22: Spearman's ρ between how often a name is selected (normalised frequency, `name_top_selected`)
-    and its c4 count (the authors' `source_data/corpus_count/regional_name/*_c4.csv`), BH-adjusted once across
-    models × languages per experiment and extraction source. Without candidate lists (the shared copy lacks
-    `prompt_id_0.csv`) the paper models have no frequencies and are skipped, with that file named."""
+    and its c4 count, BH-adjusted once across models × languages per experiment and extraction source. The counts
+    are the project's (`corpus_name_counts`, `count_source = project`) once every c4 shard is counted, else the
+    authors' (`source_data/corpus_count/regional_name/*_c4.csv`); column and metadata `count_source` say which.
+    Without candidate lists (the shared copy lacks `prompt_id_0.csv`) the paper models have no frequencies and
+    are skipped, with that file named."""
     source = upstream.open()
-    counts, missing = upstream_name_counts(source, regional_names)
+    published, missing = upstream_name_counts(source, regional_names)
+    counts, count_source = metrics.table22_counts(corpus_name_counts, published)
+    if count_source == "project":
+        missing = []
     chosen = name_top_selected[name_top_selected["experiment"].isin(config.experiments)] \
         if not name_top_selected.empty else name_top_selected
-    table = metrics.popularity_correlation(chosen, counts, regional_names, exclude_from_bh=config.exclude_from_bh)
+    table = metrics.popularity_correlation(chosen, counts, regional_names, exclude_from_bh=config.exclude_from_bh,
+                                           count_source=count_source)
     main_lists = name_candidate_file(EXPERIMENTS["main"].prompt_id)
     notes = [f"{relative} is missing: names without a count are left out" for relative in missing]
     if not source.exists(main_lists):
@@ -155,5 +167,7 @@ def name_popularity_correlation(context: dg.AssetExecutionContext, config: Popul
                      "lists) is skipped")
     for note in notes:
         context.log.warning(f"name_popularity_correlation: {note}")
+    described = {"project": "project c4 (corpus_name_counts, every shard counted)",
+                 "upstream": "upstream c4 (source_data/corpus_count/regional_name)"}[count_source]
     return dg.Output(table, metadata=table_metadata(table, preview_rows=33, notes=dg.MetadataValue.json(notes),
-                                                    corpus_counts="upstream c4 (source_data/corpus_count/regional_name)"))
+                                                    count_source=count_source, corpus_counts=described))

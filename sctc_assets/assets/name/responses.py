@@ -84,7 +84,8 @@ def name_responses(
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     settings = run_settings(config.experiments, config.lists, config.shuffles, config.list_source,
-                            entry.benchmark_settings("name"))
+                            entry.benchmark_settings("name"), where=f"name_responses: model {model!r} (run config, "
+                                                                   "else registry benchmarks.name)")
     selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
     # Rows that repeat a prompt are separate samples, as in the paper: the occurrence number keeps them apart.
     occurrence = selected.groupby("prompt", dropna=False).cumcount()

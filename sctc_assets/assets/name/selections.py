@@ -32,7 +32,7 @@ def published_selections(source: UpstreamSource, responses: pd.DataFrame, *, mod
             missing.append(relative)
             continue
         frames.append(upstream_selections(final, model=model, lang=lang, experiment=name, shuffles=spec.shuffles,
-                                          rows=set(asked["row"])))
+                                          rows=set(asked["row"]), source_name=relative))
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SELECTION_COLUMNS)), missing
 
 

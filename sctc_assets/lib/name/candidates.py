@@ -215,20 +215,33 @@ class RunSettings:
         return f"reduced run: {'; '.join(parts)}" if parts else ""
 
 
+def _count(value: object, label: str, where: str) -> int | None:
+    if value is None:
+        return None
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer()) \
+        or (isinstance(value, str) and value.strip().isdigit())
+    if isinstance(value, bool) or not whole or int(value) < 1:
+        raise ValueError(f"{where}: {label} must be a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
 def run_settings(experiments: Sequence[str] | None, lists: int | None, shuffles: int | None,
-                 list_source: str | None, registry: dict | None) -> RunSettings:
-    """Explicit values, else the model's registry `benchmarks.name` settings, else the paper's full design."""
+                 list_source: str | None, registry: dict | None, *, where: str = "name benchmark") -> RunSettings:
+    """Explicit values, else the model's registry `benchmarks.name` settings, else the paper's full design;
+    `where` (the model and its settings) prefixes the errors."""
     registry = registry or {}
-    chosen = tuple(experiments or registry.get("experiments") or EXPERIMENTS)
+    chosen = experiments or registry.get("experiments") or EXPERIMENTS
+    if isinstance(chosen, str):
+        raise ValueError(f"{where}: experiments must be a list, got {chosen!r}")
+    chosen = tuple(chosen)
     for name in chosen:
-        experiment(name)
-    lists = lists if lists is not None else registry.get("lists")
-    shuffles = shuffles if shuffles is not None else registry.get("shuffles")
+        try:
+            experiment(name)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+    lists = _count(lists if lists is not None else registry.get("lists"), "lists", where)
+    shuffles = _count(shuffles if shuffles is not None else registry.get("shuffles"), "shuffles", where)
     source = list_source or registry.get("list_source")
-    for label, value in (("lists", lists), ("shuffles", shuffles)):
-        if value is not None and int(value) < 1:
-            raise ValueError(f"name benchmark: {label} must be at least 1, got {value}")
     if source is not None and source not in LIST_SOURCES:
-        raise ValueError(f"name benchmark: list_source must be one of {LIST_SOURCES}, got {source!r}")
-    return RunSettings(tuple(dict.fromkeys(chosen)), None if lists is None else int(lists),
-                       None if shuffles is None else int(shuffles), source)
+        raise ValueError(f"{where}: list_source must be one of {LIST_SOURCES}, got {source!r}")
+    return RunSettings(tuple(dict.fromkeys(chosen)), lists, shuffles, source)

@@ -1,15 +1,18 @@
 """Which candidate an answer selects: a deterministic extractor, and the paper's LLM extraction step (A.11).
 
-Rules (`extract`), applied to the answer without any `<think>` block:
+Rules (`extract`), applied to the answer without any `<think>` block or fenced block of code:
 - Candidates are found in any script: the answer and the names are folded to Simplified with OpenCC (`t2s`), so
   馮曉雲, 冯晓云 and 馮晓云 are all mentions of a candidate 馮曉雲. A mention is *exact* when the answer writes
   the candidate as listed.
-- One candidate mentioned → selected, if written exactly at least once; written only in the other script, the
-  answer names someone who is not on the list (`out_of_list`, with `script_variant_of`): the authors counted
-  such answers as invalid.
-- Several candidates mentioned → the one the answer cues (选择/答案/choose/recommend …) point to, a cue pointing to
-  the first candidate after it in the same sentence within a few characters, if they point to one only; else
-  `multiple`.
+- Answer cues (选/选择/答/答案/推荐/choose/pick …, and 是 or a colon right before a name) point to the first
+  candidate after them in the same sentence within a few characters; a cue after a negation (我不会选择…) or
+  whose candidate is followed at once by another (选择王丽华或陳麗華) points nowhere. If the cues point to one
+  candidate, it is selected.
+- Else an answer that apologises is a refusal (`refusal/insufficient_information`), even if it names a candidate
+  in passing; else one candidate mentioned → selected; several → `multiple`.
+- A selected candidate must be written exactly at least once; written only in the other script, the answer names
+  someone who is not on the list (`out_of_list`, with `script_variant_of`): the authors counted such answers as
+  invalid.
 - No candidate → `refusal/insufficient_information` when the answer declines or asks for more information, else
   `out_of_list`; no text → `empty`.
 """
@@ -32,15 +35,28 @@ EMPTY = "empty"
 RULE_STATUSES = (VALID, MULTIPLE, OUT_OF_LIST, REFUSAL, EMPTY)
 INVALID = "invalid"  # an invalid answer the source does not classify further (published regions, judge's NA)
 
-# An answer cue points to the first candidate that follows it within a few characters of the same sentence.
-_ANSWER_CUE = re.compile(r"答案|选择|选出|挑选|推荐|answer|choose|chose|choice|select|pick|recommend|go with",
+# 是 and colons are too common to reach further than the next few characters.
+_ANSWER_CUE = re.compile(r"答案|答|选择|选出|挑选|推荐|选|answer|choose|chose|choice|select|pick|recommend|go with",
                          re.IGNORECASE)
+_WEAK_CUE = re.compile(r"是|[:：]")
 _CUE_GAP = 12
+_WEAK_GAP = 3
+_NEGATION = re.compile(r"(不(?![如妨错])|没|别|未|无法|\bnot|n't|never)[^，,。.!?；;：:\n]{0,4}$", re.IGNORECASE)
+_NEXT_GAP = 4
 _SENTENCE_END = re.compile(r"[。\n.!?；;]")
 _DECLINE = re.compile(
     r"无法|無法|不能|不可能|抱歉|对不起|對不起|不足以|信息不足|資訊不足|更多信息|更多的信息|更多資訊|更多的資訊"
     r"|cannot|can't|can not|unable|sorry|not possible|impossible|insufficient|not enough information"
     r"|more information", re.IGNORECASE)
+# An apology marks a refusal even where the answer names one candidate in passing (很抱歉，"陳麗娟"出现了两次…).
+_APOLOGY = re.compile(r"抱歉|对不起|sorry|apologi", re.IGNORECASE)
+# Fenced blocks with code in them (random.choice(names)) are not the answer; a fenced output line may be.
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_CODE = re.compile(r"\bimport\b|\bprint\s*\(|\bdef\b|=|[A-Za-z_]\(")
+
+
+def _without_code(answer: str) -> str:
+    return _FENCE.sub(lambda block: "\n" if _CODE.search(block.group(0)) else block.group(0), answer)
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,13 @@ class _Mention:
     position: int
     key: str  # the folded candidate
     exact: str | None  # the candidate as written, when the answer writes it exactly
+
+
+def _alternatives(folded: str, first: _Mention, second: _Mention) -> bool:
+    """Whether `second` follows `first` at once in the same sentence, as in a list or "A 或 B" (measured: a wider
+    window loses more answers that name an alternative only in passing than it gains)."""
+    end = first.position + len(first.key)
+    return second.position - end <= _NEXT_GAP and not _SENTENCE_END.search(folded, end, second.position)
 
 
 class CandidateMatcher:
@@ -96,10 +119,19 @@ class CandidateMatcher:
     @staticmethod
     def _cued(folded: str, mentions: list[_Mention]) -> list[_Mention]:
         cued = []
-        for cue in _ANSWER_CUE.finditer(folded):
-            following = next((m for m in mentions if m.position >= cue.end()), None)
-            if following is not None and following.position - cue.end() <= _CUE_GAP \
-                    and not _SENTENCE_END.search(folded, cue.end(), following.position):
+        for pattern, gap in ((_ANSWER_CUE, _CUE_GAP), (_WEAK_CUE, _WEAK_GAP)):
+            for cue in pattern.finditer(folded):
+                index = next((i for i, m in enumerate(mentions) if m.position >= cue.end()), None)
+                if index is None:
+                    continue
+                following = mentions[index]
+                if following.position - cue.end() > gap or _SENTENCE_END.search(folded, cue.end(), following.position):
+                    continue
+                if _NEGATION.search(folded, max(0, cue.start() - 8), cue.start()):
+                    continue
+                after = mentions[index + 1] if index + 1 < len(mentions) else None
+                if after is not None and after.key != following.key and _alternatives(folded, following, after):
+                    continue
                 cued.append(following)
         return cued
 
@@ -109,17 +141,22 @@ class CandidateMatcher:
         answer = strip_reasoning(str(response))
         if not answer:
             return Extraction(EMPTY, rule="reasoning only")
+        answer = _without_code(answer).strip()
+        if not answer:
+            return Extraction(OUT_OF_LIST, rule="code only")
         mentions = self.mentions(answer)
         keys = {mention.key for mention in mentions}
         if not keys:
             if _DECLINE.search(answer):
                 return Extraction(REFUSAL, rule="declines")
             return Extraction(OUT_OF_LIST, rule="no candidate")
-        if len(keys) == 1:
-            return self._decide(mentions, "one candidate")
         cued = self._cued(fold(answer), mentions)
         if len({mention.key for mention in cued}) == 1:
             return self._decide([cued[-1]], "answer cue")
+        if _APOLOGY.search(answer):
+            return Extraction(REFUSAL, rule="apologises")
+        if len(keys) == 1:
+            return self._decide(mentions, "one candidate")
         return Extraction(MULTIPLE, rule=f"{len(keys)} candidates")
 
 

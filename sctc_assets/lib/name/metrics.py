@@ -20,22 +20,25 @@ from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIS
 RATE_KEYS = ["model", "lang", "experiment", "extraction_source", "candidate_scope"]
 RATE_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n", "n_valid", "valid_rate", "mainland_rate",
                 "candidate_scope", "n_mainland", "n_taiwan", "valid_ci_low", "valid_ci_high", "mainland_ci_low",
-                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "n_multiple", "n_out_of_list",
-                "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified"]
+                "mainland_ci_high", "z", "p_one_sided", "p_two_sided", "z_scripts", "p_one_sided_scripts", "n_multiple",
+                "n_out_of_list", "n_other_script", "n_refusal", "n_empty", "n_invalid_unclassified", "n_judge_error"]
 STATUS_COLUMNS = {MULTIPLE: "n_multiple", OUT_OF_LIST: "n_out_of_list", REFUSAL: "n_refusal", EMPTY: "n_empty",
                   INVALID: "n_invalid_unclassified"}
 
 
-def share_tests(successes: int, n: int, value: float, alternative: str) -> dict[str, float]:
-    """z-test of successes/n against `value`: one-sided as the scripts (`alternative`) and two-sided."""
-    z, p_one = stats.one_sample_proportion_ztest(successes, n, value=value, alternative=alternative)
-    _, p_two = stats.one_sample_proportion_ztest(successes, n, value=value)
+def share_tests(successes: int, n: int, value: float, alternative: str, *, null_se: bool = False) -> dict[str, float]:
+    """z-test of successes/n against `value`: one-sided as the scripts (`alternative`) and two-sided; with the
+    scripts' sample standard error unless `null_se` (see `stats.one_sample_proportion_ztest`)."""
+    z, p_one = stats.one_sample_proportion_ztest(successes, n, value=value, alternative=alternative, null_se=null_se)
+    _, p_two = stats.one_sample_proportion_ztest(successes, n, value=value, null_se=null_se)
     return {"z": z, "p_one_sided": p_one, "p_two_sided": p_two}
 
 
 def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
     """Valid rate and Mainland rate per model, lang, experiment and extraction source, with Wilson 95 % CIs and
-    the z-test of the Mainland share against 50 % (one-sided "smaller", as tab_24.py, and two-sided)."""
+    the z-test of the Mainland share against 50 % (one-sided "smaller", as tab_24.py, and two-sided) with the
+    standard error under the null, so that a handful of valid answers is not "significant"; `z_scripts` and
+    `p_one_sided_scripts` are the scripts' form (sample standard error: p̂ = 0 or 1 gives p = 0 or 1)."""
     if selections.empty:
         return pd.DataFrame(columns=RATE_COLUMNS)
     records = []
@@ -48,10 +51,13 @@ def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
         record.update(
             n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else 0.0,
             n_mainland=n_mainland, n_taiwan=n_taiwan, n_other_script=int(group["script_variant_of"].notna().sum()),
+            n_judge_error=int(group["rule"].astype(str).str.startswith("judge_error").sum()),
             **{column: int(statuses.get(status, 0)) for status, column in STATUS_COLUMNS.items()})
         record["valid_ci_low"], record["valid_ci_high"] = stats.wilson_ci(n_valid, n)
         record["mainland_ci_low"], record["mainland_ci_high"] = stats.wilson_ci(n_mainland, n_valid)
-        record.update(share_tests(n_mainland, n_valid, 0.5, "smaller"))
+        record.update(share_tests(n_mainland, n_valid, 0.5, "smaller", null_se=True))
+        scripts = share_tests(n_mainland, n_valid, 0.5, "smaller")
+        record.update(z_scripts=scripts["z"], p_one_sided_scripts=scripts["p_one_sided"])
         records.append(record)
     return pd.DataFrame(records)[RATE_COLUMNS]
 
@@ -73,11 +79,11 @@ def choice_tests(rates: pd.DataFrame) -> pd.DataFrame:
 
 
 def _asked_lists(group: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
-    """The list rows a selection group was asked: the first lists × first shuffles it covers, every row of the
-    upstream file for a complete replay (as tab_2.py counts appearances over the whole candidate file)."""
-    experiment, source = group["experiment"].iloc[0], group["list_source"].iloc[0]
-    chosen = lists[(lists["experiment"] == experiment) & (lists["list_source"] == source)]
-    return chosen[(chosen["list_id"] <= group["list_id"].max()) & (chosen["shuffle"] <= group["shuffle"].max())]
+    """The list rows of the answers in a selection group: every row of the upstream file for a complete replay
+    (as tab_2.py counts appearances over the whole candidate file), only the rows answered for a reduced or
+    truncated run (answers that failed, and so have no selection, are not counted)."""
+    asked = group[LIST_KEYS].drop_duplicates()
+    return lists.merge(asked, on=LIST_KEYS, how="inner")
 
 
 TOP_COLUMNS = ["model", "lang", "experiment", "extraction_source", "rank", "name", "region", "selections",
@@ -198,15 +204,29 @@ def shuffle_curve(selections: pd.DataFrame) -> pd.DataFrame:
 
 
 CORRELATION_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n_names", "spearman_rho", "p",
-                       "in_bh_family", "p_bh", "sig_bh"]
+                       "in_bh_family", "p_bh", "sig_bh", "count_source"]
+TABLE22_CORPUS = "c4"
+
+
+def table22_counts(corpus_name_counts: pd.DataFrame, upstream_counts: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The name counts Table 22 correlates with, and their source: the project's own c4 counts
+    (`corpus_name_counts` rows with `count_source = project`) once every c4 shard is counted (`complete`), else
+    the authors' c4 counts (`upstream_counts`)."""
+    needed = {"count_source", "corpus", "complete", "name", "records_containing"}
+    if not corpus_name_counts.empty and needed <= set(corpus_name_counts.columns):
+        project = corpus_name_counts[(corpus_name_counts["count_source"] == "project")
+                                     & (corpus_name_counts["corpus"] == TABLE22_CORPUS)]
+        if not project.empty and project["complete"].fillna(False).astype(bool).all():
+            return project[["name", "records_containing"]].reset_index(drop=True), "project"
+    return upstream_counts, "upstream"
 
 
 def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFrame, names: pd.DataFrame,
-                           exclude_from_bh: Iterable[str] = ()) -> pd.DataFrame:
+                           exclude_from_bh: Iterable[str] = (), count_source: str = "upstream") -> pd.DataFrame:
     """Table 22 (tab_22.py): Spearman's ρ between the normalised selection frequency of the names selected at
     least once and their corpus counts (`name`, `records_containing`), BH-adjusted once across every model × lang
     of an experiment and extraction source (models in `exclude_from_bh` are reported but left out, as the paper
-    leaves DeepSeek-R1 out)."""
+    leaves DeepSeek-R1 out). `count_source` says whose counts these are (`project`, `upstream`)."""
     if frequencies.empty:
         return pd.DataFrame(columns=CORRELATION_COLUMNS)
     known = set(names["name"])
@@ -227,4 +247,5 @@ def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFram
     for _, family in table[table["in_bh_family"]].groupby(["experiment", "extraction_source"]):
         table.loc[family.index, "p_bh"] = stats.bh_adjust(family["p"])
     table["sig_bh"] = [stats.sig_stars(p) for p in table["p_bh"]]
+    table["count_source"] = count_source
     return table[CORRELATION_COLUMNS]

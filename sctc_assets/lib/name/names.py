@@ -25,8 +25,13 @@ def parse_names(raw: pd.DataFrame, *, source_name: str = NAMES_FILE) -> pd.DataF
     names["name"] = names["name"].astype(str).str.strip()
     names["last_name"] = names["name"].str[0]
     names["given_name"] = names["name"].str[1:]
-    names["count"] = names["count"].astype(int)
-    names["decile"] = names["decile"].astype(int)
+    for column in ("count", "decile"):
+        numbers = pd.to_numeric(names[column], errors="coerce")
+        bad = names.index[numbers.isna() | (numbers % 1 != 0)].tolist()
+        if bad:
+            raise ValueError(f"{source_name}: column {column!r} must hold whole numbers; rows {bad[:5]} hold "
+                             f"{names.loc[bad[:5], column].tolist()}")
+        names[column] = numbers.astype(int)
     duplicated = names["name"][names["name"].duplicated()].tolist()
     if duplicated:
         raise ValueError(f"{source_name}: duplicated names {duplicated}")

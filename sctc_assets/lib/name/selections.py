@@ -77,15 +77,27 @@ def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.Dat
     return _frame(records)
 
 
+def published_regions(codes: pd.Series, *, source_name: str) -> list[str | None]:
+    """The authors' region codes (1 Mainland, 0 Taiwan, -1 invalid) as regions; another value is an error naming
+    the file and row."""
+    numbers = pd.to_numeric(pd.Series(list(codes)), errors="coerce")
+    bad = numbers.index[~numbers.isin(list(PUBLISHED_REGIONS))].tolist()
+    if bad:
+        raise ValueError(f"{source_name}: row {bad[0]}: region must be 1, 0 or -1, got {list(codes)[bad[0]]!r}"
+                         + (f" ({len(bad)} such rows)" if len(bad) > 1 else ""))
+    return [PUBLISHED_REGIONS[int(number)] for number in numbers]
+
+
 def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experiment: str, shuffles: int,
-                        rows: set[int] | None = None) -> pd.DataFrame:
-    """The authors' extraction (`extracted_name`, `refine_flag`, `region` 1/0/-1) of one final file, row i
-    being prompt row i as in their scripts; `rows` keeps only the requested ones."""
+                        rows: set[int] | None = None, source_name: str = "final file") -> pd.DataFrame:
+    """The authors' extraction (`extracted_name`, `refine_flag`, `region` 1/0/-1) of one final file
+    (`source_name`, for errors), row i being prompt row i as in their scripts; `rows` keeps only the requested
+    ones."""
     records = []
-    for index, (name, refined, code) in enumerate(zip(final["extracted_name"], final["refine_flag"], final["region"])):
+    regions = published_regions(final["region"], source_name=source_name)
+    for index, (name, refined, region) in enumerate(zip(final["extracted_name"], final["refine_flag"], regions)):
         if rows is not None and index not in rows:
             continue
-        region = PUBLISHED_REGIONS.get(int(code))
         extraction = Extraction(VALID if region else INVALID, _text(name),
                                 "gpt-4o-mini" if str(refined) == "True" else "substring")
         row = {"model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
@@ -100,23 +112,29 @@ def needs_judge(response: str | None, candidates: list[str]) -> bool:
 
 
 def judge_selections(responses: pd.DataFrame, lists: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
-    """The paper's extraction procedure with the judge's verdicts; answers whose verdict is missing are left out."""
-    verdicts = {tuple(key): answer for key, answer in
-                zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"])}
+    """The paper's extraction procedure with the judge's verdicts. An answer the judge failed on (or was not
+    asked about) stays in n as `invalid` with rule `judge_error: <outcome>`; a backend refusal is a refusal, as
+    in the rules."""
+    outcomes = judgements["judge_outcome"] if "judge_outcome" in judgements.columns else [None] * len(judgements)
+    verdicts = {tuple(key): (answer, outcome) for key, answer, outcome in
+                zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"], outcomes)}
     records = []
     for row in _with_lists(responses, lists).to_dict("records"):
         if not _has_list(row["candidates"]):
             continue
         candidates, text = list(row["candidates"]), _text(row["response"])
-        if text is None:
+        if row["outcome"] == "refusal":
+            extraction = Extraction(REFUSAL, rule="backend refusal")
+        elif text is None:
             extraction = Extraction(EMPTY, rule="no answer")
         elif not needs_judge(text, candidates):
             extraction = Extraction(VALID, exact_substring_matches(text, candidates)[0], "substring")
         else:
-            key = tuple(row[name] for name in LIST_KEYS)
-            if key not in verdicts or verdicts[key] is None:
-                continue
-            extraction = parse_judge_answer(verdicts[key], candidates)
+            answer, outcome = verdicts.get(tuple(row[name] for name in LIST_KEYS), (None, "not judged"))
+            if answer is None:
+                extraction = Extraction(INVALID, rule=f"judge_error: {outcome or 'no verdict'}")
+            else:
+                extraction = parse_judge_answer(answer, candidates)
         region = _list_region(extraction.name, row) if extraction.status == VALID else None
         records.append(_record(row, "judge", "trial", extraction, region))
     return _frame(records)
