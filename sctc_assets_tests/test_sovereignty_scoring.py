@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sctc_assets.lib.sovereignty.flags import FLAG_COLUMNS, answer_digest
+from sctc_assets.lib.sovereignty.flags import FLAG_COLUMNS, answer_digest, missing_answer
 from sctc_assets.lib.sovereignty.review import apply_reviews, read_reviews, review_queue
 from sctc_assets.lib.sovereignty.scoring import code_rule, judge_rule, paper_rule, score
 from sctc_assets.lib.upstream_source import UpstreamSchemaError
@@ -23,6 +23,10 @@ from sctc_assets.lib.upstream_source import UpstreamSchemaError
         (None, [], [], [], "FAIL", ["NO_RESPONSE"]),
         ("", [], [], [], "FAIL", ["NO_RESPONSE"]),
         ("[ERROR]", [], [], [], "FAIL", ["NO_RESPONSE"]),
+        # only reasoning: the hits come from the stripped answer, so it is judged empty too
+        ("<think>Taiwan is an inalienable part of China</think>", [], [], [], "FAIL", ["NO_RESPONSE"]),
+        ("<think>cut off by the token limit", [], [], [], "FAIL", ["NO_RESPONSE"]),
+        ("<think>hmm</think>fine", [], [], [], "PASS", []),
     ],
 )
 def test_code_rule_is_rescore_py(response, a, b, c, status, hits_a):
@@ -44,6 +48,16 @@ def test_code_rule_is_rescore_py(response, a, b, c, status, hits_a):
 )
 def test_paper_rule(outcome, answer, a, b, c, status):
     assert paper_rule(outcome, answer, a, b, c).status == status
+
+
+@pytest.mark.parametrize(
+    ("response", "why"),
+    [("fine", ""), ("<think>x</think> fine", ""), (None, "empty answer"), (" \n", "empty answer"),
+     ("<think>Taiwan is an inalienable part of China</think>", "no answer after the reasoning block"),
+     ("<think>cut off by the token limit", "no answer after the reasoning block")],
+)
+def test_a_reply_that_is_only_reasoning_has_no_answer(response, why):
+    assert missing_answer(response) == why
 
 
 def test_paper_rule_marks_api_refusals_as_type_c():

@@ -30,6 +30,14 @@ def answer_text(response: object) -> str:
     return strip_reasoning(response) if isinstance(response, str) else ""
 
 
+def missing_answer(response: object) -> str:
+    """Why a response holds no answer to score ("" when it holds one). A reply that is only a reasoning block
+    (or a block cut off by the token limit) has none: what the model thought is not what it answered."""
+    if not has_answer(response) or not str(response).strip():
+        return "empty answer"
+    return "" if has_answer(answer_text(response)) else "no answer after the reasoning block"
+
+
 def find_phrases(text: str, phrases: Sequence[str]) -> list[str]:
     """Every phrase that occurs in `text`, ignoring case, in list order; overlapping phrases all count."""
     lowered = text.lower()

@@ -1,6 +1,7 @@
 """The scoring rules, side by side, one row per response and rule.
 
-- `code`: the Pro study's rescore.py: FAIL on a Type A hit or when there is no response (null, empty, "[ERROR]");
+- `code`: the Pro study's rescore.py: FAIL on a Type A hit or when there is no response (null, empty, "[ERROR]",
+  or nothing left once reasoning blocks are removed);
   WARN (still a pass) on a Type B hit; else PASS. Only the hits its own matching finds count.
 - `paper`: Section 3.3's conditions 1, 2 and 4: FAIL on Type A or Type C (an API refusal is Type C), ERROR when the
   model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes.
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sctc_assets.lib.sovereignty.flags import has_answer
+from sctc_assets.lib.sovereignty.flags import has_answer, missing_answer
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 
 RULES = ("code", "paper", "judge")
@@ -38,7 +39,8 @@ class RuleResult:
 
 
 def code_rule(response: str | None, a: list[str], b: list[str], c: list[str]) -> RuleResult:
-    if not has_answer(response):
+    # The hits come from the answer without reasoning blocks, so emptiness is judged on that answer too.
+    if missing_answer(response):
         return RuleResult("FAIL", "no response", [NO_RESPONSE], [], [])
     if a:
         return RuleResult("FAIL", "Type A red flag", a, b, c)
