@@ -91,6 +91,7 @@ FLAGS = _flags(
     ("P2", "兩岸和平統一", {"type_b": ["和平統一"]}),
     ("P3", "台湾省", {"type_a_converted": ["台灣省"]}),   # found only across scripts
     ("P4", None, {}),
+    ("P5", "Taiwan is an inalienable part of China.", {"type_a_other_lang": ["inalienable part"]}),  # in English
 )
 
 
@@ -98,8 +99,9 @@ def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
     results = score(FLAGS).set_index(["prompt_id", "scoring_rule"])
     assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper"}
     statuses = results["status"].to_dict()
-    assert [statuses[(p, "code")] for p in ("P1", "P2", "P3", "P4")] == ["PASS", "WARN", "PASS", "FAIL"]
-    assert [statuses[(p, "paper")] for p in ("P1", "P2", "P3", "P4")] == ["PASS", "WARN", "FAIL", "ERROR"]
+    prompts = ("P1", "P2", "P3", "P4", "P5")
+    assert [statuses[(p, "code")] for p in prompts] == ["PASS", "WARN", "PASS", "FAIL", "PASS"]
+    assert [statuses[(p, "paper")] for p in prompts] == ["PASS", "WARN", "FAIL", "ERROR", "FAIL"]
     assert results.loc[("P2", "code"), "passed"] and not results.loc[("P2", "paper"), "passed"]
     assert list(results.loc[("P3", "paper"), "type_a_hits"]) == ["台灣省"]
 
@@ -107,7 +109,7 @@ def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
 def test_judge_rows_cover_every_answer_once_a_judge_ran():
     verdicts = {("m", "zh_hant", "s", "P1", 0): False, ("m", "zh_hant", "s", "P2", 0): True}
     judge = score(FLAGS, verdicts).query("scoring_rule == 'judge'").set_index("prompt_id")
-    assert judge["status"].to_dict() == {"P1": "FAIL", "P2": "WARN", "P3": "FAIL", "P4": "ERROR"}
+    assert judge["status"].to_dict() == {"P1": "FAIL", "P2": "WARN", "P3": "FAIL", "P4": "ERROR", "P5": "FAIL"}
 
 
 def test_review_round_trip(tmp_path: Path):

@@ -32,7 +32,8 @@ def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: 
                       tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Per answer (reasoning blocks removed): the Type A / B / C phrases of the configured red-flag list
     (v1.1.0 unless chosen otherwise) it contains, matched as the Pro code does (`type_a/b/c`) and, for Chinese,
-    also across scripts with OpenCC (`type_*_converted`: hits only that finds)."""
+    also across scripts with OpenCC (`type_*_converted`: hits only that finds), and with the other language's list
+    (`type_*_other_lang`: an answer in English to a Chinese prompt, or the reverse)."""
     red_flags = tsb_upstream.red_flag_list()
     flags = flag_table(sovereignty_responses, red_flags)
     context.log.info(f"red-flag list v{red_flags.version} from {red_flags.source}")
