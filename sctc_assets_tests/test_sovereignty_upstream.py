@@ -83,6 +83,18 @@ def test_extra_prompt_sets_load(roots: TSBRoots):
     assert set(table["lang"]) == set(LANGS)
 
 
+def test_a_duplicate_prompt_id_names_the_file_and_both_positions(roots: TSBRoots, tmp_path: Path):
+    shutil.copytree(roots.benchmark, tmp_path / "benchmark-copy")
+    copy = locate_roots([tmp_path], str(tmp_path))
+    path = copy.benchmark / "benchmark" / "stage1_sovereignty" / "prompts.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["prompts"][3]["id"] = document["prompts"][0]["id"]
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"prompts\[3\]: duplicate prompt id 'S1-001' \(first in .*prompts\[0\]\)") as info:
+        prompt_table({"stage1_sovereignty": prompt_items(copy, "stage1_sovereignty")})
+    assert str(path) in str(info.value)
+
+
 def test_both_red_flag_lists(roots: TSBRoots):
     new, old = load_red_flags("v1.1.0", roots, fetch=None), load_red_flags("1.0.0", roots, fetch=None)
     assert (new.version, old.version) == ("1.1.0", "1.0.0")
