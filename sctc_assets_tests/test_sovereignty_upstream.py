@@ -15,7 +15,9 @@ from sctc_assets.backends.tsb_replay import TSBReplayBackend
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.metrics import model_summary
-from sctc_assets.lib.sovereignty.pro_format import ProResultError, newest_results, read_result, results_folder
+from sctc_assets.lib.sovereignty.pro_format import (
+    ProResultError, newest_results, read_result, registry_entries, results_folder,
+)
 from sctc_assets.lib.sovereignty.prompts import LANGS, prompt_table
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.lib.sovereignty.upstream import TSBRoots, load_red_flags, locate_roots, prompt_items
@@ -158,6 +160,15 @@ def test_newest_file_per_model_wins(roots: TSBRoots, tmp_path: Path):
     newer = folder / "gpt-4o-mini_20270101_000000_bilingual.json"
     shutil.copy(folder / "gpt-4o-mini_20260205_114757_bilingual.json", newer)
     assert newest_results(folder)["gpt-4o-mini"] == newer
+
+
+def test_model_names_differing_only_in_case_are_refused_naming_both_files(roots: TSBRoots, tmp_path: Path):
+    folder = _copy_results(roots, tmp_path / "results")
+    shouting = folder / "GPT-4o-mini_20260101_000000_bilingual.json"
+    shutil.copy(folder / "gpt-4o-mini_20260205_114757_bilingual.json", shouting)
+    with pytest.raises(ProResultError, match="'tsb-gpt-4o-mini'") as info:
+        registry_entries(newest_results(folder))
+    assert shouting.name in str(info.value) and "gpt-4o-mini_20260205_114757_bilingual.json" in str(info.value)
 
 
 @pytest.mark.parametrize(
