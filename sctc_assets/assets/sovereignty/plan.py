@@ -96,7 +96,9 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
         if ("zh_hant", "en") in pairs.index:  # the paper's pair
             pair = pairs.loc[("zh_hant", "en")]
             row.update({"C": f"{pair['consistency']:.0%}", "QAC": f"{pair['qac']:.2f}",
-                        "b/c": f"{pair['mcnemar_b']}/{pair['mcnemar_c']}", "χ² p": f"{pair['p_chi2']:.3f}",
+                        "b/c": f"{pair['mcnemar_b']}/{pair['mcnemar_c']}"
+                               + (" prompts" if pair.get("mcnemar_unit") == "prompt" else ""),
+                        "χ² p": f"{pair['p_chi2']:.3f}",
                         "exact p (BH)": f"{pair['p_exact_bh']:.3f} {pair['sig_exact_bh']}",
                         "verdict": pair["verdict"]})
         rows.append(row)
