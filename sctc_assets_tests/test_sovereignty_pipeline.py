@@ -126,9 +126,11 @@ def test_judge_samples_and_the_review_round_trip(registry: Path, isolated_data_d
     queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
     # every answer that passes the keywords is contradicted by the judge's NO; S1-008 also has a Type B hit
     assert len(queue) == (10 * 3 - 4) * 2 and (queue["decision"] == "").all()
-    queue.loc[queue["prompt_id"] == "S1-008", "decision"] = "fail"
+    # one decision saved as the reviews file, another filled into the queue in place
+    queue.assign(decision=queue["decision"].mask(queue["prompt_id"] == "S1-008", "fail")).to_csv(
+        isolated_data_dir / "sovereignty_review" / "sovereignty_reviews.csv", index=False)
     queue.loc[queue["prompt_id"] == "S1-001", "decision"] = "pass"
-    queue.to_csv(isolated_data_dir / "sovereignty_review" / "sovereignty_reviews.csv", index=False)
+    queue.to_csv(queue_file, index=False)
 
     assert main(command) == 0
     assert count_calls(calls) == 60  # scoring again never calls a model
@@ -139,6 +141,8 @@ def test_judge_samples_and_the_review_round_trip(registry: Path, isolated_data_d
     assert reviewed.loc[("zh_hant", "S1-008", 0, "code"), "status"] == "WARN"
     refreshed = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
     assert set(refreshed.loc[refreshed["prompt_id"] == "S1-008", "decision"]) == {"fail"}
+    assert set(refreshed.loc[refreshed["prompt_id"] == "S1-001", "decision"]) == {"pass"}  # not overwritten
+    assert len(refreshed) == len(queue)
 
 
 @pytest.mark.slow

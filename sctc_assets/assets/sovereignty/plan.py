@@ -42,7 +42,8 @@ def _arguments(parser: Any) -> None:
                        choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
                        help="extra upstream prompt sets to run besides stage1_sovereignty")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
-                       help="the filled review queue (default data/sovereignty_review/sovereignty_reviews.csv)")
+                       help="a filled copy of the review queue (default data/sovereignty_review/"
+                            "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
 
 
 def _config(options: Mapping[str, Any]) -> dict:
