@@ -92,7 +92,8 @@ def test_a_duplicate_prompt_id_names_the_file_and_both_positions(roots: TSBRoots
     document = json.loads(path.read_text(encoding="utf-8"))
     document["prompts"][3]["id"] = document["prompts"][0]["id"]
     path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"prompts\[3\]: duplicate prompt id 'S1-001' \(first in .*prompts\[0\]\)") as info:
+    message = r"prompts\[3\]: duplicate prompt id 'S1-001' \(first in .*prompts\[0\]\)"
+    with pytest.raises(ValueError, match=message) as info:
         prompt_table({"stage1_sovereignty": prompt_items(copy, "stage1_sovereignty")})
     assert str(path) in str(info.value)
 

@@ -79,8 +79,8 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
     reviews_file = Path(config.reviews_file or os.environ.get(REVIEWS_ENV_VAR) or default_reviews_file())
     queue_file = queue_path(config.queue_file)
     # Both files hold every model's decisions; only this partition's count here.
-    found = [frame[(frame["model"] == model) & (frame["lang"] == lang)]
-             for frame in (read_reviews(path) if path.is_file() else EMPTY_REVIEWS for path in (queue_file, reviews_file))]
+    files = [read_reviews(path) if path.is_file() else EMPTY_REVIEWS for path in (queue_file, reviews_file)]
+    found = [frame[(frame["model"] == model) & (frame["lang"] == lang)] for frame in files]
     decisions, conflicts = merge_reviews(*found)
     results, applied, stale = apply_reviews(results, decisions)
     if conflicts:

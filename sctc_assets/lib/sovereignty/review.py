@@ -121,7 +121,8 @@ def keep_decisions(queue: pd.DataFrame, previous_file: Path) -> pd.DataFrame:
     if gone.empty:
         return kept
     gone = gone.reindex(columns=QUEUE_COLUMNS).fillna("")
-    gone["reason"] = "no longer queued, kept for its decision" + gone["reason"].map(lambda r: f" (was: {r})" if r else "")
+    was = gone["reason"].map(lambda reason: f" (was: {reason})" if reason else "")
+    gone["reason"] = "no longer queued, kept for its decision" + was
     # Back from CSV as text; the asset's Parquet copy needs one type per column.
     gone["judge_acknowledges"] = gone["judge_acknowledges"].map({"True": True, "False": False}).astype(object)
     gone["judge_acknowledges"] = gone["judge_acknowledges"].where(gone["judge_acknowledges"].notna(), None)
