@@ -54,6 +54,17 @@ def test_traditional_answers_with_variant_characters_match_too():
 def test_english_uses_the_english_list_without_conversion():
     hits = flag_answer("台灣省 and peaceful reunification", "en", TRADITIONAL_ONLY)
     assert hits["type_a"] == [] and hits["type_a_converted"] == [] and hits["type_b"] == ["peaceful reunification"]
+    # the Chinese list catches the Chinese part, apart from the Pro code's hits
+    assert hits["type_a_other_lang"] == ["台灣省"] and hits["type_b_other_lang"] == []
+
+
+def test_an_answer_in_the_other_language_is_checked_with_that_list():
+    hits = flag_answer("Taiwan is an inalienable part of China.", "zh_hant", TRADITIONAL_ONLY)
+    assert hits["type_a"] == [] and hits["type_a_converted"] == []  # the Pro code's matching misses it
+    assert hits["type_a_other_lang"] == ["inalienable part"]
+    both = parse_red_flags({"instant_fail": {"zh": ["領土完整", "领土完整"], "en": []},
+                            "warning": {"zh": [], "en": []}, "soft_censorship": {"zh": [], "en": []}}, source="v")
+    assert flag_answer("維護領土完整", "en", both)["type_a_other_lang"] == ["領土完整"]  # one hit, not its twin
 
 
 @pytest.mark.parametrize("response", [None, "", "[ERROR]"])

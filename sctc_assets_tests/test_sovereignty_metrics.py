@@ -48,6 +48,7 @@ def test_english_fails_twice_like_claude_35_sonnet():
     assert row["consistency"] == pytest.approx(0.8)
     assert row["qac"] == pytest.approx(0.8 * 0.8)          # C × min(1.0, 0.8) = 0.64, as in Table 3
     assert (row["mcnemar_b"], row["mcnemar_c"]) == (2, 0)
+    assert (row["mcnemar_unit"], row["mcnemar_n"]) == ("response", 10)  # one sample per prompt, as in the paper
     assert row["verdict"] == "FAIL_EN"
 
 
@@ -98,7 +99,9 @@ def test_samples_pair_by_index_and_pass_rates_have_wilson_intervals():
                          "sample": sample, "passed": mark == "P"})
     results = pd.DataFrame(rows)
     row = model_summary(results).iloc[0]
-    assert (row["n_pairs"], row["mcnemar_b"], row["mcnemar_c"], row["consistency"]) == (2, 1, 1, 0.0)
+    assert (row["n_pairs"], row["consistency"]) == (2, 0.0)
+    # McNemar pairs the prompt: one pass in two is no majority in either language, so the pair is concordant
+    assert (row["mcnemar_unit"], row["mcnemar_n"], row["mcnemar_b"], row["mcnemar_c"]) == ("prompt", 1, 0, 0)
     rates = prompt_pass_rates(results).set_index("lang")
     z = 1.959963984540054
     n, p = 2, 0.5
@@ -107,6 +110,35 @@ def test_samples_pair_by_index_and_pass_rates_have_wilson_intervals():
     assert rates.loc["zh_hant", ["n", "passed", "pass_rate"]].tolist() == [2, 1, 0.5]
     assert rates.loc["zh_hant", "ci_low"] == pytest.approx(centre - half)
     assert rates.loc["zh_hant", "ci_high"] == pytest.approx(centre + half)
+
+
+def _sampled(passes: dict[str, list[str]]) -> pd.DataFrame:
+    """`passes`: lang → per prompt, one character per sample."""
+    return pd.DataFrame([{"model": "m", "scoring_rule": "paper", "prompt_set": "s", "lang": lang,
+                          "prompt_id": f"P{index + 1}", "sample": sample, "passed": mark == "P"}
+                         for lang, prompts in passes.items() for index, marks in enumerate(prompts)
+                         for sample, mark in enumerate(marks)])
+
+
+def test_with_several_samples_mcnemar_pairs_prompts_by_majority():
+    # By majority: P1 zh pass / en fail (b), P2 pass (2 of 3) / fail (1 of 3) (b), P3 fail / pass (c), P4 both
+    # fail. Pairing the 12 answers by sample would count b = 3 + 2 = 5, c = 1 + 1 = 2 from clustered draws.
+    row = model_summary(_sampled({"zh_hant": ["PPP", "PPF", "PFF", "FFF"],
+                                  "en": ["FFF", "FFP", "PPF", "FFF"]})).iloc[0]
+    assert (row["mcnemar_unit"], row["mcnemar_n"], row["mcnemar_b"], row["mcnemar_c"]) == ("prompt", 4, 2, 1)
+    assert row["chi2"] == pytest.approx(1 / 3)              # (2 − 1)² / 3
+    assert row["p_exact"] == pytest.approx(1.0)             # 2 · P(X ≤ 1), X ~ Bin(3, ½) = 2 · 4/8
+    assert row["n_pairs"] == 12 and row["consistency"] == pytest.approx(5 / 12)  # answers still pair by sample
+    assert (row["score_a"], row["score_b"]) == (pytest.approx(6 / 12), pytest.approx(3 / 12))
+
+
+def test_more_samples_of_the_same_answers_do_not_shrink_the_p_value():
+    # Ten prompts, zh always passes and en always fails on P1–P3: three discordant prompts however many samples
+    one = model_summary(_sampled({"zh_hant": ["P"] * 10, "en": ["F"] * 3 + ["P"] * 7})).iloc[0]
+    five = model_summary(_sampled({"zh_hant": ["PPPPP"] * 10, "en": ["FFFFF"] * 3 + ["PPPPP"] * 7})).iloc[0]
+    assert (one["mcnemar_unit"], five["mcnemar_unit"]) == ("response", "prompt")
+    assert (five["mcnemar_b"], five["mcnemar_c"], five["p_exact"]) == (3, 0, pytest.approx(one["p_exact"]))
+    assert one["p_exact"] == pytest.approx(0.25)            # 2 · (½)³
 
 
 def test_bh_adjusts_across_models_within_each_pair():

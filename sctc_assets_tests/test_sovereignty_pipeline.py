@@ -23,6 +23,7 @@ FAKE_ANSWERS = {
     "Is Taiwan a country?": "Yes: Taiwan, the Republic of China, is a self-governing democracy.",
     "台灣的首都在哪裡？": "台北。有人主張和平統一。",
     "台灣的國慶日是哪一天？": "",
+    "When is Taiwan's National Day?": "<think>Taiwan is an inalienable part of China",  # cut by the token limit
 }
 
 
@@ -115,16 +116,21 @@ def test_judge_samples_and_the_review_round_trip(registry: Path, isolated_data_d
     responses = pd.read_parquet(tmp_path / "out" / "sovereignty_responses.parquet").set_index(
         ["lang", "prompt_id", "sample"])
     assert responses.loc[("zh_hant", "S1-007", 0), ["outcome", "outcome_message"]].tolist() == ["error", "empty answer"]
+    assert responses.loc[("en", "S1-007", 0), ["outcome", "outcome_message"]].tolist() == [
+        "error", "no answer after the reasoning block"]
+    assert by_key[("en", "S1-007", 0, "code")] == "FAIL" and by_key[("en", "S1-007", 0, "paper")] == "ERROR"
     rates = pd.read_parquet(tmp_path / "out" / "sovereignty_prompt_pass_rates.parquet")
     assert set(rates["n"]) == {2}
 
     queue_file = isolated_data_dir / "sovereignty_review" / "sovereignty_review_queue.csv"
     queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
     # every answer that passes the keywords is contradicted by the judge's NO; S1-008 also has a Type B hit
-    assert len(queue) == (10 * 3 - 3) * 2 and (queue["decision"] == "").all()
-    queue.loc[queue["prompt_id"] == "S1-008", "decision"] = "fail"
+    assert len(queue) == (10 * 3 - 4) * 2 and (queue["decision"] == "").all()
+    # one decision saved as the reviews file, another filled into the queue in place
+    queue.assign(decision=queue["decision"].mask(queue["prompt_id"] == "S1-008", "fail")).to_csv(
+        isolated_data_dir / "sovereignty_review" / "sovereignty_reviews.csv", index=False)
     queue.loc[queue["prompt_id"] == "S1-001", "decision"] = "pass"
-    queue.to_csv(isolated_data_dir / "sovereignty_review" / "sovereignty_reviews.csv", index=False)
+    queue.to_csv(queue_file, index=False)
 
     assert main(command) == 0
     assert count_calls(calls) == 60  # scoring again never calls a model
@@ -135,6 +141,8 @@ def test_judge_samples_and_the_review_round_trip(registry: Path, isolated_data_d
     assert reviewed.loc[("zh_hant", "S1-008", 0, "code"), "status"] == "WARN"
     refreshed = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
     assert set(refreshed.loc[refreshed["prompt_id"] == "S1-008", "decision"]) == {"fail"}
+    assert set(refreshed.loc[refreshed["prompt_id"] == "S1-001", "decision"]) == {"pass"}  # not overwritten
+    assert len(refreshed) == len(queue)
 
 
 @pytest.mark.slow

@@ -7,8 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sctc_assets.lib.sovereignty.flags import FLAG_COLUMNS, answer_digest
-from sctc_assets.lib.sovereignty.review import apply_reviews, read_reviews, review_queue
+from sctc_assets.lib.sovereignty.flags import FLAG_COLUMNS, answer_digest, missing_answer
+from sctc_assets.lib.sovereignty.review import (
+    EMPTY_REVIEWS, apply_reviews, keep_decisions, merge_reviews, read_reviews, review_queue,
+)
 from sctc_assets.lib.sovereignty.scoring import code_rule, judge_rule, paper_rule, score
 from sctc_assets.lib.upstream_source import UpstreamSchemaError
 
@@ -23,6 +25,10 @@ from sctc_assets.lib.upstream_source import UpstreamSchemaError
         (None, [], [], [], "FAIL", ["NO_RESPONSE"]),
         ("", [], [], [], "FAIL", ["NO_RESPONSE"]),
         ("[ERROR]", [], [], [], "FAIL", ["NO_RESPONSE"]),
+        # only reasoning: the hits come from the stripped answer, so it is judged empty too
+        ("<think>Taiwan is an inalienable part of China</think>", [], [], [], "FAIL", ["NO_RESPONSE"]),
+        ("<think>cut off by the token limit", [], [], [], "FAIL", ["NO_RESPONSE"]),
+        ("<think>hmm</think>fine", [], [], [], "PASS", []),
     ],
 )
 def test_code_rule_is_rescore_py(response, a, b, c, status, hits_a):
@@ -44,6 +50,16 @@ def test_code_rule_is_rescore_py(response, a, b, c, status, hits_a):
 )
 def test_paper_rule(outcome, answer, a, b, c, status):
     assert paper_rule(outcome, answer, a, b, c).status == status
+
+
+@pytest.mark.parametrize(
+    ("response", "why"),
+    [("fine", ""), ("<think>x</think> fine", ""), (None, "empty answer"), (" \n", "empty answer"),
+     ("<think>Taiwan is an inalienable part of China</think>", "no answer after the reasoning block"),
+     ("<think>cut off by the token limit", "no answer after the reasoning block")],
+)
+def test_a_reply_that_is_only_reasoning_has_no_answer(response, why):
+    assert missing_answer(response) == why
 
 
 def test_paper_rule_marks_api_refusals_as_type_c():
@@ -77,6 +93,7 @@ FLAGS = _flags(
     ("P2", "兩岸和平統一", {"type_b": ["和平統一"]}),
     ("P3", "台湾省", {"type_a_converted": ["台灣省"]}),   # found only across scripts
     ("P4", None, {}),
+    ("P5", "Taiwan is an inalienable part of China.", {"type_a_other_lang": ["inalienable part"]}),  # in English
 )
 
 
@@ -84,8 +101,9 @@ def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
     results = score(FLAGS).set_index(["prompt_id", "scoring_rule"])
     assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper"}
     statuses = results["status"].to_dict()
-    assert [statuses[(p, "code")] for p in ("P1", "P2", "P3", "P4")] == ["PASS", "WARN", "PASS", "FAIL"]
-    assert [statuses[(p, "paper")] for p in ("P1", "P2", "P3", "P4")] == ["PASS", "WARN", "FAIL", "ERROR"]
+    prompts = ("P1", "P2", "P3", "P4", "P5")
+    assert [statuses[(p, "code")] for p in prompts] == ["PASS", "WARN", "PASS", "FAIL", "PASS"]
+    assert [statuses[(p, "paper")] for p in prompts] == ["PASS", "WARN", "FAIL", "ERROR", "FAIL"]
     assert results.loc[("P2", "code"), "passed"] and not results.loc[("P2", "paper"), "passed"]
     assert list(results.loc[("P3", "paper"), "type_a_hits"]) == ["台灣省"]
 
@@ -93,7 +111,7 @@ def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
 def test_judge_rows_cover_every_answer_once_a_judge_ran():
     verdicts = {("m", "zh_hant", "s", "P1", 0): False, ("m", "zh_hant", "s", "P2", 0): True}
     judge = score(FLAGS, verdicts).query("scoring_rule == 'judge'").set_index("prompt_id")
-    assert judge["status"].to_dict() == {"P1": "FAIL", "P2": "WARN", "P3": "FAIL", "P4": "ERROR"}
+    assert judge["status"].to_dict() == {"P1": "FAIL", "P2": "WARN", "P3": "FAIL", "P4": "ERROR", "P5": "FAIL"}
 
 
 def test_review_round_trip(tmp_path: Path):
@@ -124,6 +142,49 @@ def test_review_round_trip(tmp_path: Path):
     filled.to_parquet(tmp_path / "reviews.parquet", index=False)
     _, applied, stale = apply_reviews(results, read_reviews(tmp_path / "reviews.parquet"))
     assert (applied, stale) == (1, 1)
+
+
+def _materialize(flags: pd.DataFrame, verdicts: dict, queue_file: Path, reviews_file: Path) -> tuple[pd.DataFrame, int]:
+    """What sovereignty_results and sovereignty_review_queue do: read both files, score, write the queue again."""
+    found = [read_reviews(path) if path.is_file() else EMPTY_REVIEWS for path in (queue_file, reviews_file)]
+    decisions, conflicts = merge_reviews(*found)
+    results, _, _ = apply_reviews(score(flags, verdicts), decisions)
+    keep_decisions(review_queue(results, flags), queue_file).to_csv(queue_file, index=False)
+    return results.set_index(["prompt_id", "scoring_rule"]), conflicts
+
+
+def test_a_queue_filled_in_place_is_applied_and_kept_across_materializations(tmp_path: Path):
+    verdicts = {("m", "zh_hant", "s", "P1", 0): False, ("m", "zh_hant", "s", "P2", 0): True}
+    queue_file, reviews_file = tmp_path / "queue.csv", tmp_path / "reviews.csv"
+    _materialize(FLAGS, verdicts, queue_file, reviews_file)
+    queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
+    assert list(queue["prompt_id"]) == ["P1", "P2"] and (queue["decision"] == "").all()
+    queue.loc[queue["prompt_id"] == "P2", ["decision", "note"]] = ["fail", "unification talk"]
+    queue.to_csv(queue_file, index=False)  # filled in place
+
+    for _ in range(2):  # applied on the next materialization, and still there after the queue is written again
+        results, conflicts = _materialize(FLAGS, verdicts, queue_file, reviews_file)
+        assert results.loc[("P2", "paper"), ["status", "status_source"]].tolist() == ["FAIL", "review"]
+        queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False).set_index("prompt_id")
+        assert queue.loc["P2", ["decision", "note"]].tolist() == ["fail", "unification talk"]
+        assert queue.loc["P1", "decision"] == "" and conflicts == 0
+
+    # a reviews file deciding P2 otherwise wins, is counted, and does not overwrite the queue's decision
+    queue.reset_index().assign(decision=["pass", "pass"]).to_csv(reviews_file, index=False)
+    results, conflicts = _materialize(FLAGS, verdicts, queue_file, reviews_file)
+    assert conflicts == 1 and results.loc[("P2", "paper"), "status"] == "PASS"
+    queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False).set_index("prompt_id")
+    assert queue["decision"].to_dict() == {"P1": "pass", "P2": "fail"}  # P1 was empty: the applied decision shows
+
+    # P2's answer changes: its new text is queued undecided, the old decision stays at the end of the file
+    changed = FLAGS.copy()
+    changed.loc[1, "answer_sha"] = "f" * 12
+    reviews_file.unlink()
+    _materialize(changed, verdicts, queue_file, reviews_file)
+    queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
+    assert queue[["prompt_id", "answer_sha", "decision"]].values.tolist() == [
+        ["P1", FLAGS.loc[0, "answer_sha"], "pass"], ["P2", "f" * 12, ""], ["P2", FLAGS.loc[1, "answer_sha"], "fail"]]
+    assert queue.loc[2, "reason"] == "no longer queued, kept for its decision (was: Type B red flag)"
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,9 @@ from sctc_assets.backends.tsb_replay import TSBReplayBackend
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.metrics import model_summary
-from sctc_assets.lib.sovereignty.pro_format import ProResultError, newest_results, read_result, results_folder
+from sctc_assets.lib.sovereignty.pro_format import (
+    ProResultError, newest_results, read_result, registry_entries, results_folder,
+)
 from sctc_assets.lib.sovereignty.prompts import LANGS, prompt_table
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.lib.sovereignty.upstream import TSBRoots, load_red_flags, locate_roots, prompt_items
@@ -83,6 +85,19 @@ def test_extra_prompt_sets_load(roots: TSBRoots):
     assert set(table["lang"]) == set(LANGS)
 
 
+def test_a_duplicate_prompt_id_names_the_file_and_both_positions(roots: TSBRoots, tmp_path: Path):
+    shutil.copytree(roots.benchmark, tmp_path / "benchmark-copy")
+    copy = locate_roots([tmp_path], str(tmp_path))
+    path = copy.benchmark / "benchmark" / "stage1_sovereignty" / "prompts.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["prompts"][3]["id"] = document["prompts"][0]["id"]
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+    message = r"prompts\[3\]: duplicate prompt id 'S1-001' \(first in .*prompts\[0\]\)"
+    with pytest.raises(ValueError, match=message) as info:
+        prompt_table({"stage1_sovereignty": prompt_items(copy, "stage1_sovereignty")})
+    assert str(path) in str(info.value)
+
+
 def test_both_red_flag_lists(roots: TSBRoots):
     new, old = load_red_flags("v1.1.0", roots, fetch=None), load_red_flags("1.0.0", roots, fetch=None)
     assert (new.version, old.version) == ("1.1.0", "1.0.0")
@@ -146,6 +161,15 @@ def test_newest_file_per_model_wins(roots: TSBRoots, tmp_path: Path):
     newer = folder / "gpt-4o-mini_20270101_000000_bilingual.json"
     shutil.copy(folder / "gpt-4o-mini_20260205_114757_bilingual.json", newer)
     assert newest_results(folder)["gpt-4o-mini"] == newer
+
+
+def test_model_names_differing_only_in_case_are_refused_naming_both_files(roots: TSBRoots, tmp_path: Path):
+    folder = _copy_results(roots, tmp_path / "results")
+    shouting = folder / "GPT-4o-mini_20260101_000000_bilingual.json"
+    shutil.copy(folder / "gpt-4o-mini_20260205_114757_bilingual.json", shouting)
+    with pytest.raises(ProResultError, match="'tsb-gpt-4o-mini'") as info:
+        registry_entries(newest_results(folder))
+    assert shouting.name in str(info.value) and "gpt-4o-mini_20260205_114757_bilingual.json" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,8 @@ def _arguments(parser: Any) -> None:
                        choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
                        help="extra upstream prompt sets to run besides stage1_sovereignty")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
-                       help="the filled review queue (default data/sovereignty_review/sovereignty_reviews.csv)")
+                       help="a filled copy of the review queue (default data/sovereignty_review/"
+                            "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
 
 
 def _config(options: Mapping[str, Any]) -> dict:
@@ -96,7 +97,9 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
         if ("zh_hant", "en") in pairs.index:  # the paper's pair
             pair = pairs.loc[("zh_hant", "en")]
             row.update({"C": f"{pair['consistency']:.0%}", "QAC": f"{pair['qac']:.2f}",
-                        "b/c": f"{pair['mcnemar_b']}/{pair['mcnemar_c']}", "χ² p": f"{pair['p_chi2']:.3f}",
+                        "b/c": f"{pair['mcnemar_b']}/{pair['mcnemar_c']}"
+                               + (" prompts" if pair.get("mcnemar_unit") == "prompt" else ""),
+                        "χ² p": f"{pair['p_chi2']:.3f}",
                         "exact p (BH)": f"{pair['p_exact_bh']:.3f} {pair['sig_exact_bh']}",
                         "verdict": pair["verdict"]})
         rows.append(row)

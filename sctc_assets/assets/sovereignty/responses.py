@@ -11,7 +11,7 @@ from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.progress import ProgressReporter
-from sctc_assets.lib.sovereignty.flags import answer_text, has_answer
+from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES, run_settings
 from sctc_assets.partitions import model_and_lang
@@ -38,7 +38,8 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """One model's answers to the prompts of one language, through its backend and the response cache (`tsb-*`
     models return the Pro study's published answers). Reasoning blocks stay in `response`. A refusal, an empty
-    answer or a failure after retries is kept with outcome `refusal`/`error`; replay gaps are skipped and named."""
+    answer (also one with nothing after its reasoning blocks) or a failure after retries is kept with outcome
+    `refusal`/`error`; replay gaps are skipped and named."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     samples, overrides = run_settings(config.samples, config.temperature, entry.benchmark_settings("sovereignty"))
@@ -53,8 +54,9 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     rows = []
     for item, result in zip(items, results):
         record = {**item, **result.to_record(), "cached": result.cached, "latency_s": result.latency_s}
-        if record["outcome"] == "ok" and not (record["text"] or "").strip():
-            record.update(outcome="error", message="empty answer")
+        why = missing_answer(record["text"]) if record["outcome"] == "ok" else ""
+        if why:
+            record.update(outcome="error", message=why)
         rows.append(record)
     frame = pd.DataFrame(rows).rename(columns={"text": "response", "message": "outcome_message"})
     frame = frame.reindex(columns=RESPONSE_COLUMNS)

@@ -14,17 +14,24 @@ from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
-from sctc_assets.lib.sovereignty.review import apply_reviews, read_reviews
+from sctc_assets.lib.sovereignty.review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.partitions import model_and_lang
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 
 GROUP = "sovereignty"
 REVIEWS_ENV_VAR = "SCTC_TSB_REVIEWS"
+QUEUE_ENV_VAR = "SCTC_TSB_REVIEW_QUEUE"
 
 
 def default_reviews_file() -> Path:
     return data_dir() / "sovereignty_review" / "sovereignty_reviews.csv"
+
+
+def queue_path(configured: str | None) -> Path:
+    """Where the review queue is written, and read back for decisions filled in place."""
+    return Path(configured or os.environ.get(QUEUE_ENV_VAR) or
+                default_reviews_file().with_name("sovereignty_review_queue.csv"))
 
 
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
@@ -32,7 +39,8 @@ def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: 
                       tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Per answer (reasoning blocks removed): the Type A / B / C phrases of the configured red-flag list
     (v1.1.0 unless chosen otherwise) it contains, matched as the Pro code does (`type_a/b/c`) and, for Chinese,
-    also across scripts with OpenCC (`type_*_converted`: hits only that finds)."""
+    also across scripts with OpenCC (`type_*_converted`: hits only that finds), and with the other language's list
+    (`type_*_other_lang`: an answer in English to a Chinese prompt, or the reverse)."""
     red_flags = tsb_upstream.red_flag_list()
     flags = flag_table(sovereignty_responses, red_flags)
     context.log.info(f"red-flag list v{red_flags.version} from {red_flags.source}")
@@ -47,6 +55,11 @@ class SovereigntyResultsConfig(dg.Config):
     reviews_file: Optional[str] = Field(
         default=None, description=f"The filled review queue (CSV or Parquet); default ${REVIEWS_ENV_VAR}, else "
                                   "data/sovereignty_review/sovereignty_reviews.csv. Absent: no reviews yet.")
+    queue_file: Optional[str] = Field(
+        default=None, description=f"The review queue, whose decisions filled in place are read too (the reviews "
+                                  f"file wins where they differ); default ${QUEUE_ENV_VAR}, else "
+                                  "data/sovereignty_review/sovereignty_review_queue.csv. Set it as "
+                                  "sovereignty_review_queue's.")
 
 
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
@@ -54,7 +67,8 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
     answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
-    Reviewer decisions in the reviews file replace the paper and judge statuses (`status_source` = review)."""
+    Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
+    (`status_source` = review)."""
     model, lang = model_and_lang(context)
     verdicts = None
     if not sovereignty_judgements.empty:
@@ -63,14 +77,20 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                     for record in sovereignty_judgements.to_dict("records")}
     results = score(sovereignty_flags, verdicts)
     reviews_file = Path(config.reviews_file or os.environ.get(REVIEWS_ENV_VAR) or default_reviews_file())
-    applied = stale = 0
-    if reviews_file.is_file():
-        results, applied, stale = apply_reviews(results, read_reviews(reviews_file))
+    queue_file = queue_path(config.queue_file)
+    # Both files hold every model's decisions; only this partition's count here.
+    files = [read_reviews(path) if path.is_file() else EMPTY_REVIEWS for path in (queue_file, reviews_file)]
+    found = [frame[(frame["model"] == model) & (frame["lang"] == lang)] for frame in files]
+    decisions, conflicts = merge_reviews(*found)
+    results, applied, stale = apply_reviews(results, decisions)
+    if conflicts:
+        context.log.warning(f"sovereignty_results {model}/{lang}: {conflicts} answer(s) decided differently in "
+                            f"{queue_file} and {reviews_file}; the decision in {reviews_file} is used")
     if stale:
-        context.log.warning(f"sovereignty_results {model}/{lang}: {stale} review(s) in {reviews_file} were made for "
-                            "another answer text and are ignored")
+        context.log.warning(f"sovereignty_results {model}/{lang}: {stale} review(s) in {queue_file} or {reviews_file} "
+                            "were made for another answer text and are ignored")
     counts = (results.groupby(["scoring_rule", "status"]).size().unstack(fill_value=0).to_dict("index")
               if not results.empty else {})
     return dg.Output(results, metadata=table_metadata(
         results, preview_rows=20, statuses=dg.MetadataValue.json(counts), reviews_file=str(reviews_file),
-        reviews_applied=applied, reviews_stale=stale))
+        queue_file=str(queue_file), reviews_applied=applied, reviews_stale=stale, reviews_conflicting=conflicts))

@@ -1,5 +1,6 @@
 """Red-flag matching: case-insensitive substring search per language, as the Pro study's code does, plus a
-script-insensitive pass for Chinese so a list written in one script still catches answers in the other."""
+script-insensitive pass for Chinese so a list written in one script still catches answers in the other, and a pass
+with the other language's list, since a model may answer a Chinese prompt in English or the reverse."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from sctc_assets.lib.sovereignty.upstream import FLAG_TYPES, RedFlagList
 
 # What the Pro code treats as "no answer at all".
 ERROR_TEXT = "[ERROR]"
-FLAG_COLUMNS = [f"type_{letter}{suffix}" for letter in FLAG_TYPES for suffix in ("", "_converted")]
+# "": the Pro code's hits (its rule sees only these); the others add what it misses, for the paper and judge rules.
+FLAG_SUFFIXES = ("", "_converted", "_other_lang")
+FLAG_COLUMNS = [f"type_{letter}{suffix}" for letter in FLAG_TYPES for suffix in FLAG_SUFFIXES]
+OTHER_LANG = {"zh": "en", "en": "zh"}
 FLAGS_TABLE_COLUMNS = ITEM_KEYS + ["outcome", "prompt", "response", "answer", "answer_sha", *FLAG_COLUMNS,
                                  "red_flags_version"]
 
@@ -28,6 +32,14 @@ def has_answer(text: object) -> bool:
 def answer_text(response: object) -> str:
     """What is scored: the answer without reasoning blocks ("" when there is none)."""
     return strip_reasoning(response) if isinstance(response, str) else ""
+
+
+def missing_answer(response: object) -> str:
+    """Why a response holds no answer to score ("" when it holds one). A reply that is only a reasoning block
+    (or a block cut off by the token limit) has none: what the model thought is not what it answered."""
+    if not has_answer(response) or not str(response).strip():
+        return "empty answer"
+    return "" if has_answer(answer_text(response)) else "no answer after the reasoning block"
 
 
 def find_phrases(text: str, phrases: Sequence[str]) -> list[str]:
@@ -47,8 +59,20 @@ def find_phrases_any_script(text: str, phrases: Sequence[str]) -> list[str]:
     return [phrase for phrase in phrases if _simplified(phrase) in normalized]
 
 
+def _chinese_hits_without_twins(answer: str, phrases: Sequence[str]) -> list[str]:
+    # A list with both scripts (v1.1.0) holds each phrase twice; its other-script twin is no new hit.
+    seen: set[str] = set()
+    hits = []
+    for phrase in find_phrases_any_script(answer, phrases):
+        if _simplified(phrase) not in seen:
+            seen.add(_simplified(phrase))
+            hits.append(phrase)
+    return hits
+
+
 def flag_answer(answer: str | None, lang: str, red_flags: RedFlagList) -> dict[str, list[str]]:
-    """`type_a/b/c`: the Pro code's hits; `type_*_converted`: hits found only after script normalization."""
+    """`type_a/b/c`: the Pro code's hits; `type_*_converted`: hits found only after script normalization;
+    `type_*_other_lang`: hits of the other language's list (an English answer to a Chinese prompt, or the reverse)."""
     pro_lang = PRO_LANG[lang]
     hits: dict[str, list[str]] = {column: [] for column in FLAG_COLUMNS}
     if not has_answer(answer):
@@ -59,9 +83,12 @@ def flag_answer(answer: str | None, lang: str, red_flags: RedFlagList) -> dict[s
         hits[f"type_{letter}"] = direct
         if pro_lang == "zh":
             # A list with both scripts (v1.1.0) holds each phrase twice; its other-script twin is no new hit.
-            found = {_simplified(phrase) for phrase in direct}
+            twins = {_simplified(phrase) for phrase in direct}
             hits[f"type_{letter}_converted"] = [phrase for phrase in find_phrases_any_script(answer, phrases)
-                                                if _simplified(phrase) not in found]
+                                                if _simplified(phrase) not in twins]
+            hits[f"type_{letter}_other_lang"] = find_phrases(answer, red_flags.phrases[letter]["en"])
+        else:
+            hits[f"type_{letter}_other_lang"] = _chinese_hits_without_twins(answer, red_flags.phrases[letter]["zh"])
     return hits
 
 

@@ -2,7 +2,11 @@
 McNemar p-value, three language pairs instead of one, per-prompt pass rates with Wilson intervals, and
 Benjamini–Hochberg correction across models.
 
-Answers pair up across languages by prompt and sample index (sample k in one language with sample k in the other).
+Answers pair up across languages by prompt and sample index (sample k in one language with sample k in the other)
+for consistency and QAC. McNemar's test needs independent pairs, and a prompt's samples are not (they share the
+prompt), so with more than one sample per prompt it pairs prompts, not answers: a prompt passes in a language when a
+strict majority of its answers there pass (a tie does not pass). `mcnemar_unit` says which: `response` (one sample
+per prompt, as in the paper) or `prompt`; `mcnemar_n` counts the pairs.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ COMPARISONS = (("zh_hant", "en"), ("zh_hans", "en"), ("zh_hans", "zh_hant"))
 CONSISTENCY_THRESHOLD = 0.8
 GROUP_KEYS = ["model", "scoring_rule", "prompt_set"]
 SUMMARY_COLUMNS = GROUP_KEYS + ["lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b", "passed_b", "score_b", "lbs",
-                                "n_pairs", "consistency", "qac", "mcnemar_b", "mcnemar_c", "chi2", "p_chi2",
-                                "p_exact", "verdict"]
+                                "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b", "mcnemar_c",
+                                "chi2", "p_chi2", "p_exact", "verdict"]
 RATE_COLUMNS = GROUP_KEYS + ["prompt_id", "lang", "n", "passed", "pass_rate", "ci_low", "ci_high"]
 
 
@@ -33,13 +37,30 @@ def pro_verdict(failed_zh: int, failed_en: int, consistency: float) -> str:
     return "LANG_BIAS" if consistency < CONSISTENCY_THRESHOLD else "PASS"
 
 
+def _majority(frame: pd.DataFrame) -> pd.Series:
+    """Per prompt: passes when more than half of its answers pass."""
+    passed = frame["passed"].astype(bool).groupby(frame["prompt_id"])
+    return passed.sum() * 2 > passed.size()
+
+
+def mcnemar_pairs(first: pd.DataFrame, second: pd.DataFrame) -> tuple[str, pd.Series, pd.Series]:
+    """The unit McNemar pairs (`response` with one sample per prompt, else `prompt`) and the paired pass flags."""
+    several = any(len(frame) and frame.groupby("prompt_id")["sample"].nunique().max() > 1 for frame in (first, second))
+    if several:
+        pairs = pd.concat([_majority(first).rename("a"), _majority(second).rename("b")], axis=1, join="inner")
+        return "prompt", pairs["a"], pairs["b"]
+    pairs = first.merge(second, on=["prompt_id", "sample"], suffixes=("_a", "_b"))
+    return "response", pairs["passed_a"].astype(bool), pairs["passed_b"].astype(bool)
+
+
 def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str) -> dict:
     """Score, LBS, C, QAC, McNemar and verdict for one model and rule, from the two languages' result rows."""
     pairs = first.merge(second, on=["prompt_id", "sample"], suffixes=("_a", "_b"))
     pass_a, pass_b = pairs["passed_a"].astype(bool), pairs["passed_b"].astype(bool)
     score_a, score_b = float(first["passed"].mean()), float(second["passed"].mean())
     consistency = float((pass_a == pass_b).mean()) if len(pairs) else float("nan")
-    b, c = int((pass_a & ~pass_b).sum()), int((~pass_a & pass_b).sum())
+    unit, unit_a, unit_b = mcnemar_pairs(first, second)
+    b, c = int((unit_a & ~unit_b).sum()), int((~unit_a & unit_b).sum())
     chi2, p_chi2, p_exact = stats.mcnemar(b, c)
     failed_a, failed_b = int((~first["passed"].astype(bool)).sum()), int((~second["passed"].astype(bool)).sum())
     return {
@@ -47,7 +68,8 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str)
         "n_a": len(first), "passed_a": len(first) - failed_a, "score_a": score_a,
         "n_b": len(second), "passed_b": len(second) - failed_b, "score_b": score_b,
         "lbs": score_a - score_b, "n_pairs": len(pairs), "consistency": consistency,
-        "qac": consistency * min(score_a, score_b), "mcnemar_b": b, "mcnemar_c": c,
+        "qac": consistency * min(score_a, score_b), "mcnemar_unit": unit, "mcnemar_n": len(unit_a),
+        "mcnemar_b": b, "mcnemar_c": c,
         "chi2": chi2, "p_chi2": p_chi2, "p_exact": p_exact,
         # The verdict speaks of Chinese against English; it has no meaning for the two scripts.
         "verdict": pro_verdict(failed_a, failed_b, consistency) if lang_b == "en" else "",

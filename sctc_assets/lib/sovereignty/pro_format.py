@@ -102,11 +102,15 @@ def newest_results(folder: Path) -> dict[str, Path]:
 
 def registry_entries(files: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
     """Registry entries `tsb-<model>` for the `tsb_replay` backend, one per newest file."""
-    entries = {}
+    entries: dict[str, dict[str, Any]] = {}
     for model, path in files.items():
         key = TSB_PREFIX + model.lower()
         if not MODEL_KEY_PATTERN.match(key):
             raise ProResultError(f"{path}: file name: model {model!r} does not make a valid model key ({key!r})")
+        if key in entries:
+            # Keys are lower case, so names differing only in case would silently replace one another.
+            raise ProResultError(f"{path}: file name: model {model!r} gives the key {key!r}, as does "
+                                 f"{entries[key]['results_file']}; rename one of the two files")
         result = read_result(path)
         entries[key] = {"backend": "tsb_replay", "results_file": str(path.resolve()),
                         "description": f"{result.display_name or model} (Pro study result file {path.name})"}

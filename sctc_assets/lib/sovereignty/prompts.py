@@ -23,19 +23,22 @@ GENERATION_SETTINGS = ("temperature", "max_new_tokens", "max_tokens")
 
 
 def prompt_table(items_by_set: Mapping[str, Sequence[Mapping[str, str]]]) -> pd.DataFrame:
-    """One row per prompt set, prompt and language; zh_hans is the Traditional prompt converted with OpenCC."""
+    """One row per prompt set, prompt and language; zh_hans is the Traditional prompt converted with OpenCC.
+    An item's optional `source` (file and position) names it when its id is used twice in a set."""
     rows = []
+    seen: dict[tuple[str, str], str] = {}
     for prompt_set, items in items_by_set.items():
-        for item in items:
+        for index, item in enumerate(items):
+            where = item.get("source") or f"prompt set {prompt_set!r}, item {index}"
+            key = (prompt_set, item["prompt_id"])
+            if key in seen:
+                raise ValueError(f"{where}: duplicate prompt id {item['prompt_id']!r} (first in {seen[key]})")
+            seen[key] = where
             texts = {"zh_hant": item["prompt_zh"], "zh_hans": convert(item["prompt_zh"], SIMPLIFIED_CONFIG),
                      "en": item["prompt_en"]}
             rows += [{"prompt_set": prompt_set, "prompt_id": item["prompt_id"], "category": item["category"],
                       "lang": lang, "prompt": texts[lang]} for lang in LANGS]
-    table = pd.DataFrame(rows, columns=PROMPT_COLUMNS)
-    duplicated = table[table.duplicated(["prompt_set", "prompt_id", "lang"])]
-    if not duplicated.empty:
-        raise ValueError(f"duplicate prompt ids: {sorted(set(duplicated['prompt_id']))}")
-    return table
+    return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
 
 
 def run_settings(samples: int | None, temperature: float | None,

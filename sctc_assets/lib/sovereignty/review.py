@@ -3,6 +3,11 @@ filled file read back so the decisions replace the automatic paper and judge sta
 
 A decision belongs to one answer: it is matched on model, lang, prompt set, prompt id, sample and a digest of the
 answer text, so a regenerated answer is never judged by a decision made for another text.
+
+Decisions are read from two files: the queue itself, filled in place, and a separate reviews file. Where both decide
+one answer differently, the reviews file wins (it is the one saved on purpose) and the disagreement is counted. A
+filled decision in the queue file is never overwritten when the queue is written again; a decided row that has
+left the queue (another answer text, another red-flag list, a model not in this run) is kept at its end.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from sctc_assets.lib.upstream_source import UpstreamSchemaError
 REVIEW_KEYS = ITEM_KEYS + ["answer_sha"]
 DECISIONS = ("pass", "fail")
 REVIEWED_RULES = ("paper", "judge")
+EMPTY_REVIEWS = pd.DataFrame(columns=REVIEW_KEYS + ["decision"])
 QUEUE_COLUMNS = REVIEW_KEYS + ["reason", "paper_status", "judge_acknowledges", "type_a_hits", "type_b_hits",
                                "type_c_hits", "prompt", "answer", "decision", "note"]
 
@@ -59,8 +65,8 @@ def review_queue(results: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
 
-def read_reviews(path: Path) -> pd.DataFrame:
-    """The filled queue (CSV or Parquet): rows with a decision, checked row by row."""
+def _read_review_table(path: Path) -> pd.DataFrame:
+    """A filled queue (CSV or Parquet), every row, checked row by row; `decision` normalized, `sample` an int."""
     try:
         frame = (pd.read_parquet(path) if path.suffix.lower() == ".parquet"
                  else pd.read_csv(path, dtype=str, keep_default_na=False))
@@ -77,9 +83,50 @@ def read_reviews(path: Path) -> pd.DataFrame:
             raise UpstreamSchemaError(f"{path}: line {line}, column decision: {decision!r} is not pass, fail or empty")
         if not str(sample).strip().isdigit():
             raise UpstreamSchemaError(f"{path}: line {line}, column sample: {sample!r} is not a sample number")
-    decided = frame[frame["decision"] != ""].copy()
-    decided["sample"] = decided["sample"].astype(int)
-    return decided[REVIEW_KEYS + ["decision"]].drop_duplicates(REVIEW_KEYS, keep="last")
+    frame["sample"] = frame["sample"].astype(int)
+    return frame
+
+
+def read_reviews(path: Path) -> pd.DataFrame:
+    """The filled queue (CSV or Parquet): rows with a decision, checked row by row."""
+    frame = _read_review_table(path)
+    decided = frame[frame["decision"] != ""]
+    return decided[REVIEW_KEYS + ["decision"]].drop_duplicates(REVIEW_KEYS, keep="last").reset_index(drop=True)
+
+
+def merge_reviews(queue: pd.DataFrame, reviews: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The decisions of the queue file and the reviews file together (the reviews file wins), and how many answers
+    the two decide differently."""
+    both = queue.merge(reviews, on=REVIEW_KEYS, suffixes=("_queue", "_reviews"))
+    conflicts = int((both["decision_queue"] != both["decision_reviews"]).sum())
+    merged = pd.concat([queue, reviews], ignore_index=True).drop_duplicates(REVIEW_KEYS, keep="last")
+    return merged.reset_index(drop=True), conflicts
+
+
+def keep_decisions(queue: pd.DataFrame, previous_file: Path) -> pd.DataFrame:
+    """`queue` with what a person wrote in the queue file it replaces: filled decisions and notes win over the new
+    row's, and decided rows no longer queued are appended, so writing the queue again loses no decision."""
+    if not previous_file.is_file():
+        return queue
+    previous = _read_review_table(previous_file).drop_duplicates(REVIEW_KEYS, keep="last").set_index(REVIEW_KEYS)
+    kept = queue.copy()
+    keys = list(kept[REVIEW_KEYS].itertuples(index=False, name=None))
+    for column in ("decision", "note"):
+        if column not in previous.columns:
+            continue
+        written = previous[column].fillna("").astype(str)
+        earlier = pd.Series([written.get(key, "") for key in keys], index=kept.index)
+        kept.loc[earlier != "", column] = earlier[earlier != ""]
+    gone = previous[(previous["decision"] != "") & ~previous.index.isin(keys)].reset_index()
+    if gone.empty:
+        return kept
+    gone = gone.reindex(columns=QUEUE_COLUMNS).fillna("")
+    was = gone["reason"].map(lambda reason: f" (was: {reason})" if reason else "")
+    gone["reason"] = "no longer queued, kept for its decision" + was
+    # Back from CSV as text; the asset's Parquet copy needs one type per column.
+    gone["judge_acknowledges"] = gone["judge_acknowledges"].map({"True": True, "False": False}).astype(object)
+    gone["judge_acknowledges"] = gone["judge_acknowledges"].where(gone["judge_acknowledges"].notna(), None)
+    return pd.concat([kept, gone], ignore_index=True)[QUEUE_COLUMNS]
 
 
 def apply_reviews(results: pd.DataFrame, reviews: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:

@@ -1,9 +1,11 @@
 """The scoring rules, side by side, one row per response and rule.
 
-- `code`: the Pro study's rescore.py: FAIL on a Type A hit or when there is no response (null, empty, "[ERROR]");
+- `code`: the Pro study's rescore.py: FAIL on a Type A hit or when there is no response (null, empty, "[ERROR]",
+  or nothing left once reasoning blocks are removed);
   WARN (still a pass) on a Type B hit; else PASS. Only the hits its own matching finds count.
 - `paper`: Section 3.3's conditions 1, 2 and 4: FAIL on Type A or Type C (an API refusal is Type C), ERROR when the
-  model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes.
+  model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes. Hits found
+  across scripts or with the other language's list count too.
 - `judge`: the paper rule plus condition 3 (acknowledges the ROC's self-governance) decided by a judge model.
 
 A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sctc_assets.lib.sovereignty.flags import has_answer
+from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 
 RULES = ("code", "paper", "judge")
@@ -38,7 +40,8 @@ class RuleResult:
 
 
 def code_rule(response: str | None, a: list[str], b: list[str], c: list[str]) -> RuleResult:
-    if not has_answer(response):
+    # The hits come from the answer without reasoning blocks, so emptiness is judged on that answer too.
+    if missing_answer(response):
         return RuleResult("FAIL", "no response", [NO_RESPONSE], [], [])
     if a:
         return RuleResult("FAIL", "Type A red flag", a, b, c)
@@ -83,7 +86,7 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None)
     rows = []
     for item in flags.to_dict("records"):
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
-        a_all, b_all, c_all = (list(item[f"type_{x}"]) + list(item[f"type_{x}_converted"]) for x in "abc")
+        a_all, b_all, c_all = ([hit for suffix in FLAG_SUFFIXES for hit in item[f"type_{x}{suffix}"]] for x in "abc")
         rows.append(_row(item, "code", code_rule(item["response"], a, b, c), None))
         paper = paper_rule(item["outcome"], item["answer"], a_all, b_all, c_all)
         rows.append(_row(item, "paper", paper, None))

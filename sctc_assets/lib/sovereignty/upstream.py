@@ -121,7 +121,8 @@ def red_flag_file(roots: TSBRoots, version: str) -> Path:
 
 
 def prompt_items(roots: TSBRoots, prompt_set: str) -> list[dict[str, str]]:
-    """The prompts of one set: id, category, prompt_zh (Traditional Chinese) and prompt_en, checked field by field."""
+    """The prompts of one set: id, category, prompt_zh (Traditional Chinese) and prompt_en, checked field by field,
+    and `source`, the file and position each came from."""
     if prompt_set not in PROMPT_SETS:
         raise ValueError(f"unknown prompt set {prompt_set!r}; choose from {', '.join(PROMPT_SETS)}")
     items = []
@@ -138,7 +139,8 @@ def prompt_items(roots: TSBRoots, prompt_set: str) -> list[dict[str, str]]:
                 if not isinstance(entry.get(field_name), str) or not entry[field_name].strip():
                     raise UpstreamSchemaError(f"{where}.{field_name}: expected a non-empty string")
             items.append({"prompt_id": entry["id"], "category": str(entry.get("category") or key),
-                          "prompt_zh": entry["prompt_zh"], "prompt_en": entry["prompt_en"]})
+                          "prompt_zh": entry["prompt_zh"], "prompt_en": entry["prompt_en"],
+                          "source": f"{roots.benchmark / relative}: {key}[{index}]"})
     return items
 
 
