@@ -268,3 +268,20 @@ def test_popularity_correlation_counts_from_the_corpus_run_or_upstream(isolated_
     assert with_project.metadata["count_source"].value == "project" and row["count_source"] == "project"
     assert (row["n_names"], row["spearman_rho"]) == (5, pytest.approx(1.0))
     assert run(project.assign(complete=False)).value.iloc[0]["count_source"] == "upstream"
+
+
+def test_a_reduced_run_asks_each_row_with_its_trial_index_from_the_full_design():
+    from sctc_assets.assets.name.responses import prompts_to_ask
+    from sctc_assets.lib.name.candidates import RunSettings
+
+    design = pd.DataFrame({"list_id": [0, 0, 0, 0, 1, 1, 1, 1], "shuffle": [0, 1, 2, 3, 0, 1, 2, 3],
+                           "prompt": ["A", "B", "A", "A", "C", "A", "B", "C"]})
+    prompts = design.assign(experiment="same_name_script", list_source="upstream", lang="zh_hans",
+                            row=design["list_id"] * 4 + design["shuffle"])
+
+    full, _ = prompts_to_ask(prompts, "zh_hans", RunSettings(("same_name_script",)), replay=False)
+    reduced, _ = prompts_to_ask(prompts, "zh_hans", RunSettings(("same_name_script",), shuffles=2), replay=False)
+
+    assert full["occurrence"].tolist() == [0, 0, 1, 2, 0, 3, 1, 1]
+    assert reduced[["row", "prompt", "occurrence"]].values.tolist() == [[0, "A", 0], [1, "B", 0], [4, "C", 0],
+                                                                         [5, "A", 3]]

@@ -61,6 +61,10 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
             chosen = grid.to_frame(index=False).assign(
                 experiment=name, list_source="upstream", lang=lang, prompt=None,
                 row=lambda frame: frame["list_id"] * spec.shuffles + frame["shuffle"])
+        # Rows that repeat a prompt are separate samples, as in the paper: the occurrence number over the full
+        # design keeps them apart, and stays the same whatever --name-lists/--name-shuffles select.
+        chosen = chosen.sort_values("row", kind="stable")
+        chosen = chosen.assign(occurrence=chosen.groupby("prompt", dropna=False).cumcount())
         if settings.lists is not None:
             chosen = chosen[chosen["list_id"] < settings.lists]
         if settings.shuffles is not None:
@@ -87,12 +91,10 @@ def name_responses(
                             entry.benchmark_settings("name"), where=f"name_responses: model {model!r} (run config, "
                                                                    "else registry benchmarks.name)")
     selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
-    # Rows that repeat a prompt are separate samples, as in the paper: the occurrence number keeps them apart.
-    occurrence = selected.groupby("prompt", dropna=False).cumcount()
     requests = [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat), benchmark="name",
                                        lang=lang, prompt_id=EXPERIMENTS[name].prompt_id, row=int(row))
-                for prompt, repeat, name, row in zip(selected["prompt"], occurrence, selected["experiment"],
-                                                     selected["row"])]
+                for prompt, repeat, name, row in zip(selected["prompt"], selected["occurrence"],
+                                                     selected["experiment"], selected["row"])]
     backend = models.backend(model, open_upstream=upstream.open)
     results: list[GenerationResult] = backend.generate(
         requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}", context.log.info))
