@@ -67,41 +67,15 @@ def test_opens_directory_and_archives(tmp_path, kind):
         assert again.root == source.root
 
 
-def test_opens_a_url_and_caches_the_download(tmp_path):
-    archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz")
-    requests = []
+def _serve(bodies: list[bytes], announced_extra: int = 0,
+           requests: list[str] | None = None) -> http.server.ThreadingHTTPServer:
+    """A server on 127.0.0.1 answering each GET with the next body, announcing `announced_extra` bytes too many;
+    `requests` records the paths asked for."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's naming
-            requests.append(self.path)
-            body = archive.read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
-        first = _open(url, tmp_path / "cache")
-        second = _open(url, tmp_path / "cache")
-    finally:
-        server.shutdown()
-    assert first.read_csv(TERMS_FILE).shape == (1, 7)
-    assert second.root == first.root
-    assert requests == [f"/archive/{SCTC_COMMIT}.tar.gz"]
-    assert list((tmp_path / "cache" / "downloads").iterdir())
-
-
-def _serve(bodies: list[bytes], announced_extra: int = 0) -> http.server.ThreadingHTTPServer:
-    """A server on 127.0.0.1 answering each GET with the next body, announcing `announced_extra` bytes too many."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
+            if requests is not None:
+                requests.append(self.path)
             body = bodies.pop(0)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body) + announced_extra))
@@ -114,6 +88,22 @@ def _serve(bodies: list[bytes], announced_extra: int = 0) -> http.server.Threadi
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def test_opens_a_url_and_caches_the_download(tmp_path):
+    archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz")
+    requests = []
+    server = _serve([archive.read_bytes()] * 2, requests=requests)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
+        first = _open(url, tmp_path / "cache")
+        second = _open(url, tmp_path / "cache")
+    finally:
+        server.shutdown()
+    assert first.read_csv(TERMS_FILE).shape == (1, 7)
+    assert second.root == first.root
+    assert requests == [f"/archive/{SCTC_COMMIT}.tar.gz"]
+    assert list((tmp_path / "cache" / "downloads").iterdir())
 
 
 def test_truncated_download_is_an_error_and_not_cached(tmp_path):
