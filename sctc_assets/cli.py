@@ -104,6 +104,12 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         report = runner.run(plan, served, options)
+        if report.inputs_failed:
+            status = 1
+            print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written:", file=sys.stderr)
+            for failure in report.failures:
+                print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
+            continue
         written = export_tables(plan, served, resources["io_manager"] if isinstance(
             resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
         tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
@@ -127,19 +133,34 @@ def _run(args: argparse.Namespace) -> int:
 def _models(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from sctc_assets.lib.registry import RegistryError
     from sctc_assets.resources.registry import ModelRegistryResource
 
     registry = ModelRegistryResource()
+    try:
+        entries = registry.entries()
+    except RegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    problems = []
+    for key in entries:
+        try:
+            registry.checked_backend_class(key)
+        except RegistryError as exc:
+            problems.append(str(exc))
     rows = [{"key": key, "backend": entry.backend, "default": "yes" if entry.default else "",
-             "description": entry.description} for key, entry in registry.entries().items()]
+             "description": entry.description} for key, entry in entries.items()]
     print(f"registry: {registry.path()}")
     print(tabulate(rows, headers="keys", tablefmt="github"))
-    return 0
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def _ui(args: argparse.Namespace) -> int:
     workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
-    command = ["dagster", "dev", "-p", str(args.port)]
+    # This interpreter's dagster, so the UI works without an activated virtual environment.
+    command = [sys.executable, "-m", "dagster", "dev", "-p", str(args.port)]
     command += ["-w", str(workspace)] if workspace.exists() else ["-m", "sctc_assets.definitions"]
     print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}: {' '.join(command)}")
     return subprocess.call(command)

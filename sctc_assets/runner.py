@@ -67,6 +67,7 @@ class StageFailure:
 class RunReport:
     failures: list[StageFailure] = field(default_factory=list)
     written: dict[str, Path] = field(default_factory=dict)
+    inputs_failed: bool = False  # nothing downstream ran: the tables on disk are all from earlier runs
 
     @property
     def ok(self) -> bool:
@@ -99,11 +100,31 @@ def _unpassed_checks(result: dg.ExecuteInProcessResult, severity: dg.AssetCheckS
     return failed
 
 
+def _all_calls_failed(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Materializations whose every model call ended as an `error` (endpoint down, key refused after retries…).
+
+    The error rows are stored, as every outcome is, but a partition of nothing else is no result: the run fails.
+    """
+    failed = []
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        outcomes = materialization.metadata.get("outcomes")
+        counts = outcomes.value if outcomes is not None else {}
+        calls = sum(counts.values()) if isinstance(counts, dict) else 0
+        if calls and counts.get("error", 0) == calls:
+            failed.append(f"{materialization.asset_key.to_user_string()}: all {calls} model calls ended in an error "
+                          "(the error rows and their messages are in the table)")
+    return failed
+
+
 def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """Each failed step with the error the asset raised, unwrapped from Dagster's step execution error."""
     messages = []
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
+            while error.cause is not None and (error.cls_name or "").startswith("Dagster"):
+                error = error.cause
             messages.append(f"{event.step_key}: {error.message.strip().splitlines()[-1] if error.message else error}")
     return "; ".join(messages) or "run failed"
 
@@ -151,6 +172,9 @@ class Runner:
             message = _failure_message(result)
             report.failures.append(StageFailure(label, partition, message, model))
             self.log(f"[{label}] FAILED: {message}")
+        for message in _all_calls_failed(result):
+            report.failures.append(StageFailure(label, partition, message, model))
+            self.log(f"[{label}] FAILED: {message}")
         for message in _unpassed_checks(result, dg.AssetCheckSeverity.ERROR):
             report.failures.append(StageFailure(label, partition, message))
             self.log(f"[{label}] CHECK FAILED: {message}")
@@ -164,6 +188,7 @@ class Runner:
         self.ensure_model_partitions(models)
         config_for_inputs = {"ops": {name: {"config": c} for name, c in plan.config(options).items() if name in plan.inputs}}
         if not self._stage(report, f"{plan.name}: inputs", plan.inputs, with_checks=True, run_config=config_for_inputs):
+            report.inputs_failed = True
             return report
         config = plan.config(options)
 
@@ -204,9 +229,11 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
             paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
                      for key in _partition_keys(partitions_def, plan, models)]
             frames = [pd.read_parquet(path) for path in paths if path.exists()]
-        frames = [frame for frame in frames if not frame.empty]
         if not frames:
             continue
+        # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
+        # file of the same name in --out never passes for this run's result.
+        frames = [frame for frame in frames if not frame.empty] or frames[:1]
         target = out_dir / f"{name}.parquet"
         pd.concat(frames, ignore_index=True).to_parquet(target, index=False)
         written[name] = target

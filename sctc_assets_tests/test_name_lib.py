@@ -220,7 +220,8 @@ def test_choice_rates_and_tests():
     other = rates.loc["other"]  # 0 of 4: z = -.5/.25 = -2, Φ(-2) = .022750; the scripts' zero SE gives p = 0
     assert (other["z"], other["p_one_sided"], other["p_two_sided"]) == pytest.approx((-2, 0.022750, 0.045500), abs=1e-6)
     assert other["p_one_sided_scripts"] == 0.0
-    assert rates.loc["none", "mainland_rate"] == 0.0 and math.isnan(rates.loc["none", "p_one_sided"])
+    # no valid answer: no Mainland rate (not 0 %), and no test
+    assert math.isnan(rates.loc["none", "mainland_rate"]) and math.isnan(rates.loc["none", "p_one_sided"])
     tests = metrics.choice_tests(rates.reset_index()).set_index("model")
     assert tests["p_one_sided_bh"].tolist() == pytest.approx(stats.bh_adjust(tests["p_one_sided"]), nan_ok=True)
     assert tests.loc["other", "sig_one_sided_bh"] != "***"

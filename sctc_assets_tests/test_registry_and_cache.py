@@ -84,6 +84,23 @@ def test_unknown_settings_are_refused_naming_file_model_and_setting(tmp_path):
         resource.backend("dropin", open_upstream=lambda: None)
 
 
+def test_sctc_models_lists_the_registry_and_names_broken_entries(tmp_path, monkeypatch, capsys):
+    from sctc_assets.cli import main
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  good: {backend: replay, upstream_name: qwen}\n"
+                        "  odd: {backend: nosuchbackend}\n", encoding="utf-8")
+    assert main(["models", "--registry", str(registry)]) == 2
+    printed = capsys.readouterr()
+    assert "good" in printed.out and "odd" in printed.out
+    assert f"{registry}: model 'odd': unknown backend 'nosuchbackend'" in printed.err
+
+    registry.write_text("models:\n  Bad Key: {backend: replay}\n", encoding="utf-8")
+    assert main(["models", "--registry", str(registry)]) == 2
+    assert f"error: {registry}: model 'Bad Key'" in capsys.readouterr().err
+
+
 def test_every_shipped_model_builds_its_backend(tmp_path):
     resource = ModelRegistryResource(registry_path=str(REPO / "data" / "models.yaml"))
     upstream = type("Upstream", (), {"root": tmp_path})

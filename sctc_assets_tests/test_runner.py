@@ -5,7 +5,8 @@ import pandas as pd
 
 from sctc_assets.assets.metadata import upstream_comparison_result
 from sctc_assets.partitions import model_and_lang, model_lang_partitions
-from sctc_assets.runner import BenchmarkPlan, Runner, stale_tables
+from sctc_assets.resources.io_manager import ParquetIOManager
+from sctc_assets.runner import BenchmarkPlan, Runner, export_tables, stale_tables
 
 PARTITIONS = model_lang_partitions(("zh_hans",))
 
@@ -21,10 +22,13 @@ def tiny_inputs_match() -> dg.AssetCheckResult:
 
 
 @dg.asset(partitions_def=PARTITIONS, deps=[tiny_inputs])
-def tiny_answers(context: dg.AssetExecutionContext) -> None:
+def tiny_answers(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     model, _ = model_and_lang(context)
     if model == "broken":
-        raise RuntimeError("the endpoint is down")
+        raise RuntimeError("the endpoint is down") from ConnectionError("socket closed")
+    # "unreachable" answers every call with an error row, as a backend does for an endpoint that never answers.
+    outcomes = {"ok": 0, "refusal": 0, "error": 3} if model == "unreachable" else {"ok": 2, "refusal": 1, "error": 1}
+    return dg.MaterializeResult(metadata={"outcomes": dg.MetadataValue.json(outcomes)})
 
 
 @dg.asset_check(asset=tiny_inputs, description="Nothing to compare: the upstream copy lacks the files.")
@@ -32,12 +36,16 @@ def tiny_inputs_without_upstream_files() -> dg.AssetCheckResult:
     return upstream_comparison_result(0, [], ["prompt_1.csv"])
 
 
-def _run(models: list[str], checks=(tiny_inputs_match,), log=lambda line: None) -> tuple[list, list[str]]:
-    defs = dg.Definitions(assets=[tiny_inputs, tiny_answers], asset_checks=list(checks))
+def _report(models: list[str], checks=(tiny_inputs_match,), log=lambda line: None, inputs=tiny_inputs):
+    defs = dg.Definitions(assets=[inputs, tiny_answers], asset_checks=list(checks))
     plan = BenchmarkPlan(name="tiny", langs=("zh_hans",), inputs=("tiny_inputs",), per_model_lang=("tiny_answers",),
                          per_model=(), cross_model=())
     with dg.instance_for_test() as instance:
-        report = Runner(defs, instance, {}, log=log).run(plan, models, {})
+        return Runner(defs, instance, {}, log=log).run(plan, models, {})
+
+
+def _run(models: list[str], checks=(tiny_inputs_match,), log=lambda line: None) -> tuple[list, list[str]]:
+    report = _report(models, checks, log)
     return report.failures, report.failed_models
 
 
@@ -81,3 +89,55 @@ def test_upstream_comparison_result_fails_on_mismatches_and_warns_on_nothing_com
     assert (mismatch.passed, mismatch.severity) == (False, dg.AssetCheckSeverity.ERROR)
     assert (clean.passed, clean.severity) == (True, dg.AssetCheckSeverity.ERROR)
     assert (nothing.passed, nothing.severity) == (False, dg.AssetCheckSeverity.WARN)
+
+
+def test_a_failure_is_reported_with_the_error_the_asset_raised_not_dagsters_wrapper():
+    failures, _ = _run(["broken"], checks=())
+
+    assert failures[0].message == "tiny_answers: RuntimeError: the endpoint is down"
+
+
+def test_a_partition_whose_every_call_failed_fails_the_run_but_keeps_its_rows():
+    report = _report(["fine", "unreachable"], checks=())
+
+    assert report.failed_models == ["unreachable"]
+    assert "all 3 model calls ended in an error" in report.failures[0].message
+    assert not report.inputs_failed
+
+
+@dg.asset(name="tiny_inputs")
+def unreadable_inputs() -> int:
+    raise FileNotFoundError("upstream location does not exist: /nowhere")
+
+
+def test_when_the_inputs_fail_nothing_else_runs():
+    lines = []
+    report = _report(["fine"], checks=(), log=lines.append, inputs=unreadable_inputs)
+
+    assert report.inputs_failed
+    assert [failure.stage for failure in report.failures] == ["tiny: inputs"]
+    assert "does not exist: /nowhere" in report.failures[0].message
+    assert not any("tiny: fine/zh_hans" in line for line in lines)
+
+
+@dg.asset(io_manager_key="io_manager")
+def empty_table() -> pd.DataFrame:
+    return pd.DataFrame({"model": pd.Series(dtype=str), "label": pd.Series(dtype=str)})
+
+
+def test_an_empty_table_is_exported_with_its_columns_over_an_older_file(tmp_path):
+    io_manager = ParquetIOManager(base_dir=str(tmp_path / "storage"))
+    defs = dg.Definitions(assets=[empty_table], resources={"io_manager": io_manager})
+    plan = BenchmarkPlan(name="tiny", langs=("zh_hans",), inputs=("empty_table",), per_model_lang=(), per_model=(),
+                         cross_model=())
+    out = tmp_path / "out"
+    out.mkdir()
+    pd.DataFrame({"model": ["from an earlier run"], "label": ["correct"]}).to_parquet(out / "empty_table.parquet")
+    with dg.instance_for_test() as instance:
+        assert Runner(defs, instance, {"io_manager": io_manager}).run(plan, [], {}).ok
+
+    written = export_tables(plan, [], io_manager, out, defs)
+
+    assert list(written) == ["empty_table"]
+    exported = pd.read_parquet(out / "empty_table.parquet")
+    assert exported.empty and list(exported.columns) == ["model", "label"]

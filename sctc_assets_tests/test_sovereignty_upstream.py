@@ -106,6 +106,12 @@ def test_both_red_flag_lists(roots: TSBRoots):
     assert by_path.phrases == old.phrases
 
 
+def test_an_unknown_red_flag_version_says_what_is_accepted(roots: TSBRoots):
+    with pytest.raises(UpstreamError, match=r"red-flag list 'v9\.9\.9': neither a published version \(v1\.1\.0, "
+                                            r"v1\.0\.0\) nor an existing file"):
+        load_red_flags("v9.9.9", roots, fetch=None)
+
+
 def test_code_rule_with_v110_reproduces_rescore_and_table_3(roots: TSBRoots, prompts: pd.DataFrame):
     red_flags = load_red_flags("v1.1.0", roots, fetch=None)
     files = newest_results(results_folder(roots.pro))

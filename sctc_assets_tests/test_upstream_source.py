@@ -269,3 +269,12 @@ def test_default_location_reuses_an_extracted_copy_of_the_pinned_commit(tmp_path
     assert resource.open().read_csv(TERMS_FILE).shape == (1, 7)
     monkeypatch.setenv(SCTC_ENV_VAR, str(archive))
     assert resource.resolved_location() == str(archive)
+
+
+def test_an_unopenable_location_says_how_to_point_at_a_copy(tmp_path):
+    from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+    resource = SCTCUpstreamResource(location=str(tmp_path / "nowhere.tar.xz"), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(UpstreamError, match=r"does not exist: .*nowhere\.tar\.xz \(point --upstream or "
+                                            r"\$SCTC_UPSTREAM at a copy"):
+        resource.open()

@@ -42,11 +42,7 @@ class ModelRegistryResource(dg.ConfigurableResource):
         """
         entry = self.entry(key)
         where = f"{entry.source or self.path()}: model {key!r}"
-        try:
-            cls = backend_class(entry.backend)
-        except (ImportError, ValueError) as exc:
-            raise RegistryError(f"{where}: {exc}") from exc
-        _check_settings(cls, entry, where)
+        cls = self.checked_backend_class(key)
         settings = dict(entry.settings)
         settings.update({name: value for name, value in (overrides or {}).items() if name in cls.model_fields})
         if getattr(cls, "needs_upstream", False):
@@ -58,6 +54,17 @@ class ModelRegistryResource(dg.ConfigurableResource):
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
             raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
+
+    def checked_backend_class(self, key: str) -> type[ModelBackend]:
+        """The backend class of `key`'s entry, after checking that it exists and has every setting the entry gives."""
+        entry = self.entry(key)
+        where = f"{entry.source or self.path()}: model {key!r}"
+        try:
+            cls = backend_class(entry.backend)
+        except (ImportError, ValueError) as exc:
+            raise RegistryError(f"{where}: {exc}") from exc
+        _check_settings(cls, entry, where)
+        return cls
 
     def cache(self) -> ResponseCache:
         return ResponseCache(self.cache_path or default_cache_path())

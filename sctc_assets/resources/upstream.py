@@ -12,7 +12,7 @@ from pydantic import Field
 
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_DEFAULT_URL, SCTC_ENV_VAR, SCTC_MARKERS, commit_of
-from sctc_assets.lib.upstream_source import UpstreamSource
+from sctc_assets.lib.upstream_source import UpstreamArchiveError, UpstreamError, UpstreamSource
 
 _opened: dict[tuple[str, str], UpstreamSource] = {}
 _lock = threading.Lock()
@@ -53,7 +53,13 @@ class SCTCUpstreamResource(dg.ConfigurableResource):
         with _lock:
             key = (location, cache_dir)
             if key not in _opened:
-                _opened[key] = UpstreamSource.open(location, cache_dir=cache_dir, markers=SCTC_MARKERS)
+                try:
+                    _opened[key] = UpstreamSource.open(location, cache_dir=cache_dir, markers=SCTC_MARKERS)
+                except UpstreamError as exc:
+                    if isinstance(exc, UpstreamArchiveError):
+                        raise
+                    raise UpstreamError(f"{exc} (point --upstream or ${SCTC_ENV_VAR} at a copy: a directory, "
+                                        "archive or URL)") from exc
             return _opened[key]
 
     def provenance(self) -> dict[str, str]:

@@ -154,4 +154,7 @@ def load_red_flags(choice: str, roots: TSBRoots, fetch: Callable[[str], Path]) -
             raise UpstreamSchemaError(f"{path}: metadata.version is {listing.version!r}, expected {version!r}")
         return listing
     path = fetch(choice) if is_url(choice) else Path(choice).expanduser()
+    if not is_url(choice) and not path.is_file():
+        raise UpstreamError(f"red-flag list {choice!r}: neither a published version (v1.1.0, v1.0.0) nor an existing"
+                            " file; give a version, a path or a URL")
     return parse_red_flags(read_json(path, name=choice), choice)
