@@ -220,8 +220,8 @@ def test_choice_rates_and_tests():
     other = rates.loc["other"]  # 0 of 4: z = -.5/.25 = -2, Φ(-2) = .022750; the scripts' zero SE gives p = 0
     assert (other["z"], other["p_one_sided"], other["p_two_sided"]) == pytest.approx((-2, 0.022750, 0.045500), abs=1e-6)
     assert other["p_one_sided_scripts"] == 0.0
-    # no valid answer: no Mainland rate (not 0 %), and no test
-    assert math.isnan(rates.loc["none", "mainland_rate"]) and math.isnan(rates.loc["none", "p_one_sided"])
+    # no valid answer: 0 as fig_3.py computes it (its denominator becomes 1e-5), and no test
+    assert rates.loc["none", "mainland_rate"] == 0.0 and math.isnan(rates.loc["none", "p_one_sided"])
     tests = metrics.choice_tests(rates.reset_index()).set_index("model")
     assert tests["p_one_sided_bh"].tolist() == pytest.approx(stats.bh_adjust(tests["p_one_sided"]), nan_ok=True)
     assert tests.loc["other", "sig_one_sided_bh"] != "***"
@@ -351,3 +351,16 @@ def test_appearances_count_the_rows_answered_only():
                              names=["甲男", None, None, "乙女"]).iloc[[0, 3]]
     frequencies, _ = metrics.selection_frequencies(selections, lists)
     assert frequencies.set_index("name")["appearances"].to_dict() == {"甲男": 1, "乙女": 1}
+
+
+def test_the_printed_summary_shows_no_rate_where_no_answer_was_valid():
+    from sctc_assets.assets.name.plan import name_summary
+
+    rates = pd.DataFrame({"model": ["m", "m"], "extraction_source": ["rules"] * 2, "experiment": ["main"] * 2,
+                          "lang": ["zh_hans", "zh_hant"], "n": [4, 4], "n_valid": [0, 2], "valid_rate": [0.0, 0.5],
+                          "mainland_rate": [0.0, 0.5], "sig_two_sided_bh": ["", "NS"]})
+
+    row = [line for line in name_summary({"name_choice_rates": rates}, ["m"]).splitlines() if line.startswith("| m ")]
+    cells = [cell.strip() for cell in row[0].split("|")]
+    assert cells[1:6] == ["m", "rules", "4", "0", "–"]  # S: n, valid%, then no Mainland% rather than "0.0"
+    assert "50.0 NS" in cells

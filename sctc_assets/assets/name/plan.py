@@ -60,9 +60,10 @@ def name_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
             stars = record.get("sig_two_sided_bh", "") if found else ""
             row[f"{tag} n"] = int(record["n"]) if found else ""
             row[f"{tag} valid%"] = round(float(record["valid_rate"]) * 100, 1) if found else ""
-            rate = float(record["mainland_rate"]) if found else float("nan")
-            # No valid answer: no Mainland rate, and no test of one.
-            row[f"{tag} Mainland%"] = (f"{rate * 100:.1f} {stars}" if rate == rate else "–") if found else ""
+            # No valid answer: the table's 0 (fig_3.py's convention) is no Mainland rate, and there is no test.
+            has_rate = found and int(record["n_valid"]) > 0
+            row[f"{tag} Mainland%"] = (f"{float(record['mainland_rate']) * 100:.1f} {stars}" if has_rate
+                                       else "–" if found else "")
         rows.append(row)
     significance = ("z-test against 50 %, two-sided, BH-adjusted across models × languages"
                     if "sig_two_sided_bh" in rates.columns else "no significance: name_choice_tests was not produced")

@@ -49,7 +49,7 @@ def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
         statuses = group["status"].value_counts()
         record = dict(zip(RATE_KEYS, keys))
         record.update(
-            n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else np.nan,
+            n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else 0.0,  # fig_3.py's 1e-5 denominator gives 0
             n_mainland=n_mainland, n_taiwan=n_taiwan, n_other_script=int(group["script_variant_of"].notna().sum()),
             n_judge_error=int(group["rule"].astype(str).str.startswith("judge_error").sum()),
             **{column: int(statuses.get(status, 0)) for status, column in STATUS_COLUMNS.items()})
@@ -187,7 +187,7 @@ def region_point(regions: pd.Series) -> dict:
     valid = n_mainland + n_taiwan
     return {"n": len(regions), "n_mainland": n_mainland, "n_taiwan": n_taiwan,
             "pct_mainland_of_all": n_mainland / len(regions) * 100 if len(regions) else np.nan,
-            "mainland_rate": n_mainland / valid if valid else np.nan}
+            "mainland_rate": n_mainland / valid if valid else 0.0}
 
 
 def shuffle_curve(selections: pd.DataFrame) -> pd.DataFrame:
