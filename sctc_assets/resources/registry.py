@@ -41,8 +41,8 @@ class ModelRegistryResource(dg.ConfigurableResource):
         have is left out, since it cannot change that backend's answers (a replay has no temperature).
         """
         entry = self.entry(key)
-        where = f"{entry.source or self.path()}: model {key!r}"
-        cls = self.checked_backend_class(key)
+        where = self._where(entry)
+        cls = self.checked_backend_class(entry)
         settings = dict(entry.settings)
         settings.update({name: value for name, value in (overrides or {}).items() if name in cls.model_fields})
         if getattr(cls, "needs_upstream", False):
@@ -55,10 +55,12 @@ class ModelRegistryResource(dg.ConfigurableResource):
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
             raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
 
-    def checked_backend_class(self, key: str) -> type[ModelBackend]:
-        """The backend class of `key`'s entry, after checking that it exists and has every setting the entry gives."""
-        entry = self.entry(key)
-        where = f"{entry.source or self.path()}: model {key!r}"
+    def _where(self, entry: ModelEntry) -> str:
+        return f"{entry.source or self.path()}: model {entry.key!r}"
+
+    def checked_backend_class(self, entry: ModelEntry) -> type[ModelBackend]:
+        """The backend class of `entry`, after checking that it exists and has every setting the entry gives."""
+        where = self._where(entry)
         try:
             cls = backend_class(entry.backend)
         except (ImportError, ValueError) as exc:
