@@ -104,27 +104,24 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         report = runner.run(plan, served, options)
+        tables: dict[str, pd.DataFrame] = {}
         if report.inputs_failed:
-            status = 1
-            print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written:", file=sys.stderr)
-            for failure in report.failures:
-                print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
-            continue
-        written = export_tables(plan, served, resources["io_manager"] if isinstance(
-            resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
-        tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
-        print()
-        print(plan.summary(tables, served))
-        print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
+            print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written", file=sys.stderr)
+        else:
+            written = export_tables(plan, served, resources["io_manager"] if isinstance(
+                resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
+            tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
+            print()
+            print(plan.summary(tables, served))
+            print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
         if not report.ok:
             status = 1
             print(f"\n{len(report.failures)} stage(s) or check(s) failed:", file=sys.stderr)
             for failure in report.failures:
                 print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
         if report.failed_models:
-            stale = stale_tables(tables, report.failed_models)
             print(f"\n{name}: stages failed for {', '.join(report.failed_models)}", file=sys.stderr)
-            for model, names in stale.items():
+            for model, names in stale_tables(tables, report.stale_models).items():
                 print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
                       " not this one", file=sys.stderr)
     return status
@@ -143,9 +140,9 @@ def _models(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     problems = []
-    for key in entries:
+    for entry in entries.values():
         try:
-            registry.checked_backend_class(key)
+            registry.checked_backend_class(entry)
         except RegistryError as exc:
             problems.append(str(exc))
     rows = [{"key": key, "backend": entry.backend, "default": "yes" if entry.default else "",

@@ -61,6 +61,7 @@ class StageFailure:
     partition: str | None
     message: str
     model: str | None = None  # the model whose stage failed; None for model-independent stages and checks
+    wrote: bool = False  # the stage still wrote its tables (every call failed: the error rows are stored)
 
 
 @dataclass
@@ -76,6 +77,12 @@ class RunReport:
     @property
     def failed_models(self) -> list[str]:
         return list(dict.fromkeys(failure.model for failure in self.failures if failure.model is not None))
+
+    @property
+    def stale_models(self) -> list[str]:
+        """Failed models whose tables this run did not write: what the tables hold of them is from earlier runs."""
+        return list(dict.fromkeys(failure.model for failure in self.failures
+                                  if failure.model is not None and not failure.wrote))
 
 
 def stale_tables(tables: Mapping[str, pd.DataFrame], models: Sequence[str]) -> dict[str, list[str]]:
@@ -173,7 +180,7 @@ class Runner:
             report.failures.append(StageFailure(label, partition, message, model))
             self.log(f"[{label}] FAILED: {message}")
         for message in _all_calls_failed(result):
-            report.failures.append(StageFailure(label, partition, message, model))
+            report.failures.append(StageFailure(label, partition, message, model, wrote=True))
             self.log(f"[{label}] FAILED: {message}")
         for message in _unpassed_checks(result, dg.AssetCheckSeverity.ERROR):
             report.failures.append(StageFailure(label, partition, message))

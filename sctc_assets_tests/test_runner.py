@@ -62,6 +62,7 @@ def test_models_whose_stages_failed_are_named():
     failures, failed_models = _run(["fine", "broken"])
 
     assert failed_models == ["broken"]
+    assert _report(["fine", "broken"], checks=()).stale_models == ["broken"]
     assert [failure.stage for failure in failures if failure.model] == ["tiny: broken/zh_hans"]
 
 
@@ -101,6 +102,7 @@ def test_a_partition_whose_every_call_failed_fails_the_run_but_keeps_its_rows():
     report = _report(["fine", "unreachable"], checks=())
 
     assert report.failed_models == ["unreachable"]
+    assert report.stale_models == []  # its error rows are this run's, not an earlier run's
     assert "all 3 model calls ended in an error" in report.failures[0].message
     assert not report.inputs_failed
 
