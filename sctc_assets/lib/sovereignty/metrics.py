@@ -43,14 +43,14 @@ def _majority(frame: pd.DataFrame) -> pd.Series:
     return passed.sum() * 2 > passed.size()
 
 
-def mcnemar_pairs(first: pd.DataFrame, second: pd.DataFrame) -> tuple[str, pd.Series, pd.Series]:
-    """The unit McNemar pairs (`response` with one sample per prompt, else `prompt`) and the paired pass flags."""
-    several = any(len(frame) and frame.groupby("prompt_id")["sample"].nunique().max() > 1 for frame in (first, second))
-    if several:
-        pairs = pd.concat([_majority(first).rename("a"), _majority(second).rename("b")], axis=1, join="inner")
-        return "prompt", pairs["a"], pairs["b"]
-    pairs = first.merge(second, on=["prompt_id", "sample"], suffixes=("_a", "_b"))
-    return "response", pairs["passed_a"].astype(bool), pairs["passed_b"].astype(bool)
+def _several_samples(*frames: pd.DataFrame) -> bool:
+    return any(len(frame) and frame.groupby("prompt_id")["sample"].nunique().max() > 1 for frame in frames)
+
+
+def _prompt_pairs(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per prompt present in both languages, the majority pass flags of each."""
+    pairs = pd.concat([_majority(first).rename("a"), _majority(second).rename("b")], axis=1, join="inner")
+    return pairs["a"], pairs["b"]
 
 
 def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str) -> dict:
@@ -59,7 +59,10 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str)
     pass_a, pass_b = pairs["passed_a"].astype(bool), pairs["passed_b"].astype(bool)
     score_a, score_b = float(first["passed"].mean()), float(second["passed"].mean())
     consistency = float((pass_a == pass_b).mean()) if len(pairs) else float("nan")
-    unit, unit_a, unit_b = mcnemar_pairs(first, second)
+    if _several_samples(first, second):
+        unit, (unit_a, unit_b) = "prompt", _prompt_pairs(first, second)
+    else:
+        unit, unit_a, unit_b = "response", pass_a, pass_b
     b, c = int((unit_a & ~unit_b).sum()), int((~unit_a & unit_b).sum())
     chi2, p_chi2, p_exact = stats.mcnemar(b, c)
     failed_a, failed_b = int((~first["passed"].astype(bool)).sum()), int((~second["passed"].astype(bool)).sum())
