@@ -146,29 +146,57 @@ def _parquet_records(path: Path, row_group: int, fields: tuple[str, ...] | str) 
             row += 1
 
 
+def _row_group_count(path: Path) -> int:
+    try:
+        return pq.ParquetFile(path).num_row_groups
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise CorpusReadError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+
+def _units(source: FileSource, files: list[Path], *,
+           tolerant: bool = False) -> Iterator[tuple[Path, str | None, Any, int | None, int | None]]:
+    """The files in reading order as `(path, format, opener, row group, unit)`.
+
+    Parquet row groups and whole compressed files are units, dealt round robin over the shards (shard
+    `unit % shards` reads it); an uncompressed line file is none (`unit` None): every shard reads a byte range of
+    it. `tolerant`: a file whose format or row groups cannot be read comes as `(path, None, None, None, None)`
+    instead of raising (a fingerprint only needs to tell that something changed).
+    """
+    unit = 0
+    for path in files:
+        try:
+            fmt, opener = file_format(path, source.format)
+            groups = _row_group_count(path) if fmt == "parquet" else 0
+        except CorpusReadError:
+            if not tolerant:
+                raise
+            yield path, None, None, None, None
+            continue
+        if fmt == "parquet":
+            for group in range(groups):
+                yield path, fmt, opener, group, unit
+                unit += 1
+        elif opener is not None:
+            yield path, fmt, opener, None, unit
+            unit += 1
+        else:
+            yield path, fmt, opener, None, None
+
+
 def _file_records(entry: CorpusEntry, index: int) -> Iterator[tuple[str, Any]]:
     source = entry.source
     assert isinstance(source, FileSource)
-    unit = 0  # whole files and row groups, dealt round robin over the shards
-    for path in source_files(source, entry.key):
-        fmt, opener = file_format(path, source.format)
-        if fmt == "parquet":
-            try:
-                groups = pq.ParquetFile(path).num_row_groups
-            except Exception as exc:  # pyarrow raises several types for a damaged file
-                raise CorpusReadError(f"{path}: not a readable Parquet file ({exc})") from exc
-            for group in range(groups):
-                if unit % entry.shards == index:
-                    yield from _parquet_records(path, group, entry.text_fields)
-                unit += 1
-        elif opener is not None:
-            if unit % entry.shards == index:
-                yield from _line_records(path, fmt, _compressed_lines(path, opener))
-            unit += 1
-        else:
+    for path, fmt, opener, group, unit in _units(source, source_files(source, entry.key)):
+        if unit is None:
             size = path.stat().st_size
             start, end = size * index // entry.shards, size * (index + 1) // entry.shards
             yield from _line_records(path, fmt, _line_range(path, start, end))
+        elif unit % entry.shards != index:
+            continue
+        elif fmt == "parquet":
+            yield from _parquet_records(path, group, entry.text_fields)
+        else:
+            yield from _line_records(path, fmt, _compressed_lines(path, opener))
 
 
 def _hub_records(entry: CorpusEntry, index: int) -> Iterator[tuple[str, Any]]:
@@ -200,13 +228,6 @@ def _state(path: Path) -> list[Any]:
     return [str(path), stat.st_size, stat.st_mtime_ns]
 
 
-def _row_groups(path: Path) -> int:
-    try:
-        return pq.ParquetFile(path).num_row_groups
-    except Exception:  # the count then fails on this file, naming it; a fingerprint only needs to differ
-        return 0
-
-
 def shard_inputs(entry: CorpusEntry) -> list[list[Any]]:
     """Per shard, the state (path, size, mtime_ns) of the local files its counts depend on, for its fingerprint:
     every uncompressed line file (each shard reads a byte range whose bounds follow the size), every Parquet file
@@ -219,22 +240,14 @@ def shard_inputs(entry: CorpusEntry) -> list[list[Any]]:
                                                   for match in sorted(glob.glob(pattern, recursive=True)))]
         return [common for _ in range(entry.shards)]
     files = _unique(path for _, _, matched in _globbed(source) for path in matched)
-    common: list[Any] = [[str(path) for path in files]]
+    read_by_all: dict[Path, None] = {}
     dealt: list[list[Any]] = [[] for _ in range(entry.shards)]
-    unit = 0
-    for path in files:
-        try:
-            fmt, opener = file_format(path, source.format)
-        except CorpusReadError:
-            fmt, opener = None, None
-        if fmt == "parquet":
-            common.append(_state(path))
-            unit += _row_groups(path)
-        elif opener is not None:
-            dealt[unit % entry.shards].append(_state(path))
-            unit += 1
+    for path, fmt, _, _, unit in _units(source, files, tolerant=True):
+        if unit is None or fmt == "parquet":
+            read_by_all[path] = None
         else:
-            common.append(_state(path))
+            dealt[unit % entry.shards].append(_state(path))
+    common: list[Any] = [[str(path) for path in files], *(_state(path) for path in read_by_all)]
     return [common + shard for shard in dealt]
 
 
