@@ -48,8 +48,9 @@ def choice_rates(selections: pd.DataFrame) -> pd.DataFrame:
         n_valid = n_mainland + n_taiwan
         statuses = group["status"].value_counts()
         record = dict(zip(RATE_KEYS, keys))
+        # Without a valid answer fig_3.py divides by 1e-5 instead, which gives a Mainland rate of 0.
         record.update(
-            n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else 0.0,  # fig_3.py's 1e-5 denominator gives 0
+            n=n, n_valid=n_valid, valid_rate=n_valid / n, mainland_rate=n_mainland / n_valid if n_valid else 0.0,
             n_mainland=n_mainland, n_taiwan=n_taiwan, n_other_script=int(group["script_variant_of"].notna().sum()),
             n_judge_error=int(group["rule"].astype(str).str.startswith("judge_error").sum()),
             **{column: int(statuses.get(status, 0)) for status, column in STATUS_COLUMNS.items()})
