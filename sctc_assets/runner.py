@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import dagster as dg
 import pandas as pd
+from dagster._core.definitions.job_definition import default_job_io_manager
 
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
@@ -185,8 +186,13 @@ def _step_errors(result: dg.ExecuteInProcessResult) -> list[tuple[str, Any]]:
 
 
 def _one_line(error: Any) -> str:
+    """The error's last line, its class without the module path (`UpstreamError: …`, not `sctc_assets.lib….`)."""
     lines = (error.message or "").strip().splitlines()
-    return lines[-1] if lines else str(error.cls_name or "error")
+    line = lines[-1] if lines else str(error.cls_name or "error")
+    name, sep, rest = line.partition(": ")
+    if sep and error.cls_name and name.endswith(f".{error.cls_name}"):
+        line = f"{error.cls_name}: {rest}"
+    return line
 
 
 def _failure_message(result: dg.ExecuteInProcessResult) -> str:
@@ -231,9 +237,12 @@ class Runner:
     def _execute(self, job: dg.JobDefinition, selection: Sequence[str], *, partition_key: Any = None,
                  run_config: dict | None = None, tags: Mapping[str, str]) -> dg.ExecuteInProcessResult:
         run_config = {**(run_config or {}), "loggers": {LOGGER_KEY: {}}}
+        # Resources the definitions bind stay theirs (Dagster refuses a second object for the same key).
+        bound = {key for key, resource in job.resource_defs.items() if resource is not default_job_io_manager}
+        resources = {key: value for key, value in self.resources.items() if key not in bound}
         return in_worker_thread(lambda: job.execute_in_process(
             run_config=run_config, instance=self.instance, partition_key=partition_key, raise_on_error=False,
-            asset_selection=[dg.AssetKey(name) for name in selection], resources=self.resources,
+            asset_selection=[dg.AssetKey(name) for name in selection], resources=resources,
             tags={**self._tags, **tags}))
 
     def _stage(self, report: RunReport, plan: BenchmarkPlan, stage: str, label: str, selection: Sequence[str],
@@ -283,7 +292,7 @@ class Runner:
                                    self.resources, self._tags)
         if observed is not None:
             report.run_ids.append(observed.run_id)
-        reasons = unchanged_inputs(self.defs, plan.inputs, self.instance, config, self._settings)
+        reasons = unchanged_inputs(self.defs, plan.inputs, self.instance, config, self._settings, self._stored)
         changed = {dg.AssetKey(name) for name in reasons}
         for key in list(changed):  # an input computed from a changed one is recomputed with it
             changed |= self._descendants(key)
@@ -300,6 +309,14 @@ class Runner:
             for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.WARN):
                 self.log(f"[{label}] check warning: {message}")
         return self._stage(report, plan, "inputs", label, to_run, config)
+
+    def _stored(self, key: dg.AssetKey) -> bool:
+        """Whether the project's Parquet file of an unpartitioned asset exists (True for other IO managers)."""
+        assets_def = self.defs.resolve_assets_def(key)
+        output_name = assets_def.get_output_name_for_asset_key(key)
+        io_key = assets_def.node_def.output_def_named(output_name).io_manager_key
+        io_manager = self.resources.get(io_key) or (self.defs.resources or {}).get(io_key)
+        return not isinstance(io_manager, ParquetIOManager) or io_manager.path_for(key).exists()
 
     def _descendants(self, key: dg.AssetKey) -> set[dg.AssetKey]:
         found, todo = set(), [key]

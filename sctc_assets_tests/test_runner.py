@@ -299,6 +299,17 @@ def test_cross_model_tables_skip_models_without_any_result_silently_and_name_the
     assert warnings and "zh_hant|b" in warnings[0]
 
 
+def test_an_unchanged_input_whose_stored_table_is_gone_is_materialized_again(mini):
+    defs, instance, io_manager = mini
+    runner = Runner(defs, instance, {"io_manager": io_manager}, log=lambda line: None)
+    assert runner.run(MINI_PLAN, [], {}).skipped_inputs == []
+    assert runner.run(MINI_PLAN, [], {}).skipped_inputs == ["mini_prompts"]
+
+    io_manager.path_for(dg.AssetKey("mini_prompts")).unlink()
+    assert runner.run(MINI_PLAN, [], {}).skipped_inputs == []
+    assert io_manager.path_for(dg.AssetKey("mini_prompts")).exists()
+
+
 # Unchanged inputs are skipped (Dagster's staleness plus op config and data settings).
 VERSIONS = {"source": "1", "root": "1", "derived": "1", "check_passes": True, "data": "a"}
 
@@ -484,3 +495,30 @@ def test_a_stop_request_before_a_stage_starts_runs_no_stage(mini):
         clear_stop()
     assert report.interrupted == "interrupted (test)" and not report.ok and not report.inputs_failed
     assert instance.get_runs() == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_real_sctc_run_between_partitions(isolated_data_dir, extracted_upstream):
+    """The replay backend does not poll the stop request: its partition finishes, then nothing else starts."""
+    command = [sys.executable, "-m", "sctc_assets.cli", "run", "--models", "paper-qwen", "paper-gpt4",
+               "--out", str(isolated_data_dir / "out")]
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"}, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("[term: paper-qwen/zh_hans]"):
+                process.send_signal(signal.SIGINT)
+                break
+        rest, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+
+    assert process.returncode == 130, "".join(lines) + rest + err
+    assert err.strip().splitlines()[-1] == "interrupted; 0 answers stored, rerun to continue"
+    assert "paper-gpt4" not in rest and "Traceback" not in err
+    home = isolated_data_dir / "dagster_home"
+    runs = cli_instance(home).get_runs()
+    assert {run.tags.get("sctc/model") for run in runs} == {None, "paper-qwen"}
+    assert all(run.status.value in ("SUCCESS", "FAILURE") for run in runs)

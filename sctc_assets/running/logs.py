@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Callable
@@ -19,6 +20,8 @@ from dagster._core.log_manager import LOG_RECORD_METADATA_ATTR
 
 LOGGER_KEY = "sctc"
 KEEP_LOG_FILES = 20
+# Dagster's own notes on the steps a failure left unrun: the runner's failure line says it already.
+_SKIPPED_STEPS = re.compile(r"Dependencies for step \S+ (failed|were not executed)")
 
 
 def new_log_path(folder: Path) -> Path:
@@ -46,6 +49,8 @@ class _ConsoleHandler(logging.Handler):
             if meta.get("dagster_event") is not None:
                 return  # step and run events; failures reach the terminal as the runner's one-line causes
             message = str(meta.get("orig_message", record.getMessage())).strip()
+            if _SKIPPED_STEPS.match(message):
+                return
             first, _, rest = message.partition("\n")
             if record.levelno >= logging.WARNING:
                 first = f"{record.levelname.lower()}: {first}" + (" (more in the log file)" if rest else "")

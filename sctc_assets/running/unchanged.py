@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
@@ -61,8 +61,11 @@ def observe_sources(defs: dg.Definitions, keys: Iterable[dg.AssetKey], instance:
 
 
 def unchanged_inputs(defs: dg.Definitions, names: Sequence[str], instance: dg.DagsterInstance,
-                     op_config: Mapping[str, Any], settings: str) -> dict[str, str]:
-    """Input name → why it must run again, for every input in `names` that is not unchanged (absent: unchanged)."""
+                     op_config: Mapping[str, Any], settings: str,
+                     stored: Callable[[dg.AssetKey], bool] = lambda key: True) -> dict[str, str]:
+    """Input name → why it must run again, for every input in `names` that is not unchanged (absent: unchanged).
+
+    `stored(key)` says whether the asset's stored value still exists (a storage folder wiped under the instance)."""
     graph = defs.resolve_asset_graph()
     view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                           instance=instance, asset_graph=graph)
@@ -78,6 +81,9 @@ def unchanged_inputs(defs: dg.Definitions, names: Sequence[str], instance: dg.Da
         if status != StaleStatus.FRESH:
             causes = [cause.reason for cause in resolver.get_stale_causes(key)]
             reasons[name] = "never materialized" if status == StaleStatus.MISSING else "; ".join(causes) or "stale"
+            continue
+        if not stored(key):
+            reasons[name] = "its stored table is gone"
             continue
         event = instance.get_latest_materialization_event(key)
         run = instance.get_run_by_id(event.run_id) if event is not None else None
