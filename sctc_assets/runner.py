@@ -27,7 +27,6 @@ from sctc_assets.running.signals import in_worker_thread
 from sctc_assets.running.unchanged import (SETTINGS_TAG, latest_check_failures, observe_sources, settings_digest,
                                            unchanged_inputs)
 
-STAGES = ("inputs", "partitioned_inputs", "per_model_lang", "per_model", "cross_model")
 # The backend's exception when it stopped asking (Ctrl-C, budget) after storing what had arrived (contract 3).
 HALTED_ERROR = "GenerationHalted"
 
@@ -72,8 +71,8 @@ class BenchmarkPlan:
         return self.inputs + self.per_model_lang + self.per_model + self.cross_model
 
     def job_name(self, stage: str) -> str:
-        suffix = {"per_model_lang": "model_lang", "partitioned_inputs": "partitioned_inputs"}.get(stage, stage)
-        return self.jobs.get(stage, f"{self.name}_{suffix}")
+        """`stage` is inputs, partitioned_inputs, per_model_lang, per_model or cross_model."""
+        return self.jobs.get(stage, f"{self.name}_{'model_lang' if stage == 'per_model_lang' else stage}")
 
 
 @dataclass

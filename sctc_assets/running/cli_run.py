@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from sctc_assets.lib.interrupt import stop_reason
+from sctc_assets.lib.interrupt import clear_stop, stop_reason
 from sctc_assets.lib.paths import default_cache_path, default_outputs_dir
 from sctc_assets.running.signals import EXIT_INTERRUPTED, stop_on_signals
 
@@ -49,6 +49,7 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
     if not debug:
         _quiet_dagster_warnings()
     started = time.time()
+    clear_stop()  # a stop requested during an earlier run in this process is not this run's
     try:
         with stop_on_signals():
             status = _run_benchmarks(args, options, entries, default_models, added, run_log, project)

@@ -6,7 +6,7 @@ that materialization consumed; observable source assets upstream are observed fi
 as a new data version). Dagster cannot see two things, so they are compared as well: the op config of the last
 materializing run (e.g. `--name-seed`), and the `sctc/settings` tag, a digest of the `SCTC_*` settings that point
 the resources at their data (upstream locations, registries, the data folder) together with the size and
-modification time of the local files they and the repository's `data/*.yaml` name. An asset without a
+modification time of the local files they name and of the repository's `data/*.yaml`. An asset without a
 `code_version` is never taken as unchanged: Dagster would call it fresh after any materialization.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -31,11 +32,13 @@ _REPOSITORY_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _stat(value: str) -> list | None:
+    """Size and modification time of a regular file (an archive, a registry); None for anything else: a folder's
+    time changes with every file written below it (the data folder)."""
     try:
         found = os.stat(value)
     except (OSError, ValueError):
         return None
-    return [found.st_size, found.st_mtime_ns]
+    return [found.st_size, found.st_mtime_ns] if stat.S_ISREG(found.st_mode) else None
 
 
 def settings_digest(environ: Mapping[str, str] | None = None) -> str:
