@@ -522,3 +522,27 @@ def test_ctrl_c_stops_the_real_sctc_run_between_partitions(isolated_data_dir, ex
     runs = cli_instance(home).get_runs()
     assert {run.tags.get("sctc/model") for run in runs} == {None, "paper-qwen"}
     assert all(run.status.value in ("SUCCESS", "FAILURE") for run in runs)
+
+
+def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tmp_path, monkeypatch):
+    import socket
+
+    from sctc_assets import cli
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = finished.stdout.strip()
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    instance = cli_instance(tmp_path)
+    tags = {"sctc/host": socket.gethostname(), "sctc/pid": dead_pid}
+    instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="dead-run", status=dg.DagsterRunStatus.STARTED,
+                                   tags=tags))
+    instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="ui-run", status=dg.DagsterRunStatus.STARTED))
+    started = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda command: started.append(command) or 0)
+
+    assert cli.main(["ui"]) == 0
+
+    assert started and "dev" in started[0]
+    statuses = {run.run_id: run.status for run in cli_instance(tmp_path).get_runs()}
+    assert statuses == {"dead-run": dg.DagsterRunStatus.FAILURE, "ui-run": dg.DagsterRunStatus.STARTED}
