@@ -27,7 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
                               description="Materialize the chosen benchmarks for the chosen models, print a "
                                           "summary and write every table asset to --out as <asset>.parquet. "
-                                          "Exits with 1 when a stage failed or an asset check did not pass.")
+                                          "Exits with 1 when a stage failed or an asset check did not pass, "
+                                          "with 130 when Ctrl-C or SIGTERM stopped it (answers stored so far "
+                                          "are kept; a second Ctrl-C quits at once).")
     run.add_argument("--benchmarks", nargs="+", default=["term"], choices=list(PLANS),
                      help="benchmarks to run (default: term)")
     run.add_argument("--models", nargs="+", metavar="KEY",
@@ -38,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None,
                      help=f"folder for the Parquet tables (default {default_outputs_dir()})")
     run.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    run.add_argument("--debug", action="store_true",
+                     help="print every Dagster event with its stack trace (default: one line per failed stage, the "
+                          "traces in the log file it names)")
     for plan in PLANS.values():
         plan.add_arguments(run)
 
@@ -66,14 +71,9 @@ def _prepare_environment(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import dagster as dg
-    import pandas as pd
-
-    from sctc_assets.definitions import defs, shared_resources
     from sctc_assets.lib.upstream_source import UpstreamError
-    from sctc_assets.resources.io_manager import ParquetIOManager
     from sctc_assets.resources.registry import ModelRegistryResource
-    from sctc_assets.runner import Runner, export_tables, stale_tables
+    from sctc_assets.running.cli_run import run_benchmarks
 
     options = vars(args)
     try:
@@ -90,41 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: not in the registry: {', '.join(unknown)} (see `sctc models`)", file=sys.stderr)
         return 2
-    out_dir = (args.out or default_outputs_dir()).resolve()
-    instance = dg.DagsterInstance.get()
-    resources = shared_resources()
-    runner = Runner(defs, instance, resources)
-    print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
-    status = 0
-    for name in args.benchmarks:
-        plan = PLANS[name]
-        chosen = args.models or list(dict.fromkeys((default_models if plan.default_models else []) + added[name]))
-        served = [model for model in chosen if plan.serves(entries[model])]
-        if len(served) < len(chosen):
-            print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
-        print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
-        report = runner.run(plan, served, options)
-        tables: dict[str, pd.DataFrame] = {}
-        if report.inputs_failed:
-            print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written", file=sys.stderr)
-        else:
-            written = export_tables(plan, served, resources["io_manager"] if isinstance(
-                resources["io_manager"], ParquetIOManager) else ParquetIOManager(), out_dir, defs)
-            tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
-            print()
-            print(plan.summary(tables, served))
-            print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
-        if not report.ok:
-            status = 1
-            print(f"\n{len(report.failures)} stage(s) or check(s) failed:", file=sys.stderr)
-            for failure in report.failures:
-                print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
-        if report.failed_models:
-            print(f"\n{name}: stages failed for {', '.join(report.failed_models)}", file=sys.stderr)
-            for model, names in stale_tables(tables, report.stale_models).items():
-                print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
-                      " not this one", file=sys.stderr)
-    return status
+    return run_benchmarks(args, options, entries, default_models, added)
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -155,6 +121,9 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _ui(args: argparse.Namespace) -> int:
+    from sctc_assets.running.instance import report_dead_runs
+
+    report_dead_runs()  # runs of a killed `sctc run` would otherwise show as running for ever
     workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
     # This interpreter's dagster, so the UI works without an activated virtual environment.
     command = [sys.executable, "-m", "dagster", "dev", "-p", str(args.port)]

@@ -1,8 +1,11 @@
 """Materialize benchmarks in-process into a persistent Dagster instance (what `sctc run` does).
 
-The stages mirror the partitioning: model-independent inputs, then each model × lang partition, then each model,
-then the cross-model tables. Every stage goes through the same assets, resources, IO manager and response cache
-as a backfill launched from the Dagster UI, so both paths share results.
+The stages mirror the partitioning: model-independent inputs (skipped when nothing they come from changed), then
+each model × lang partition, then each model, then the cross-model tables. Each stage is one run of the
+benchmark's named job (`term_model_lang`, …; the UI lists them under that job, tagged `sctc/benchmark`,
+`sctc/model`, `sctc/lang`) through the same assets, checks, resources, IO manager and response cache as a
+backfill launched from the Dagster UI, so both paths share results. Runs execute in a worker thread, so Ctrl-C
+reaches `sctc run` (see `sctc_assets.running.signals`) instead of failing the step under way.
 """
 
 from __future__ import annotations
@@ -13,9 +16,19 @@ from typing import Any, Callable, Mapping, Sequence
 
 import dagster as dg
 import pandas as pd
+from dagster._core.definitions.job_definition import default_job_io_manager
 
+from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager
+from sctc_assets.running.instance import process_tags
+from sctc_assets.running.logs import LOGGER_KEY, RunLog
+from sctc_assets.running.signals import in_worker_thread
+from sctc_assets.running.unchanged import (SETTINGS_TAG, latest_check_failures, observe_sources, settings_digest,
+                                           unchanged_inputs)
+
+# The backend's exception when it stopped asking (Ctrl-C, budget) after storing what had arrived (contract 3).
+HALTED_ERROR = "GenerationHalted"
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,8 @@ class BenchmarkPlan:
     materializes only the model-independent inputs.
     `partitioned_inputs(options)` lists model-independent but partitioned work to run after the inputs, as
     `(asset names, partition keys)` pairs (corpus shards).
+    `jobs`: the named Dagster job each stage runs as, where it is not `<name>_inputs`, `<name>_model_lang`,
+    `<name>_per_model` or `<name>_cross_model` (see `job_name`).
     """
 
     name: str
@@ -49,10 +64,15 @@ class BenchmarkPlan:
     default_models: bool = True
     partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = field(
         default=lambda options: [])
+    jobs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def tables(self) -> tuple[str, ...]:
         return self.inputs + self.per_model_lang + self.per_model + self.cross_model
+
+    def job_name(self, stage: str) -> str:
+        """`stage` is inputs, partitioned_inputs, per_model_lang, per_model or cross_model."""
+        return self.jobs.get(stage, f"{self.name}_{'model_lang' if stage == 'per_model_lang' else stage}")
 
 
 @dataclass
@@ -62,6 +82,7 @@ class StageFailure:
     message: str
     model: str | None = None  # the model whose stage failed; None for model-independent stages and checks
     wrote: bool = False  # the stage still wrote its tables (every call failed: the error rows are stored)
+    halted: bool = False  # the backend stopped asking (Ctrl-C, budget) after storing what had arrived
 
 
 @dataclass
@@ -69,10 +90,15 @@ class RunReport:
     failures: list[StageFailure] = field(default_factory=list)
     written: dict[str, Path] = field(default_factory=dict)
     inputs_failed: bool = False  # nothing downstream ran: the tables on disk are all from earlier runs
+    interrupted: str | None = None  # why the run stopped before its last stage (Ctrl-C, SIGTERM)
+    run_ids: list[str] = field(default_factory=list)  # the Dagster runs this report's stages launched
+    # (asset, model or None, lang or None) of every partition materialized by this run
+    materialized: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    skipped_inputs: list[str] = field(default_factory=list)  # unchanged since their last materialization
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.failures and self.interrupted is None
 
     @property
     def failed_models(self) -> list[str]:
@@ -80,20 +106,42 @@ class RunReport:
 
     @property
     def stale_models(self) -> list[str]:
-        """Failed models whose tables this run did not write: what the tables hold of them is from earlier runs."""
+        """Failed models whose stages wrote nothing this run."""
         return list(dict.fromkeys(failure.model for failure in self.failures
                                   if failure.model is not None and not failure.wrote))
 
+    def earlier_rows(self, plan: BenchmarkPlan, tables: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
+        """Failed model → the exported tables whose rows of it this run did not write (they are an earlier run's).
 
-def stale_tables(tables: Mapping[str, pd.DataFrame], models: Sequence[str]) -> dict[str, list[str]]:
-    """Model → the tables that still hold its rows. For models whose stages failed those rows come from an earlier
-    run: the partitions and cross-model tables keep what the last successful materialization wrote."""
-    found: dict[str, list[str]] = {}
-    for model in models:
-        names = [name for name, frame in tables.items() if "model" in frame.columns and (frame["model"] == model).any()]
-        if names:
-            found[model] = sorted(names)
-    return found
+        A partition counts as this run's when this run materialized it; a cross-model table when this run
+        materialized it from none but this run's partitions of the model.
+        """
+        found: dict[str, list[str]] = {}
+        for model in self.failed_models:
+            earlier = []
+            for name in plan.per_model_lang + plan.per_model:
+                frame = tables.get(name)
+                if frame is None or "model" not in frame.columns:
+                    continue
+                rows = frame[frame["model"] == model]
+                if rows.empty:
+                    continue
+                if name in plan.per_model:
+                    if (name, model, None) not in self.materialized:
+                        earlier.append(name)
+                    continue
+                langs = rows[plan.dimension].dropna().unique() if plan.dimension in rows.columns else plan.langs
+                if any((name, model, str(lang)) not in self.materialized for lang in langs):
+                    earlier.append(name)
+            for name in plan.cross_model:
+                frame = tables.get(name)
+                if frame is None or "model" not in frame.columns or not (frame["model"] == model).any():
+                    continue
+                if earlier or (name, None, None) not in self.materialized:
+                    earlier.append(name)
+            if earlier:
+                found[model] = earlier
+        return found
 
 
 def _unpassed_checks(result: dg.ExecuteInProcessResult, severity: dg.AssetCheckSeverity) -> list[str]:
@@ -124,30 +172,49 @@ def _all_calls_failed(result: dg.ExecuteInProcessResult) -> list[str]:
     return failed
 
 
-def _failure_message(result: dg.ExecuteInProcessResult) -> str:
-    """Each failed step with the error the asset raised, unwrapped from Dagster's step execution error."""
-    messages = []
+def _step_errors(result: dg.ExecuteInProcessResult) -> list[tuple[str, Any]]:
+    """(step key, the error the asset raised) of each failed step, unwrapped from Dagster's step execution error."""
+    errors = []
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
             while error.cause is not None and (error.cls_name or "").startswith("Dagster"):
                 error = error.cause
-            messages.append(f"{event.step_key}: {error.message.strip().splitlines()[-1] if error.message else error}")
-    return "; ".join(messages) or "run failed"
+            errors.append((event.step_key, error))
+    return errors
+
+
+def _one_line(error: Any) -> str:
+    """The error's last line, its class without the module path (`UpstreamError: …`, not `sctc_assets.lib….`)."""
+    lines = (error.message or "").strip().splitlines()
+    line = lines[-1] if lines else str(error.cls_name or "error")
+    name, sep, rest = line.partition(": ")
+    if sep and error.cls_name and name.endswith(f".{error.cls_name}"):
+        line = f"{error.cls_name}: {rest}"
+    return line
+
+
+def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """Each failed step with the error the asset raised, in one line."""
+    return "; ".join(f"{step}: {_one_line(error)}" for step, error in _step_errors(result)) or "run failed"
+
+
+def _halted(result: dg.ExecuteInProcessResult) -> bool:
+    return any(error.cls_name == HALTED_ERROR for _, error in _step_errors(result))
 
 
 class Runner:
     def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, resources: Mapping[str, Any],
-                 log: Callable[[str], None] = print, log_level: str = "INFO"):
+                 log: Callable[[str], None] = print, run_log: RunLog | None = None):
         self.defs = defs
-        self.log_level = log_level
         self.instance = instance
         self.resources = dict(resources)
         self.log = log
-        graph = defs.resolve_asset_graph()
-        self._assets = [defs.get_assets_def(key) for key in graph.get_all_asset_keys()]
-        self._assets = list({id(a): a for a in self._assets}.values())
-        self._checks = list(defs.asset_checks or [])
+        self.run_log = run_log or RunLog(None, log)
+        self._graph = defs.resolve_asset_graph()
+        self._jobs: dict[tuple[str, tuple[str, ...]], dg.JobDefinition] = {}
+        self._settings = settings_digest()
+        self._tags = {"sctc/launched_by": "sctc run", SETTINGS_TAG: self._settings, **process_tags()}
 
     def ensure_model_partitions(self, models: Sequence[str]) -> None:
         known = set(self.instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
@@ -155,30 +222,54 @@ class Runner:
         if new:
             self.instance.add_dynamic_partitions(MODELS_PARTITION_NAME, new)
 
-    def _materialize(self, selection: Sequence[str], *, partition_key: str | None = None,
-                     run_config: dict | None = None, with_checks: bool = False) -> dg.ExecuteInProcessResult:
-        assets: list = [*self._assets, *(self._checks if with_checks else [])]
-        keys = [dg.AssetKey(name) for name in selection]
-        chosen = dg.AssetSelection.assets(*keys)
-        if with_checks:
-            chosen = chosen | dg.AssetSelection.checks_for_assets(*keys)
-        # Step-level DEBUG events drown the progress lines on a terminal; the UI still has every event.
-        run_config = {**(run_config or {}), "loggers": {"console": {"config": {"log_level": self.log_level}}}}
-        return dg.materialize(assets, selection=chosen, partition_key=partition_key, instance=self.instance,
-                              resources=self.resources, run_config=run_config, raise_on_error=False,
-                              tags={"sctc/launched_by": "sctc run"})
+    def _job(self, name: str, selection: Sequence[str]) -> dg.JobDefinition:
+        """The named job with the run log attached; where the definitions lack it, Dagster's implicit asset job."""
+        cache_key = (name, tuple(selection))
+        if cache_key not in self._jobs:
+            try:
+                job = self.defs.resolve_job_def(name)
+            except dg.DagsterInvariantViolationError:
+                job = self.defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey(n) for n in selection])
+            self._jobs[cache_key] = job.with_logger_defs({LOGGER_KEY: self.run_log.logger_def})
+        return self._jobs[cache_key]
 
-    def _stage(self, report: RunReport, label: str, selection: Sequence[str], model: str | None = None,
-               **kwargs: Any) -> bool:
+    def _execute(self, job: dg.JobDefinition, selection: Sequence[str], *, partition_key: Any = None,
+                 run_config: dict | None = None, tags: Mapping[str, str]) -> dg.ExecuteInProcessResult:
+        run_config = {**(run_config or {}), "loggers": {LOGGER_KEY: {}}}
+        # Resources the definitions bind stay theirs (Dagster refuses a second object for the same key).
+        bound = {key for key, resource in job.resource_defs.items() if resource is not default_job_io_manager}
+        resources = {key: value for key, value in self.resources.items() if key not in bound}
+        return in_worker_thread(lambda: job.execute_in_process(
+            run_config=run_config, instance=self.instance, partition_key=partition_key, raise_on_error=False,
+            asset_selection=[dg.AssetKey(name) for name in selection], resources=resources,
+            tags={**self._tags, **tags}))
+
+    def _stage(self, report: RunReport, plan: BenchmarkPlan, stage: str, label: str, selection: Sequence[str],
+               config: Mapping[str, Any], *, model: str | None = None, lang: str | None = None,
+               partition_key: Any = None) -> bool:
         if not selection:
             return True
-        self.log(f"[{label}] materializing {', '.join(selection)}")
-        result = self._materialize(selection, **kwargs)
-        partition = kwargs.get("partition_key")
+        if stop_reason() is not None:
+            report.interrupted = report.interrupted or stop_reason()
+            return False
+        job = self._job(plan.job_name(stage), selection)
+        self.log(f"[{label}] {job.name}: {', '.join(selection)}")
+        tags = {"sctc/benchmark": plan.name, "sctc/stage": stage}
+        if model is not None:
+            tags["sctc/model"] = model
+        if lang is not None:
+            tags[f"sctc/{plan.dimension}"] = lang
+        run_config = {"ops": {name: {"config": config[name]} for name in selection if name in config}}
+        result = self._execute(job, selection, partition_key=partition_key, run_config=run_config, tags=tags)
+        report.run_ids.append(result.run_id)
+        for event in result.get_asset_materialization_events():
+            report.materialized.add((event.asset_key.to_user_string(), model, lang))
+        partition = str(partition_key) if partition_key is not None else None
         if not result.success:
             message = _failure_message(result)
-            report.failures.append(StageFailure(label, partition, message, model))
-            self.log(f"[{label}] FAILED: {message}")
+            halted = _halted(result)
+            report.failures.append(StageFailure(label, partition, message, model, halted=halted))
+            self.log(f"[{label}] {'STOPPED' if halted else 'FAILED'}: {message}")
         for message in _all_calls_failed(result):
             report.failures.append(StageFailure(label, partition, message, model, wrote=True))
             self.log(f"[{label}] FAILED: {message}")
@@ -187,37 +278,83 @@ class Runner:
             self.log(f"[{label}] CHECK FAILED: {message}")
         for message in _unpassed_checks(result, dg.AssetCheckSeverity.WARN):
             self.log(f"[{label}] check warning: {message}")
+        if stop_reason() is not None:
+            report.interrupted = stop_reason()
         return result.success
+
+    def _inputs(self, report: RunReport, plan: BenchmarkPlan, config: Mapping[str, Any]) -> bool:
+        """Materialize the inputs that changed (and what depends on them among the inputs); say which did not."""
+        label = f"{plan.name}: inputs"
+        if not plan.inputs:
+            return True
+        observed = observe_sources(self.defs, [dg.AssetKey(name) for name in plan.inputs], self.instance,
+                                   self.resources, self._tags)
+        if observed is not None:
+            report.run_ids.append(observed.run_id)
+        reasons = unchanged_inputs(self.defs, plan.inputs, self.instance, config, self._settings, self._stored)
+        changed = {dg.AssetKey(name) for name in reasons}
+        for key in list(changed):  # an input computed from a changed one is recomputed with it
+            changed |= self._descendants(key)
+        to_run = [name for name in plan.inputs if dg.AssetKey(name) in changed]
+        unchanged = [name for name in plan.inputs if name not in to_run]
+        self.run_log.write("\n".join(f"[{label}] {name} runs again: {reason}" for name, reason in reasons.items()))
+        if unchanged:
+            report.skipped_inputs += unchanged
+            self.log(f"[{label}] unchanged since their last materialization (code version, upstream data, settings),"
+                     f" not materialized again: {', '.join(unchanged)}")
+            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.ERROR):
+                report.failures.append(StageFailure(label, None, message))
+                self.log(f"[{label}] CHECK FAILED: {message}")
+            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.WARN):
+                self.log(f"[{label}] check warning: {message}")
+        return self._stage(report, plan, "inputs", label, to_run, config)
+
+    def _stored(self, key: dg.AssetKey) -> bool:
+        """Whether the project's Parquet file of an unpartitioned asset exists (True for other IO managers)."""
+        assets_def = self.defs.resolve_assets_def(key)
+        output_name = assets_def.get_output_name_for_asset_key(key)
+        io_key = assets_def.node_def.output_def_named(output_name).io_manager_key
+        io_manager = self.resources.get(io_key) or (self.defs.resources or {}).get(io_key)
+        return not isinstance(io_manager, ParquetIOManager) or io_manager.path_for(key).exists()
+
+    def _descendants(self, key: dg.AssetKey) -> set[dg.AssetKey]:
+        found, todo = set(), [key]
+        while todo:
+            for child in self._graph.get(todo.pop()).child_keys:
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
 
     def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
             report: RunReport | None = None) -> RunReport:
         report = report or RunReport()
         self.ensure_model_partitions(models)
-        config_for_inputs = {"ops": {name: {"config": c} for name, c in plan.config(options).items() if name in plan.inputs}}
-        if not self._stage(report, f"{plan.name}: inputs", plan.inputs, with_checks=True, run_config=config_for_inputs):
-            report.inputs_failed = True
-            return report
         config = plan.config(options)
-
-        def ops(selection: Sequence[str]) -> dict:
-            return {"ops": {name: {"config": config[name]} for name in selection if name in config}}
+        if not self._inputs(report, plan, config):
+            if report.interrupted is None:
+                report.inputs_failed = True
+            return report
 
         for selection, keys in plan.partitioned_inputs(options):
             for key in keys:
-                self._stage(report, f"{plan.name}: {key}", selection, partition_key=key, run_config=ops(selection))
+                self._stage(report, plan, "partitioned_inputs", f"{plan.name}: {key}", selection, config,
+                            partition_key=key)
 
         for model in models:
             model_ok = True
             for lang in plan.langs:
                 key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
-                model_ok &= self._stage(report, f"{plan.name}: {model}/{lang}", plan.per_model_lang, model=model,
-                                        partition_key=key, run_config=ops(plan.per_model_lang))
+                model_ok &= self._stage(report, plan, "per_model_lang", f"{plan.name}: {model}/{lang}",
+                                        plan.per_model_lang, config, model=model, lang=lang, partition_key=key)
             if model_ok:
-                self._stage(report, f"{plan.name}: {model}", plan.per_model, model=model, partition_key=model,
-                            run_config=ops(plan.per_model))
+                self._stage(report, plan, "per_model", f"{plan.name}: {model}", plan.per_model, config, model=model,
+                            partition_key=model)
         # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
         if models or not (plan.per_model_lang or plan.per_model):
-            self._stage(report, f"{plan.name}: across models", plan.cross_model, run_config=ops(plan.cross_model))
+            self._stage(report, plan, "cross_model", f"{plan.name}: across models", plan.cross_model, config)
+        if stop_reason() is not None:
+            report.interrupted = stop_reason()
         return report
 
 

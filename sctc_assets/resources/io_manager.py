@@ -2,9 +2,11 @@
 
 Layout: `<base_dir>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<base_dir>/<asset>.parquet`
 for unpartitioned assets. A downstream asset that reads many partitions gets them concatenated; partitions that
-were never materialized (a registered model nobody ran yet, a corpus shard not counted) are skipped with a warning,
-also when only one partition exists. Missing input is an error for an unpartitioned upstream asset and for a
-partitioned run that reads exactly its one upstream partition, except that an unpartitioned input declared with
+were never materialized (a corpus shard not counted, a model's language that failed) are skipped with a warning,
+also when only one partition exists; a model with no partition at all (a registry entry that cannot serve this
+benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and named
+once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an unpartitioned
+upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an unpartitioned input declared with
 `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table.
 """
 
@@ -18,8 +20,11 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.lib.paths import default_storage_dir
+from sctc_assets.partitions import MODELS_PARTITION_NAME
 
 _DIMENSION_ORDER = {"model": 0}
+# (run id, step key) → models a cross-partition read found no partition of, for that step's output metadata
+_without_results: dict[tuple[str, str], set[str]] = {}
 OPTIONAL_INPUT = "sctc/optional"
 
 
@@ -29,6 +34,15 @@ def partition_path_parts(partitions_def: dg.PartitionsDefinition | None, partiti
         dimensions = sorted(multi_key.keys_by_dimension.items(), key=lambda item: (_DIMENSION_ORDER.get(item[0], 1), item[0]))
         return [f"{name}={value}" for name, value in dimensions]
     return [f"partition={partition_key}"]
+
+
+def _model_of(partitions_def: dg.PartitionsDefinition, partition_key: str) -> str | None:
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        dimensions = partitions_def.get_partition_key_from_str(partition_key).keys_by_dimension
+        return dimensions.get("model")
+    if isinstance(partitions_def, dg.DynamicPartitionsDefinition) and partitions_def.name == MODELS_PARTITION_NAME:
+        return partition_key
+    return None
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -57,6 +71,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         obj.to_parquet(staging, index=False)
         staging.replace(path)  # readers never see a half-written file
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+        without = _without_results.pop((context.run_id, context.step_key), None)
+        if without:
+            context.add_output_metadata({"models_without_results": dg.MetadataValue.json(sorted(without))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
         asset_key = context.asset_key
@@ -78,6 +95,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if context.has_partition_key and len(keys) == 1 and missing:
             raise FileNotFoundError(
                 f"{asset_key.to_user_string()} partition {keys[0]} has not been materialized yet ({paths[keys[0]]})")
+        if missing and not context.has_partition_key:
+            missing = self._skip_models_without_results(context, partitions_def, keys, missing)
         if missing:
             context.log.warning(
                 f"{asset_key.to_user_string()}: skipping {len(missing)} partition(s) never materialized: "
@@ -85,3 +104,22 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         frames = [pd.read_parquet(path) for path in present.values()]
         frames = [frame for frame in frames if not frame.empty]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def _skip_models_without_results(self, context: dg.InputContext, partitions_def: dg.PartitionsDefinition,
+                                     keys: list[str], missing: list[str]) -> list[str]:
+        """Drop from `missing` the models none of whose partitions exist; remember them for the output's metadata."""
+        by_model: dict[str | None, list[str]] = {}
+        for key in keys:
+            by_model.setdefault(_model_of(partitions_def, key), []).append(key)
+        absent = set(missing)
+        without = {model for model, model_keys in by_model.items() if model is not None and absent.issuperset(model_keys)}
+        if not without:
+            return missing
+        context.log.debug(f"{context.asset_key.to_user_string()}: no results of {', '.join(sorted(without))}")
+        try:
+            step = (context.step_context.run_id, context.step_context.step.key)
+        except dg.DagsterInvariantViolationError:  # loaded outside a step (a test's build_input_context)
+            step = None
+        if step is not None:
+            _without_results.setdefault(step, set()).update(without)
+        return [key for key in missing if _model_of(partitions_def, key) not in without]

@@ -15,6 +15,9 @@ CORPUS_ASSETS = [corpus_shards, corpus_patterns, corpus_counts, corpus_term_coun
 corpus_shards_job = dg.define_asset_job(
     "corpus_count_shards", selection=dg.AssetSelection.assets(corpus_counts),
     description="Count one or more corpus shards (a backfill runs each shard on its own).")
+corpus_inputs_job = dg.define_asset_job(
+    "corpus_inputs", selection=dg.AssetSelection.assets("regional_terms", corpus_shards, corpus_patterns),
+    description="The terms, the registered shards and the patterns counted in them.")
 corpus_tables_job = dg.define_asset_job(
     "corpus_tables",
     selection=dg.AssetSelection.assets(corpus_shards, corpus_patterns, corpus_term_counts, corpus_name_counts,
@@ -23,5 +26,5 @@ corpus_tables_job = dg.define_asset_job(
 
 
 def defs() -> dg.Definitions:
-    return dg.Definitions(assets=CORPUS_ASSETS, jobs=[corpus_shards_job, corpus_tables_job],
+    return dg.Definitions(assets=CORPUS_ASSETS, jobs=[corpus_inputs_job, corpus_shards_job, corpus_tables_job],
                           sensors=[corpus_registry_sensor])

@@ -69,4 +69,5 @@ CORPUS_PLAN = BenchmarkPlan(
     summary=corpus_summary,
     partitioned_inputs=_corpus_shards,
     default_models=False,  # counting calls no model; Table 18 reads whatever term results exist
+    jobs={"partitioned_inputs": "corpus_count_shards", "cross_model": "corpus_tables"},
 )

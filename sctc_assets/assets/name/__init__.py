@@ -37,8 +37,10 @@ NAME_CROSS_MODEL = [name_choice_tests, name_popularity_correlation, last_name_ag
 NAME_ASSETS = NAME_INPUTS + NAME_MODEL_LANG + NAME_PER_MODEL + NAME_CROSS_MODEL
 NAME_CHECKS = [name_prompts_match_upstream, *LAST_NAME_CHECKS]
 
-# Dagster jobs hold one partitioning each, so the benchmark splits into three stages.
+# Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
 NAME_JOBS = [
+    dg.define_asset_job("name_inputs", selection=dg.AssetSelection.assets(*NAME_INPUTS),
+                        description="Names, candidate lists, prompts, last-name pairs and tokenization counts."),
     dg.define_asset_job("name_model_lang", selection=dg.AssetSelection.assets(*NAME_MODEL_LANG),
                         description="Answer, judge and extract the selections of one or more model × lang partitions."),
     dg.define_asset_job("name_per_model", selection=dg.AssetSelection.assets(*NAME_PER_MODEL),

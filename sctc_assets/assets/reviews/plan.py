@@ -113,4 +113,5 @@ REVIEWS_PLAN = BenchmarkPlan(
     summary=reviews_summary,
     serves=answers_new_prompts,
     default_models=False,
+    jobs={"per_model_lang": "reviews_model_format"},
 )

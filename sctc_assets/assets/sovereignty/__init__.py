@@ -19,7 +19,10 @@ SOVEREIGNTY_ASSETS = [
     sovereignty_review_queue,
 ]
 
-# Dagster jobs hold one partitioning each, so the benchmark splits into three stages.
+# Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
+sovereignty_inputs_job = dg.define_asset_job(
+    "sovereignty_inputs", selection=dg.AssetSelection.assets(sovereignty_prompts),
+    description="The prompts in the three languages.")
 sovereignty_model_lang_job = dg.define_asset_job(
     "sovereignty_model_lang",
     selection=dg.AssetSelection.assets(sovereignty_responses, sovereignty_judgements, sovereignty_flags,
@@ -38,4 +41,4 @@ sovereignty_cross_model_job = dg.define_asset_job(
 
 def defs() -> dg.Definitions:
     return dg.Definitions(assets=SOVEREIGNTY_ASSETS,
-                          jobs=[sovereignty_model_lang_job, sovereignty_per_model_job, sovereignty_cross_model_job])
+                          jobs=[sovereignty_inputs_job, sovereignty_model_lang_job, sovereignty_per_model_job, sovereignty_cross_model_job])

@@ -24,7 +24,10 @@ TERM_ASSETS = [
 ]
 TERM_CHECKS = [term_prompts_match_upstream]
 
-# Dagster jobs hold one partitioning each, so the benchmark splits into three stages.
+# Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
+term_inputs_job = dg.define_asset_job(
+    "term_inputs", selection=dg.AssetSelection.assets(regional_terms, term_prompts),
+    description="The model-independent inputs: the regional terms and every prompt.")
 term_model_lang_job = dg.define_asset_job(
     "term_model_lang", selection=dg.AssetSelection.assets(term_responses, term_judgements, term_labels),
     description="Generate, judge and label one or more model × lang partitions.")
@@ -37,7 +40,7 @@ term_cross_model_job = dg.define_asset_job(
                                        term_misalignment_summary),
     description="Model-independent inputs and the cross-model tables.")
 
-TERM_JOBS = [term_model_lang_job, term_per_model_job, term_cross_model_job]
+TERM_JOBS = [term_inputs_job, term_model_lang_job, term_per_model_job, term_cross_model_job]
 
 
 def defs() -> dg.Definitions:

@@ -1,0 +1,131 @@
+"""The part of `sctc run` after validation: run each benchmark's stages, export and summarize, report what failed.
+
+Exit status: 0 when everything passed, 1 when a stage or an ERROR check failed (one line per failed stage; the
+stack traces are in the log file whose path is printed, or on the terminal with `--debug`), 130 when Ctrl-C or
+SIGTERM stopped it (every answer that arrived is stored; rerunning continues from the response cache).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from sctc_assets.lib.interrupt import clear_stop, stop_reason
+from sctc_assets.lib.paths import default_cache_path, default_outputs_dir
+from sctc_assets.running.signals import EXIT_INTERRUPTED, stop_on_signals
+
+
+def answers_stored_since(cache_path: Path, since: float) -> int:
+    """Answers the response cache received since `since` (time.time()), by every process."""
+    if not cache_path.exists():
+        return 0
+    with sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True, timeout=30) as connection:
+        return int(connection.execute("SELECT COUNT(*) FROM responses WHERE created_at >= ?", (since,)).fetchone()[0])
+
+
+def _quiet_dagster_warnings() -> None:
+    import dagster as dg
+
+    for category in (dg.BetaWarning, dg.PreviewWarning, dg.SupersessionWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
+def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
+                   added: Mapping[str, Sequence[str]], project: Any = None) -> int:
+    """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
+
+    `project` (tests): an object with `plans`, `defs` and `resources` instead of the project's own."""
+    from sctc_assets.running.logs import RunLog, new_log_path
+
+    debug = bool(getattr(args, "debug", False))
+    home = Path(os.environ["DAGSTER_HOME"])
+    run_log = RunLog(new_log_path(home / "logs"), print, debug=debug)
+    if not debug:
+        _quiet_dagster_warnings()
+    started = time.time()
+    clear_stop()  # a stop requested during an earlier run in this process is not this run's
+    try:
+        with stop_on_signals():
+            status = _run_benchmarks(args, options, entries, default_models, added, run_log, project)
+    except Exception as exc:
+        if debug:
+            raise
+        run_log.write(traceback.format_exc())
+        print(f"error: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''} "
+              f"(full trace in {run_log.path})", file=sys.stderr)
+        return 1
+    finally:
+        run_log.close()
+    if stop_reason() is not None:
+        stored = answers_stored_since(default_cache_path(), started)
+        print(f"interrupted; {stored} answers stored, rerun to continue", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if status and not debug:
+        print(f"full log with stack traces: {run_log.path}", file=sys.stderr)
+    return status
+
+
+def _project() -> Any:
+    from types import SimpleNamespace
+
+    from sctc_assets.benchmarks import PLANS
+    from sctc_assets.definitions import defs, shared_resources
+
+    return SimpleNamespace(plans=PLANS, defs=defs, resources=shared_resources())
+
+
+def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
+                    added: Mapping[str, Sequence[str]], run_log: Any, project: Any) -> int:
+    import pandas as pd
+
+    from sctc_assets.resources.io_manager import ParquetIOManager
+    from sctc_assets.runner import Runner, export_tables
+    from sctc_assets.running.instance import cli_instance, report_dead_runs
+
+    project = project or _project()
+    defs, resources = project.defs, project.resources
+    out_dir = (args.out or default_outputs_dir()).resolve()
+    instance = cli_instance()
+    runner = Runner(defs, instance, resources, run_log=run_log)
+    print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
+    report_dead_runs(instance)
+    status = 0
+    for name in args.benchmarks:
+        plan = project.plans[name]
+        chosen = args.models or list(dict.fromkeys((list(default_models) if plan.default_models else [])
+                                                   + list(added[name])))
+        served = [model for model in chosen if plan.serves(entries[model])]
+        if len(served) < len(chosen):
+            print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
+        print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
+        report = runner.run(plan, served, options)
+        if report.interrupted is not None:
+            break
+        tables: dict[str, pd.DataFrame] = {}
+        if report.inputs_failed:
+            print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written", file=sys.stderr)
+        else:
+            io_manager = resources.get("io_manager")
+            written = export_tables(plan, served, io_manager if isinstance(io_manager, ParquetIOManager)
+                                    else ParquetIOManager(), out_dir, defs)
+            tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
+            print()
+            print(plan.summary(tables, served))
+            print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
+        if not report.ok:
+            status = 1
+            print(f"\n{len(report.failures)} stage(s) or check(s) failed:", file=sys.stderr)
+            for failure in report.failures:
+                print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
+        if report.failed_models:
+            print(f"\n{name}: stages failed for {', '.join(report.failed_models)}", file=sys.stderr)
+            for model, names in report.earlier_rows(plan, tables).items():
+                print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
+                      " not this one", file=sys.stderr)
+    return status

@@ -1,0 +1,82 @@
+"""The Dagster instance `sctc run` executes in, the tags that tie its runs to its process, and the sweep that
+marks runs of killed processes as failed.
+
+`sctc run` and `sctc ui` share one instance ($DAGSTER_HOME): run storage, event log and schedules. Only
+`sctc run` leaves out compute-log capture (NoOpComputeLogManager): with it Dagster starts a `tail` process and a
+Python `watch_orphans` process for every step to copy stdout/stderr into files, which costs more CPU than a
+replayed partition's work; what `sctc run` prints is on its terminal and in its log file anyway. Runs launched
+from the UI keep the instance's own compute-log manager, so their step logs stay viewable there.
+
+A `sctc run` killed with SIGKILL leaves its current run in state STARTED for ever (no process is left to report
+the end, and Dagster's run monitoring only watches runs its run launcher started). Each run therefore carries
+the host, pid and start time of its process; `sweep_dead_runs` fails the runs whose process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.instance.ref import InstanceRef
+
+NO_COMPUTE_LOGS = {"module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}
+HOST_TAG, PID_TAG, PROCESS_START_TAG = "sctc/host", "sctc/pid", "sctc/process_start"
+UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+
+
+def cli_instance(home: str | Path | None = None) -> dg.DagsterInstance:
+    """The instance at `home` (default $DAGSTER_HOME) with its storage, without compute-log capture."""
+    base = str(home or os.environ["DAGSTER_HOME"])
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(base, overrides={"compute_logs": NO_COMPUTE_LOGS}))
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of `pid` (clock ticks after boot), so a recycled pid is not taken for the same
+    process; None where /proc does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+
+
+def process_tags() -> dict[str, str]:
+    pid = os.getpid()
+    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(pid)}
+    start = _process_start(pid)
+    if start is not None:
+        tags[PROCESS_START_TAG] = start
+    return tags
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    return start is None or _process_start(pid) in (None, start)
+
+
+def sweep_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark as failed the unfinished runs whose `sctc run` process on this host no longer exists; their ids."""
+    host, swept = socket.gethostname(), []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=UNFINISHED, tags={HOST_TAG: host})):
+        pid = run.tags.get(PID_TAG, "")
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid), run.tags.get(PROCESS_START_TAG)):
+            continue
+        instance.report_run_failed(run, message=f"the sctc run process (pid {pid} on {host}) ended without "
+                                                 "finishing this run (killed?); marked failed by a later sctc command")
+        swept.append(run.run_id)
+    return swept
+
+
+def report_dead_runs(instance: dg.DagsterInstance | None = None) -> list[str]:
+    """`sweep_dead_runs` on `instance` (default: the one at $DAGSTER_HOME), saying what it marked."""
+    swept = sweep_dead_runs(instance or cli_instance())
+    if swept:
+        print(f"marked {len(swept)} unfinished run(s) of a killed sctc run as failed: {', '.join(swept)}")
+    return swept
