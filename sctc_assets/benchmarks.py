@@ -65,10 +65,11 @@ def term_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
 TERM_PLAN = BenchmarkPlan(
     name="term",
     langs=TERM_LANGS,
-    inputs=("regional_terms", "term_prompts"),
+    inputs=("regional_terms", "term_prompts", "term_published_labels", "term_verdict_lexicon"),
     per_model_lang=("term_responses", "term_judgements", "term_labels"),
     per_model=("term_choice_rates", "term_misalignment_by_term"),
-    cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary"),
+    cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary",
+                 "term_label_source_agreement"),
     config=_term_config,
     add_arguments=_term_arguments,
     summary=term_summary,
