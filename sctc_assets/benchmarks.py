@@ -69,7 +69,7 @@ TERM_PLAN = BenchmarkPlan(
     per_model_lang=("term_responses", "term_judgements", "term_labels"),
     per_model=("term_choice_rates", "term_misalignment_by_term"),
     cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary",
-                 "term_label_source_agreement"),
+                 "term_label_source_agreement", "term_robust_tests", "term_significance_robustness", "term_power"),
     config=_term_config,
     add_arguments=_term_arguments,
     summary=term_summary,
