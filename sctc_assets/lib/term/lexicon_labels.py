@@ -67,8 +67,9 @@ def extract_answer(folded: str) -> str:
     if marked:
         candidates.append((marked.start(), folded[marked.end():marked.end() + _MARKED_WINDOW]))
     text = min(candidates)[1] if candidates else folded
-    text = _OPTION_LETTER.sub("", text.strip().strip(_PUNCTUATION))
+    text = _OPTION_LETTER.sub("", text.strip())
     quoted = _QUOTED.search(text[:_MARKED_WINDOW])
+    text = text.strip(_PUNCTUATION)
     if quoted and (quoted.start() > 0 or len(text) > quoted.end() + 1):
         return quoted.group(1).strip(_PUNCTUATION)
     clause = _CLAUSE_END.split(text, maxsplit=1)[0].strip(_PUNCTUATION)
