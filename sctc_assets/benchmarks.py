@@ -65,7 +65,8 @@ def term_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
 TERM_PLAN = BenchmarkPlan(
     name="term",
     langs=TERM_LANGS,
-    inputs=("regional_terms", "term_prompts", "term_published_labels", "term_verdict_lexicon"),
+    inputs=("regional_terms", "term_prompts", "term_published_labels", "term_verdict_lexicon",
+            "term_incorrect_types"),
     per_model_lang=("term_responses", "term_judgements", "term_labels"),
     per_model=("term_choice_rates", "term_misalignment_by_term"),
     cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary",
