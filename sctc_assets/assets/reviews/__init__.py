@@ -4,6 +4,7 @@ review_prompts → review_predictions (model × format) → review_metrics (per 
 import dagster as dg
 
 from sctc_assets.assets.reviews.predictions import review_metrics, review_predictions
+from sctc_assets.assets.reviews.robust import review_paired_cis, review_significance_robustness
 from sctc_assets.assets.reviews.source import (
     raw_reviews,
     review_pairs,
@@ -12,7 +13,8 @@ from sctc_assets.assets.reviews.source import (
     review_varieties,
 )
 
-REVIEW_ASSETS = [raw_reviews, review_varieties, review_pairs, review_prompts, review_predictions, review_metrics]
+REVIEW_ASSETS = [raw_reviews, review_varieties, review_pairs, review_prompts, review_predictions, review_metrics,
+                 review_paired_cis, review_significance_robustness]
 
 review_inputs_job = dg.define_asset_job(
     "reviews_inputs", selection=dg.AssetSelection.assets(raw_reviews, review_varieties, review_pairs, review_prompts),
@@ -21,7 +23,8 @@ review_model_format_job = dg.define_asset_job(
     "reviews_model_format", selection=dg.AssetSelection.assets(review_predictions),
     description="Predict the scores of one or more model × format partitions.")
 review_per_model_job = dg.define_asset_job(
-    "reviews_per_model", selection=dg.AssetSelection.assets(review_metrics), description="Per-model metric tables.")
+    "reviews_per_model", selection=dg.AssetSelection.assets(review_metrics, review_paired_cis),
+    description="Per-model metric tables.")
 
 
 def defs() -> dg.Definitions:

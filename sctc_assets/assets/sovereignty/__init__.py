@@ -8,6 +8,7 @@ from sctc_assets.assets.sovereignty.export import sovereignty_pro_export
 from sctc_assets.assets.sovereignty.responses import sovereignty_judgements, sovereignty_responses
 from sctc_assets.assets.sovereignty.review import sovereignty_review_queue
 from sctc_assets.assets.sovereignty.scoring import sovereignty_flags, sovereignty_results
+from sctc_assets.assets.sovereignty.robust import sovereignty_bootstrap_cis, sovereignty_significance_robustness
 from sctc_assets.assets.sovereignty.source import sovereignty_prompts
 from sctc_assets.assets.sovereignty.summary import (
     sovereignty_model_summary, sovereignty_prompt_pass_rates, sovereignty_summary,
@@ -16,7 +17,7 @@ from sctc_assets.assets.sovereignty.summary import (
 SOVEREIGNTY_ASSETS = [
     sovereignty_prompts, sovereignty_responses, sovereignty_judgements, sovereignty_flags, sovereignty_results,
     sovereignty_model_summary, sovereignty_prompt_pass_rates, sovereignty_pro_export, sovereignty_summary,
-    sovereignty_review_queue,
+    sovereignty_review_queue, sovereignty_bootstrap_cis, sovereignty_significance_robustness,
 ]
 
 # Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
@@ -35,7 +36,8 @@ sovereignty_per_model_job = dg.define_asset_job(
     description="Per-model metrics and the Pro-format export.")
 sovereignty_cross_model_job = dg.define_asset_job(
     "sovereignty_cross_model",
-    selection=dg.AssetSelection.assets(sovereignty_prompts, sovereignty_summary, sovereignty_review_queue),
+    selection=dg.AssetSelection.assets(sovereignty_prompts, sovereignty_summary, sovereignty_review_queue,
+                                       sovereignty_bootstrap_cis, sovereignty_significance_robustness),
     description="The prompts, the cross-model summary and the review queue.")
 
 

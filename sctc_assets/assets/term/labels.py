@@ -4,11 +4,13 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
 from sctc_assets.lib.term.labelling import LABEL_COLUMNS, judge_labels, rules_labels, scorable, upstream_labels
 from sctc_assets.lib.term.upstream_labels import clean_judgements
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
 from sctc_assets.partitions import model_and_lang, term_partitions
+from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -44,24 +46,44 @@ def published_label_inputs(
     return other_gt, verdicts, missing
 
 
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def lexicon_source_labels(rules: pd.DataFrame, prompts: pd.DataFrame,
+                          lexicon_table: pd.DataFrame, exclude_model: str | None) -> pd.DataFrame:
+    """The `lexicon` source for the rows the `rules` source labelled (same answers, its misalignment test)."""
+    items = rules[["lang", "prompt_variant", "trial", "term_id"]].merge(
+        prompts[["lang", "prompt_variant", "trial", "term_id", "expected"]], how="left",
+        on=["lang", "prompt_variant", "trial", "term_id"])
+    frame = rules.reset_index(drop=True).assign(expected=items["expected"].to_numpy())
+    lexicon = lexicon_labels.lexicon_from_table(lexicon_table) if not lexicon_table.empty else None
+    decided = lexicon_labels.label_frame(frame, frame["label"], lexicon, exclude_model=exclude_model)
+    labels = frame.assign(label_source="lexicon", label=decided["label"].to_numpy())
+    return labels[LABEL_COLUMNS]
+
+
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          ins={"term_verdict_lexicon": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
 def term_labels(
     context: dg.AssetExecutionContext,
     term_responses: pd.DataFrame,
     term_prompts: pd.DataFrame,
     term_judgements: pd.DataFrame,
+    term_verdict_lexicon: pd.DataFrame,
     models: ModelRegistryResource,
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
     """Long label table: `model, lang, prompt_variant, term_id, trial, response, label_source, label`.
 
-    Sources: `rules` (ours, always), `upstream` (replay models: the authors' published GPT-4o-mini verdicts with
-    their misalignment rule, reproducing the paper's numbers) and `judge` (when `term_judgements` has verdicts).
+    Sources: `rules` (ours, always), `lexicon` (ours: answer extraction, abbreviations and the published-verdict
+    lexicon, never with a paper model's own verdicts; without `term_verdict_lexicon` its fixed rules alone),
+    `upstream` (replay models: the authors' published GPT-4o-mini verdicts with their misalignment rule,
+    reproducing the paper's numbers) and `judge` (when `term_judgements` has verdicts).
     Scoring never calls a model; re-materializing this asset only re-reads stored answers."""
     model, lang = model_and_lang(context)
     frames = [rules_labels(term_responses, term_prompts)] if not term_responses.empty else []
     notes: list[str] = []
     entry = models.entry(model)
+    if frames:
+        own = str(entry.settings["upstream_name"]) if entry.backend == "replay" else None
+        frames.append(lexicon_source_labels(frames[0], term_prompts, term_verdict_lexicon, own))
     if entry.backend == "replay" and not term_responses.empty:
         answered = scorable(term_responses)
         rows_needed = {int(variant): int(rows.max()) + 1 for variant, rows in answered.groupby("prompt_variant")["row"]}
