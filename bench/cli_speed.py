@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
         calls = next((line for line in out.splitlines() if line.startswith(f"| {MODELS[0]} ")
                       and "132,540" in line), "")
         print(f"\nsctc plan --benchmarks name (paper scale, 3 models, {args.cached:,} answers cached): "
-              f"{wall:.2f} s wall, {cpu:.2f} s CPU (target < 10 s)")
+              f"{wall:.2f} s wall, {cpu:.2f} s CPU = {cpu / baseline_cpu:.2f}× the definitions import (target < 10 s)")
         print(f"  {calls.strip()}")
         print(f"load average while measuring: {' '.join(f'{value:.1f}' for value in os.getloadavg())}")
 

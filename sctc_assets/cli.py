@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from sctc_assets.benchmark_options import BENCHMARKS, OPTIONS
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
@@ -213,19 +213,26 @@ def _plan(args: argparse.Namespace) -> int:
 
 # --- run -------------------------------------------------------------------------------------------------------------
 
-def _halted(failures: Sequence[Any]) -> list[Any]:
-    """The stages that stopped because model calls were halted (budget reached, Ctrl-C): `GenerationHalted`."""
-    return [failure for failure in failures if "GenerationHalted" in (failure.message or "")]
+def halted_stages(failures: Sequence[Any]) -> list[Any]:
+    """The stages that stopped because model calls were halted (budget spent, Ctrl-C): `GenerationHalted`, known by
+    the runner's `halted` flag or, failing that, by the class name Dagster records in the message."""
+    return [failure for failure in failures
+            if getattr(failure, "halted", False) or "GenerationHalted" in (failure.message or "")]
 
 
-def _report_halt(args: argparse.Namespace, selection: Selection, halted: Sequence[Any]) -> None:
-    """What a halted run leaves to ask, from a fresh plan (the cache now holds every answer that arrived)."""
+def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_models: Sequence[str],
+                added: Mapping[str, Sequence[str]], halted: Sequence[Any]) -> None:
+    """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh plan
+    (the cache holds every answer that arrived, so the plan counts exactly the calls a rerun makes)."""
     from sctc_assets.planning import build_plan
 
-    print(f"\nstopped before the end: {halted[0].message.split('GenerationHalted', 1)[-1].lstrip(':').strip()}",
-          file=sys.stderr)
+    reason = (halted[0].message or "").split("GenerationHalted", 1)[-1].lstrip(":").strip()
+    print(f"\nmodel calls halted: {reason}", file=sys.stderr)
+    selection = Selection(dict(entries), list(default_models), {name: list(keys) for name, keys in added.items()},
+                          args.models)
     try:
-        plan = build_plan(_models_per_benchmark(args, selection), selection.entries, vars(args))
+        plan = build_plan({name: selection.for_benchmark(name)[1] for name in args.benchmarks}, selection.entries,
+                          vars(args))
     except Exception as exc:  # noqa: BLE001 - the run's own report matters more than this estimate
         print(f"(what is left could not be computed: {exc})", file=sys.stderr)
         return
@@ -233,7 +240,8 @@ def _report_halt(args: argparse.Namespace, selection: Selection, halted: Sequenc
     total = sum(row.to_ask for row in left)
     cost = sum(row.cost_usd or 0.0 for row in left)
     print(f"every answer that arrived is stored; left to ask: {total:,} calls"
-          + (f" (about ${cost:,.2f})" if any(row.cost_usd for row in left) else ""), file=sys.stderr)
+          + (f" (about ${cost:,.2f}, {'at most' if any(row.output_ceiling for row in left) else 'estimated'})"
+             if any(row.cost_usd for row in left) else ""), file=sys.stderr)
     for row in left:
         print(f"  {row.benchmark} {row.model}/{row.partition}: {row.to_ask:,}", file=sys.stderr)
     print("rerun the same command to continue (raise or drop --max-calls/--max-cost first)", file=sys.stderr)
@@ -280,7 +288,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         report = runner.run(plan, served, options)
-        halted += _halted(report.failures)
+        halted += halted_stages(report.failures)
         tables: dict[str, pd.DataFrame] = {}
         if report.inputs_failed:
             print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written", file=sys.stderr)
@@ -302,7 +310,7 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
                       " not this one", file=sys.stderr)
     if halted:
-        _report_halt(args, selection, halted)
+        report_halt(args, entries, default_models, added, halted)
     return status
 
 

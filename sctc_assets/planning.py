@@ -12,6 +12,7 @@ settings) and returns lines printed under the benchmark's table.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -259,6 +260,21 @@ def _tiktoken_counter(encoding: str) -> TokenCounter:
     return SCRIPT_RULE
 
 
+def keyed_request(backend: Any) -> Callable[[GenerationRequest], GenerationRequest] | None:
+    """How `generate` turns a request into the one it keys and sends: with the per-trial seed of a backend that
+    has `request_seed` (the seed is part of the cache key); None when requests are sent as built."""
+    seed_for = getattr(backend, "request_seed", None)
+    if seed_for is None:
+        return None
+
+    def keyed(request: GenerationRequest) -> GenerationRequest:
+        if getattr(request, "seed", None) is not None:
+            return request
+        return dataclasses.replace(request, seed=seed_for(request))
+
+    return keyed
+
+
 def _output_ceiling(backend: Any) -> int | None:
     for name in ("max_tokens", "max_new_tokens"):
         value = getattr(backend, name, None)
@@ -306,7 +322,7 @@ def build_plan(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mappin
                 max_output_tokens=_output_ceiling(backend), pricing=backend.pricing(),
                 stored_count=stored.get(str((identity or {}).get("model", "")), 0),
                 asked_before=asked.setdefault(json.dumps(identity, sort_keys=True, default=str), set())
-                if identity is not None else None))
+                if identity is not None else None, keyed=keyed_request(backend)))
         judge = chosen_judge(benchmark, options)
         if judge:
             answers = sum(len(partition.requests) for partition in design.partitions)

@@ -18,7 +18,7 @@ from sctc_assets.lib.plan import (
     render,
 )
 from sctc_assets.lib.registry import load_registry
-from sctc_assets.planning import PLAN_EXTRAS, build_plan
+from sctc_assets.planning import PLAN_EXTRAS, build_plan, keyed_request
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls
 
 
@@ -52,17 +52,19 @@ def test_plan_keys_are_the_keys_generate_stores(tmp_path):
     cache = ResponseCache(tmp_path / "cache.sqlite")
     backend.generate(requests[:20], cache=cache)
     stored = {row[0] for row in cache._connect().execute("SELECT key FROM responses")}
-    assert set(cache_keys(backend.identity(), requests[:20])) == stored
+    keyed = keyed_request(backend)  # a backend that adds a per-trial seed keys the seeded request
+    assert set(cache_keys(backend.identity(), requests[:20], keyed)) == stored
     request_set = RequestSet(requests)
     # Whether the few cached answers are found from the cache side or by keying every request, the answers agree.
-    few = cached_answers(backend.identity(), request_set, cache, stored_count=len(stored))
-    every = cached_answers(backend.identity(), request_set, cache, stored_count=10 ** 6)
+    few = cached_answers(backend.identity(), request_set, cache, stored_count=len(stored), keyed=keyed)
+    every = cached_answers(backend.identity(), request_set, cache, stored_count=10 ** 6, keyed=keyed)
     assert sorted(few) == sorted(every) == list(range(20))
     row = plan_partition("term", "a", "zh_hans", request_set, identity=backend.identity(), cache=cache,
-                         counter=SCRIPT_RULE, max_output_tokens=None, pricing=(None, None), stored_count=len(stored))
+                         counter=SCRIPT_RULE, max_output_tokens=None, pricing=(None, None), stored_count=len(stored),
+                         keyed=keyed)
     assert (row.calls, row.cached, row.to_ask) == (60, 20, 40)
     other = ScriptedBackend(name="b")  # another model's answers are not this one's
-    assert cached_answers(other.identity(), request_set, cache, stored_count=len(stored)) == {}
+    assert cached_answers(other.identity(), request_set, cache, stored_count=len(stored), keyed=keyed) == {}
 
 
 def test_repeats_of_one_request_are_asked_once_and_tokens_follow_the_script_rule():
@@ -198,7 +200,7 @@ def test_a_halted_run_says_what_is_left_and_a_rerun_continues(fakes, capsys, tmp
     err = capsys.readouterr().err
     assert status == 1
     assert count_calls(fakes) == 6  # 3 per language were answered and stored
-    assert "stopped before the end: max calls reached: 3 answered, 107 remaining" in err
+    assert "model calls halted: max calls reached: 3 answered, 107 remaining" in err
     assert "left to ask: 214 calls" in err
     assert "term halting/zh_hans: 107" in err and "term halting/zh_hant: 107" in err
     # Nothing answered is asked again: the rerun's first calls are new ones.

@@ -89,8 +89,15 @@ class Plan:
         self.notes.setdefault(benchmark, []).append(line)
 
 
-def cache_keys(identity: Mapping[str, Any], requests: Sequence[GenerationRequest]) -> list[str]:
-    """The keys `ModelBackend.generate` looks up for `requests`: `cache_key` of the backend's identity."""
+KeyedRequest = Callable[[GenerationRequest], GenerationRequest]
+
+
+def cache_keys(identity: Mapping[str, Any], requests: Sequence[GenerationRequest],
+               keyed: KeyedRequest | None = None) -> list[str]:
+    """The keys `ModelBackend.generate` looks up for `requests`: `cache_key` of the backend's identity and of each
+    request as `generate` sends it (`keyed`: e.g. with the per-trial seed the backend adds)."""
+    if keyed is not None:
+        requests = [keyed(request) for request in requests]
     return [cache_key(identity, request) for request in requests]
 
 
@@ -120,7 +127,10 @@ class RequestSet:
     def signature(self, index: int) -> tuple:
         """What tells two requests of one backend apart in the cache: their messages and trial."""
         request = self.requests[index]
-        return tuple([(message.get("role"), message.get("content")) for message in request.messages]), request.trial
+        messages = request.messages
+        if len(messages) == 1:  # the common case, without building a tuple per message
+            return messages[0].get("role"), messages[0].get("content"), request.trial
+        return tuple([(message.get("role"), message.get("content")) for message in messages]), request.trial
 
     def tokens_per_char(self, counter: TokenCounter) -> float:
         if counter.name not in self._ratios:
@@ -166,7 +176,7 @@ def _candidates(requests: RequestSet, stored: Sequence[str]) -> list[int] | None
 
 
 def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: ResponseCache,
-                   stored_count: int) -> dict[int, GenerationResult]:
+                   stored_count: int, keyed: KeyedRequest | None = None) -> dict[int, GenerationResult]:
     """Index → cached answer, for every request `generate` would find in the cache.
 
     Keys are computed as `generate` computes them. When the cache holds few answers of this model compared with
@@ -176,7 +186,7 @@ def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: Res
     if stored_count * 4 < len(requests):
         candidates = _candidates(requests, cache.stored_requests(str(identity.get("model", ""))))
     chosen = candidates if candidates is not None else list(range(len(requests)))
-    keys = cache_keys(identity, [requests.requests[index] for index in chosen])
+    keys = cache_keys(identity, [requests.requests[index] for index in chosen], keyed)
     hits = cache.get_many(list(dict.fromkeys(keys)))
     return {index: hits[key] for index, key in zip(chosen, keys) if key in hits}
 
@@ -184,7 +194,8 @@ def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: Res
 def plan_partition(benchmark: str, model: str, partition: str, requests: RequestSet, *,
                    identity: Mapping[str, Any] | None, cache: ResponseCache | None, counter: TokenCounter,
                    max_output_tokens: int | None, pricing: tuple[float | None, float | None],
-                   stored_count: int = 0, asked_before: set | None = None) -> PlanRow:
+                   stored_count: int = 0, asked_before: set | None = None,
+                   keyed: KeyedRequest | None = None) -> PlanRow:
     """Count one partition's requests against the cache and estimate the tokens and cost of the rest.
 
     `identity` None: a replay backend (nothing is asked). `stored_count`: the cache's answers of this backend's
@@ -197,7 +208,7 @@ def plan_partition(benchmark: str, model: str, partition: str, requests: Request
     pending = requests.distinct()
     cached = 0
     if cache is not None and stored_count and len(requests):
-        hits = cached_answers(identity, requests, cache, stored_count)
+        hits = cached_answers(identity, requests, cache, stored_count, keyed)
         cached = len(hits)
         # Distinct requests share a key with their repeats, so a request is pending unless its first copy is cached.
         pending = [index for index in pending if index not in hits]
