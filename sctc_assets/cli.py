@@ -131,11 +131,16 @@ class Selection:
         return self.explicit or list(dict.fromkeys(self.default_models + [key for keys in self.added.values()
                                                                           for key in keys]))
 
+    def running(self, benchmarks: Sequence[str]) -> list[str]:
+        """The models a run of `benchmarks` asks (a benchmark that needs --models for any, such as reviews and
+        corpus, adds none without it)."""
+        return list(dict.fromkeys(model for name in benchmarks for model in self.for_benchmark(name)[0]))
+
     def for_benchmark(self, name: str) -> tuple[list[str], list[str]]:
         """(chosen, served): the benchmark's models, and those whose registry entry can answer it."""
         defaults = self.default_models if OPTIONS[name].default_models else []
         chosen = self.explicit or list(dict.fromkeys(defaults + self.added.get(name, [])))
-        return chosen, [model for model in chosen if OPTIONS[name].serves(self.entries[model])]
+        return chosen, [model for model in chosen if model in self.entries and OPTIONS[name].serves(self.entries[model])]
 
 
 def _print_problems(problems: Sequence[str]) -> int:
@@ -164,7 +169,8 @@ def _select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     except (UpstreamError, ValueError, OSError) as exc:  # registry and option errors are ValueErrors naming the file
         return _print_problems([str(exc)])
     selection = Selection(entries, [key for key, entry in entries.items() if entry.default], added, args.models)
-    problems = model_problems(entries, selection.models, args.benchmarks, options, check_keys=check_keys)
+    problems = model_problems(entries, selection.running(args.benchmarks), args.benchmarks, options,
+                              check_keys=check_keys)
     return _print_problems(problems) if problems else selection
 
 
@@ -206,7 +212,8 @@ def _plan(args: argparse.Namespace) -> int:
     except (UpstreamError, ValueError, OSError) as exc:
         return _print_problems([str(exc)])
     plan.warnings += [f"{problem}: `sctc run` would stop here"
-                      for problem in key_problems(selection.entries, selection.models, args.benchmarks, vars(args))]
+                      for problem in key_problems(selection.entries, selection.running(args.benchmarks), args.benchmarks,
+                                                  vars(args))]
     print(render(plan))
     return 0
 

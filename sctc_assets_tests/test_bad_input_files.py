@@ -51,6 +51,16 @@ def test_a_review_export_in_big5_is_named_with_its_encoding(tmp_path):
         read_file(str(export), tmp_path / "cache")
 
 
+def test_a_review_queue_saved_in_gbk_by_a_spreadsheet_is_named_with_its_encoding(tmp_path):
+    from sctc_assets.lib.sovereignty.review import read_reviews
+
+    path = tmp_path / "sovereignty_reviews.csv"
+    path.write_bytes(f"model,lang,prompt_set,prompt_id,sample,decision,note\nm,zh_hans,s,S1-001,0,pass,{SIMPLIFIED.strip()}\n"
+                     .encode("gbk"))
+    with pytest.raises(UpstreamSchemaError, match=r"sovereignty_reviews\.csv: not UTF-8 text .* it looks like gb18030"):
+        read_reviews(path)
+
+
 def test_a_json_file_in_another_encoding_is_named(tmp_path):
     path = tmp_path / "red_flags.json"
     path.write_bytes(json.dumps({"instant_fail": {"zh": [TRADITIONAL.strip()]}}, ensure_ascii=False).encode("big5"))

@@ -261,3 +261,15 @@ def test_ui_runs_dagster_dev_through_the_forwarder(monkeypatch, tmp_path):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["ui", "--port", "3123"]) == 0
     assert seen["command"][:6] == [sys.executable, "-m", "dagster", "dev", "-p", "3123"]
+
+
+def test_only_the_models_a_benchmark_runs_are_checked(tmp_path, monkeypatch, capsys, isolated_data_dir):
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  broken: {backend: nosuchbackend, default: true}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    # Without --models the review benchmark runs no model, so the broken default stands in nobody's way ...
+    assert main(["plan", "--benchmarks", "reviews"]) == 0
+    assert "no model: only the model-independent assets run" in capsys.readouterr().out
+    # ... while the term benchmark would run it.
+    assert main(["plan", "--benchmarks", "term"]) == 2
+    assert "model 'broken': unknown backend 'nosuchbackend'" in capsys.readouterr().err
