@@ -142,6 +142,7 @@ def test_every_broken_registry_entry_is_one_line_naming_file_model_and_setting(r
 def test_a_registry_that_is_not_utf8_is_named_with_its_encoding(tmp_path, capsys, monkeypatch, encoding):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     registry = tmp_path / "models.yaml"
+    monkeypatch.setenv("SCTC_MODELS", str(registry))  # `--registry` sets it; undone after the test
     description = "台灣的模型，這是測試用的說明" if encoding == "big5" else "台湾的模型，这是测试用的说明"
     registry.write_bytes(f"models:\n  m: {{backend: replay, upstream_name: qwen, description: {description}}}\n"
                          .encode(encoding))
@@ -152,7 +153,8 @@ def test_a_registry_that_is_not_utf8_is_named_with_its_encoding(tmp_path, capsys
 
 def test_budget_flags_become_the_budget_environment_with_a_scope_per_run(monkeypatch):
     for name in ("SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", BUDGET_SCOPE_ENV_VAR):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so what _apply_budget sets is undone after the test
+        monkeypatch.delenv(name)
     _apply_budget(_parser().parse_args(["run"]))
     assert BUDGET_SCOPE_ENV_VAR not in os.environ  # no budget asked, no scope set
     _apply_budget(_parser().parse_args(["run", "--max-calls", "25", "--max-cost", "0.5"]))
