@@ -126,11 +126,6 @@ class Selection:
     added: dict[str, list[str]] = field(default_factory=dict)
     explicit: list[str] | None = None
 
-    @property
-    def models(self) -> list[str]:
-        return self.explicit or list(dict.fromkeys(self.default_models + [key for keys in self.added.values()
-                                                                          for key in keys]))
-
     def running(self, benchmarks: Sequence[str]) -> list[str]:
         """The models a run of `benchmarks` asks (a benchmark that needs --models for any, such as reviews and
         corpus, adds none without it)."""
