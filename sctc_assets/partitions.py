@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import dagster as dg
 
+from sctc_assets.lib.languages import NAME_LANGS, SOVEREIGNTY_LANGS, TERM_LANGS  # noqa: F401 (re-exported)
+
 MODELS_PARTITION_NAME = "models"
 models_partitions = dg.DynamicPartitionsDefinition(name=MODELS_PARTITION_NAME)
-
-TERM_LANGS = ("zh_hans", "zh_hant")
-SOVEREIGNTY_LANGS = ("zh_hant", "zh_hans", "en")
-NAME_LANGS = ("zh_hans", "zh_hant", "en")
 
 
 def model_lang_partitions(langs: tuple[str, ...], dimension: str = "lang") -> dg.MultiPartitionsDefinition:

@@ -46,7 +46,9 @@ def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     data = tmp_path / "data"
     data.mkdir()
     monkeypatch.setenv("SCTC_DATA_DIR", str(data))
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    # Set, then deleted, so that the DAGSTER_HOME `sctc` sets inside the test is undone afterwards too.
+    monkeypatch.setenv("DAGSTER_HOME", "")
+    monkeypatch.delenv("DAGSTER_HOME")
     return data
 
 

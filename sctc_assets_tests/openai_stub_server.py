@@ -23,7 +23,7 @@ COMPLETIONS_PATH = "/v1/chat/completions"
 class StubReply:
     status: int
     body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # every request header, names in lower case
     # Sent as it is instead of `body` as JSON: garbled answers from proxies and overloaded servers.
     raw: bytes | None = None
     content_type: str = "application/json"
@@ -35,6 +35,7 @@ class SeenRequest:
     prompt: str
     body: dict[str, Any]
     authorization: str | None
+    headers: dict[str, str] = field(default_factory=dict)  # every request header, names in lower case
 
 
 def completion(
@@ -120,10 +121,12 @@ class StubOpenAIServer:
         with self._lock:
             return [request.prompt for request in self.requests]
 
-    def respond(self, body: dict[str, Any], authorization: str | None) -> StubReply:
+    def respond(self, body: dict[str, Any], authorization: str | None,
+                headers: dict[str, str] | None = None) -> StubReply:
         prompt = _last_user_message(body)
         with self._lock:
-            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization))
+            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization,
+                                             {name.lower(): value for name, value in (headers or {}).items()}))
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             queued = self._scripts[prompt]
@@ -165,7 +168,7 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if self.path != COMPLETIONS_PATH:
                 self._send(api_error(404, f"no route {self.path}"))
                 return
-            self._send(server.respond(json.loads(payload), self.headers.get("Authorization")))
+            self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers)))
 
         def _send(self, reply: StubReply) -> None:
             if reply == DROP_CONNECTION:

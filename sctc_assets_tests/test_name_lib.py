@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.name.source import published_lists
+from sctc_assets.lib.name.lists import published_lists
 from sctc_assets.lib import stats
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import (

@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 
 from sctc_assets.assets.name import NAME_ASSETS
-from sctc_assets.assets.name.source import name_prompts_match_upstream, published_lists
+from sctc_assets.assets.name.source import name_prompts_match_upstream
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.cli import main
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS
+from sctc_assets.lib.name.lists import published_lists
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.name.selections import agreement, rules_selections, upstream_selections
 from sctc_assets.lib.sctc_upstream import PAPER_MODELS, name_candidate_file, name_response_file
@@ -271,7 +272,7 @@ def test_popularity_correlation_counts_from_the_corpus_run_or_upstream(isolated_
 
 
 def test_a_reduced_run_asks_each_row_with_its_trial_index_from_the_full_design():
-    from sctc_assets.assets.name.responses import prompts_to_ask
+    from sctc_assets.lib.name.requests import prompts_to_ask
     from sctc_assets.lib.name.candidates import RunSettings
 
     design = pd.DataFrame({"list_id": [0, 0, 0, 0, 1, 1, 1, 1], "shuffle": [0, 1, 2, 3, 0, 1, 2, 3],

@@ -119,22 +119,25 @@ def test_materialize_partitions_rerun_one_model_and_the_backfill_path(environmen
 
 
 def test_cli_run_writes_tables_and_reports_failures(environment, tmp_path, capsys, monkeypatch):
-    registry = _registry(tmp_path, environment, extra="  no-key: {backend: openai, model: m, api_key_env: SCTC_TEST_NO_SUCH_KEY}\n")
-    monkeypatch.delenv("SCTC_TEST_NO_SUCH_KEY", raising=False)
+    # An endpoint nobody listens on: every call fails at run time (a missing key is refused before the run starts).
+    registry = _registry(tmp_path, environment, extra="  down: {backend: openai, model: m, api_key_env: '', base_url:"
+                                                      " 'http://127.0.0.1:9/v1', max_retries: 0, timeout_s: 5,"
+                                                      " benchmarks: {term: {trials: 1}}}\n")
     out = tmp_path / "out"
-    status = main(["run", "--models", "fake-a", "paper-qwen", "no-key", "--registry", str(registry), "--out", str(out),
+    status = main(["run", "--models", "fake-a", "paper-qwen", "down", "--registry", str(registry), "--out", str(out),
                    "--prompt-variants", "1"])
     printed = capsys.readouterr()
     assert status == 1
-    assert "no-key" in printed.err and "SCTC_TEST_NO_SUCH_KEY" in printed.err
-    assert "term: stages failed for no-key" in printed.err
-    assert "no-key: its rows in" not in printed.err  # it never answered, so no table holds rows of an earlier run
+    assert "down" in printed.err and "all 110 model calls ended in an error" in printed.err
+    assert "term: stages failed for down" in printed.err
+    assert "down: its rows in" not in printed.err  # this run wrote its error rows, so no earlier run is blamed
     written = {path.stem for path in out.glob("*.parquet")}
     assert {"regional_terms", "term_prompts", "term_responses", "term_labels", "term_choice_rates",
             "term_choice_tests", "term_misalignment_by_term", "term_misalignment_summary",
             "term_variant_correlations"} <= written
     responses = pd.read_parquet(out / "term_responses.parquet")
-    assert set(responses.model) == {"fake-a", "paper-qwen"}
+    assert set(responses.model) == {"fake-a", "paper-qwen", "down"}
+    assert set(responses.loc[responses.model == "down", "outcome"]) == {"error"}
     assert set(responses.prompt_variant) == {1}
     assert "paper-qwen" in printed.out and "54.48" in printed.out
     labels = pd.read_parquet(out / "term_labels.parquet")

@@ -87,7 +87,7 @@ def test_flag_table_strips_reasoning_before_matching():
 @pytest.mark.parametrize(
     ("document", "field"),
     [
-        ([], "expected a JSON object"),
+        ([], "expected an object, found a list"),
         ({"instant_fail": {"zh": [], "en": []}, "warning": {"zh": [], "en": []}}, "missing object `soft_censorship`"),
         ({"instant_fail": {"zh": ["x"], "en": "separatist"}, "warning": {"zh": [], "en": []},
           "soft_censorship": {"zh": [], "en": []}}, "instant_fail.en: expected a list"),

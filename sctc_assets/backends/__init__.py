@@ -8,13 +8,7 @@ from __future__ import annotations
 import importlib
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend
-
-BUILTIN_BACKENDS = {
-    "openai": "sctc_assets.backends.openai_backend:OpenAIBackend",
-    "transformers": "sctc_assets.backends.transformers_backend:TransformersBackend",
-    "replay": "sctc_assets.backends.replay:ReplayBackend",
-    "tsb_replay": "sctc_assets.backends.tsb_replay:TSBReplayBackend",
-}
+from sctc_assets.lib.backend_catalog import BUILTIN_BACKENDS
 
 
 def backend_class(name: str) -> type[ModelBackend]:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Coroutine, Mapping, Optional, Sequence, TypeVa
 
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
@@ -38,6 +38,7 @@ _CONTENT_FILTER_PHRASES = ("content management policy", "content filter", "conte
 _MAX_MESSAGE_CHARS = 300
 # Transport errors quote the Authorization header they refused (h11: "Illegal header value b'Bearer sk-…\\r'").
 _BEARER = re.compile(r"Bearer\s+\S+")
+_CREDENTIAL_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|password", re.IGNORECASE)
 
 T = TypeVar("T")
 
@@ -80,6 +81,24 @@ class OpenAIBackend(ModelBackend):
     extra_body: Optional[dict] = Field(
         default=None, description="Extra JSON fields sent with every request (e.g. vLLM sampling options)."
     )
+    # Not part of identity(): attribution headers do not change an answer, and cached answers stay valid.
+    headers: Optional[dict[str, str]] = Field(
+        default=None,
+        description="Extra HTTP headers sent with every request, e.g. OpenRouter's HTTP-Referer and X-Title. Not "
+                    "for credentials: the key comes from `api_key_env` only.",
+    )
+
+    @field_validator("headers")
+    @classmethod
+    def _no_credentials_in_headers(cls, headers: Optional[dict[str, str]]) -> Optional[dict[str, str]]:
+        # A registry file is shared and logged; a header carrying a key would leak it, so such names are refused.
+        for name, value in (headers or {}).items():
+            if _CREDENTIAL_HEADER.search(name):
+                raise ValueError(f"header {name!r} looks like a credential; API keys come from the environment "
+                                 "variable named by api_key_env, never from the registry")
+            if not (isinstance(value, str) and value.isascii() and value.isprintable()):
+                raise ValueError(f"header {name!r}: its value must be printable ASCII text")
+        return headers
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -125,7 +144,8 @@ class OpenAIBackend(ModelBackend):
     ) -> None:
         semaphore = asyncio.Semaphore(self.concurrency)
         async with openai.AsyncOpenAI(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s,
+            default_headers=self.headers or None,
         ) as client:
 
             async def answer(index: int, request: GenerationRequest) -> None:

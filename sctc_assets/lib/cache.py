@@ -150,6 +150,10 @@ class ResponseCache:
             ),
         )
 
+    def stored_requests(self, model: str) -> list[str]:
+        """The stored request identity (the JSON its key was computed from) of every answer of `model`."""
+        return [row[0] for row in self._connect().execute("SELECT request FROM responses WHERE model = ?", (model,))]
+
     def count(self, *, model: str | None = None) -> int:
         if model is None:
             return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

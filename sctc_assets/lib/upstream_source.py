@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from sctc_assets.lib.file_lock import file_lock
+from sctc_assets.lib.text_files import check_utf8
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar", ".zip")
 
@@ -218,7 +219,10 @@ class UpstreamSource:
             raise UpstreamFileMissing(self, relative_path)
         try:
             frame = pd.read_csv(path, **kwargs)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        except UnicodeDecodeError as exc:
+            check_utf8(path, name=relative_path, error=UpstreamSchemaError)
+            raise UpstreamSchemaError(f"{relative_path}: unreadable CSV ({exc})") from exc
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
             raise UpstreamSchemaError(f"{relative_path}: unreadable CSV ({exc})") from exc
         # Some upstream files start with a UTF-8 byte-order mark that pandas keeps in the first header.
         frame.columns = [str(column).lstrip("\ufeff") for column in frame.columns]

@@ -7,12 +7,15 @@ from typing import Any
 
 import yaml
 
+from sctc_assets.lib.text_files import read_utf8
+
 
 def load_yaml(path: str | Path, *, what: str, error: type[Exception]) -> Any:
-    """The parsed document of `path`; an unreadable file or invalid YAML raises `error` naming the file."""
+    """The parsed document of `path`; an unreadable file, a file that is not UTF-8 or invalid YAML raises `error`
+    naming the file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path, error=error)  # a file in another encoding is named with the encoding it looks like
     except OSError as exc:
         raise error(f"{path}: cannot read the {what} ({exc})") from exc
     try:

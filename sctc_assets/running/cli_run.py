@@ -37,10 +37,11 @@ def _quiet_dagster_warnings() -> None:
 
 
 def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
-                   added: Mapping[str, Sequence[str]], project: Any = None) -> int:
+                   added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None) -> int:
     """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
 
-    `project` (tests): an object with `plans`, `defs` and `resources` instead of the project's own."""
+    `project` (tests): an object with `plans`, `defs` and `resources` instead of the project's own. `failures`,
+    when given, receives every stage failure of every benchmark (the caller reports halted stages from it)."""
     from sctc_assets.running.logs import RunLog, new_log_path
 
     debug = bool(getattr(args, "debug", False))
@@ -52,7 +53,8 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
     clear_stop()  # a stop requested during an earlier run in this process is not this run's
     try:
         with stop_on_signals():
-            status = _run_benchmarks(args, options, entries, default_models, added, run_log, project)
+            status = _run_benchmarks(args, options, entries, default_models, added, run_log, project,
+                                         failures if failures is not None else [])
     except Exception as exc:
         if debug:
             raise
@@ -81,7 +83,7 @@ def _project() -> Any:
 
 
 def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
-                    added: Mapping[str, Sequence[str]], run_log: Any, project: Any) -> int:
+                    added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list) -> int:
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager
@@ -105,6 +107,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         report = runner.run(plan, served, options)
+        failures += report.failures
         if report.interrupted is not None:
             break
         tables: dict[str, pd.DataFrame] = {}

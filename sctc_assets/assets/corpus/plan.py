@@ -9,26 +9,11 @@ from typing import Any, Mapping
 import pandas as pd
 from tabulate import tabulate
 
+from sctc_assets.benchmark_options import OPTIONS
 from sctc_assets.lib.corpus.registry import CorpusRegistryError
 from sctc_assets.lib.corpus.tables import paper_layout
 from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.runner import BenchmarkPlan
-
-
-def _corpus_arguments(parser: Any) -> None:
-    group = parser.add_argument_group("corpus counts")
-    group.add_argument("--corpora", nargs="+", metavar="KEY",
-                       help="count every shard of these registered corpora in this run (default: none; the "
-                            "tables then use the shards counted so far and the authors' counts)")
-    group.add_argument("--corpus-majority", type=float, metavar="SHARE",
-                       help="share of models that must misalign a term for Table 18's project list (default 0.5)")
-    group.add_argument("--corpus-label-source", choices=["upstream", "rules"],
-                       help="label source deciding Table 18's project list (default upstream)")
-
-
-def _corpus_config(options: Mapping[str, Any]) -> dict:
-    settings = {"majority": options.get("corpus_majority"), "label_source": options.get("corpus_label_source")}
-    return {"corpus_term_frequency_tables": {key: value for key, value in settings.items() if value is not None}}
 
 
 def _corpus_shards(options: Mapping[str, Any]) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -58,16 +43,12 @@ def corpus_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str
 
 
 CORPUS_PLAN = BenchmarkPlan(
-    name="corpus",
-    langs=(),
+    **OPTIONS["corpus"].plan_fields(),
     inputs=("regional_terms", "corpus_shards", "corpus_patterns"),
     per_model_lang=(),
     per_model=(),
     cross_model=("corpus_term_counts", "corpus_name_counts", "corpus_term_frequency_tables"),
-    config=_corpus_config,
-    add_arguments=_corpus_arguments,
     summary=corpus_summary,
     partitioned_inputs=_corpus_shards,
-    default_models=False,  # counting calls no model; Table 18 reads whatever term results exist
     jobs={"partitioned_inputs": "corpus_count_shards", "cross_model": "corpus_tables"},
 )

@@ -9,11 +9,11 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
-from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, RunSettings, run_settings
+from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
+from sctc_assets.lib.name.requests import name_requests
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
 from sctc_assets.lib.progress import ProgressReporter
-from sctc_assets.lib.sctc_upstream import name_candidate_file
 from sctc_assets.partitions import model_and_lang, name_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
@@ -38,42 +38,6 @@ class NameResponsesConfig(dg.Config):
                                   "copy has them, else the generated ones. Replay models always answer the authors'.")
 
 
-def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings, *,
-                   replay: bool) -> tuple[pd.DataFrame, list[str]]:
-    """The prompt rows one model answers, and notes. A replay answers the authors' rows even where the upstream
-    copy lacks their lists (its prompt is then unknown)."""
-    frames, notes = [], []
-    in_lang = name_prompts[name_prompts["lang"] == lang]
-    for name in settings.experiments:
-        spec = EXPERIMENTS[name]
-        published = in_lang[(in_lang["experiment"] == name) & (in_lang["list_source"] == "upstream")]
-        source = "upstream" if replay else settings.list_source or ("upstream" if not published.empty else "generated")
-        if replay and settings.list_source == "generated":
-            notes.append(f"{name}: a replay only has answers to the authors' lists; list_source 'generated' ignored")
-        chosen = in_lang[(in_lang["experiment"] == name) & (in_lang["list_source"] == source)]
-        if chosen.empty and source == "upstream":
-            if not replay:
-                raise ValueError(f"name_responses: no authors' lists for {name} "
-                                 f"({name_candidate_file(spec.prompt_id)} is missing); use list_source 'generated'")
-            notes.append(f"{name}: prompts unknown ({name_candidate_file(spec.prompt_id)} is missing)")
-            lists, shuffles = settings.counts(name)
-            grid = pd.MultiIndex.from_product([range(lists), range(shuffles)], names=["list_id", "shuffle"])
-            chosen = grid.to_frame(index=False).assign(
-                experiment=name, list_source="upstream", lang=lang, prompt=None,
-                row=lambda frame: frame["list_id"] * spec.shuffles + frame["shuffle"])
-        # Rows that repeat a prompt are separate samples, as in the paper: the occurrence number over the full
-        # design keeps them apart, and stays the same whatever --name-lists/--name-shuffles select.
-        chosen = chosen.sort_values("row", kind="stable")
-        chosen = chosen.assign(occurrence=chosen.groupby("prompt", dropna=False).cumcount())
-        if settings.lists is not None:
-            chosen = chosen[chosen["list_id"] < settings.lists]
-        if settings.shuffles is not None:
-            chosen = chosen[chosen["shuffle"] < settings.shuffles]
-        frames.append(chosen)
-    selected = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=name_prompts.columns)
-    return selected.reset_index(drop=True), notes
-
-
 @dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_responses(
     context: dg.AssetExecutionContext,
@@ -90,11 +54,7 @@ def name_responses(
     settings = run_settings(config.experiments, config.lists, config.shuffles, config.list_source,
                             entry.benchmark_settings("name"), where=f"name_responses: model {model!r} (run config, "
                                                                    "else registry benchmarks.name)")
-    selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
-    requests = [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat), benchmark="name",
-                                       lang=lang, prompt_id=EXPERIMENTS[name].prompt_id, row=int(row))
-                for prompt, repeat, name, row in zip(selected["prompt"], selected["occurrence"],
-                                                     selected["experiment"], selected["row"])]
+    selected, notes, requests = name_requests(name_prompts, lang, settings, replay=entry.backend == "replay")
     backend = models.backend(model, open_upstream=upstream.open)
     results: list[GenerationResult] = backend.generate(
         requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}", context.log.info))

@@ -5,11 +5,12 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, upstream_comparison_result
-from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS, generate_lists, upstream_lists
+from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS
+from sctc_assets.lib.name.lists import candidate_lists
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
-from sctc_assets.lib.name.prompts import build_prompts, shown_names
-from sctc_assets.lib.sctc_upstream import NAME_CANDIDATE_COLUMNS, name_candidate_file, name_prompt_file
-from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
+from sctc_assets.lib.name.prompts import build_prompts
+from sctc_assets.lib.sctc_upstream import name_prompt_file
+from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "name"
@@ -39,19 +40,6 @@ class CandidateListsConfig(dg.Config):
                                                              "{main: 380} for Figure 6 (default: the paper's).")
 
 
-def published_lists(source: UpstreamSource, name: str) -> pd.DataFrame:
-    """The authors' lists of one experiment, in the order their zh_hans prompt file shows them (when present)."""
-    spec = EXPERIMENTS[name]
-    relative = name_candidate_file(spec.prompt_id)
-    raw = source.read_csv(relative, NAME_CANDIDATE_COLUMNS)
-    prompt_file = name_prompt_file("zh_hans", spec.prompt_id)
-    orders = None
-    if source.exists(prompt_file):
-        prompts = source.read_csv(prompt_file, ["prompt"])["prompt"].tolist()
-        orders = [shown_names(prompt, where=f"{prompt_file} row {row}") for row, prompt in enumerate(prompts)]
-    return upstream_lists(raw, name, source_name=relative, shown_orders=orders)
-
-
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_candidate_lists(context: dg.AssetExecutionContext, config: CandidateListsConfig,
                          regional_names: pd.DataFrame, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -62,18 +50,11 @@ def name_candidate_lists(context: dg.AssetExecutionContext, config: CandidateLis
     unknown = sorted((set(config.lists) | set(config.shuffles)) - set(EXPERIMENTS))
     if unknown:
         raise ValueError(f"name_candidate_lists: unknown experiment(s) {unknown}; expected {list(EXPERIMENTS)}")
-    frames = [generate_lists(regional_names, name, seed=config.seed, lists=config.lists.get(name),
-                             shuffles=config.shuffles.get(name)) for name in EXPERIMENTS]
-    source, missing = upstream.open(), []
-    for name in EXPERIMENTS:
-        try:
-            frames.append(published_lists(source, name))
-        except UpstreamFileMissing as exc:
-            missing.append(exc.relative_path)
+    lists, missing = candidate_lists(regional_names, upstream.open(), seed=config.seed, lists=config.lists,
+                                     shuffles=config.shuffles)
     for relative in missing:
         context.log.warning(f"name_candidate_lists: {relative} is missing; the replayed answers to it are scored "
                             "against all 352 names, and the tables that need the lists skip them")
-    lists = pd.concat(frames, ignore_index=True)
     shape = (lists.groupby(["experiment", "list_source"])
              .agg(lists=("list_id", "nunique"), rows=("row", "size")).reset_index())
     return dg.Output(lists, metadata=table_metadata(

@@ -8,11 +8,11 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
-from sctc_assets.assets.reviews.plan import answers_new_prompts
-from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets.benchmark_options import answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.reviews import metrics
-from sctc_assets.lib.reviews.prompts import FORMATS, selected_prompts
+from sctc_assets.lib.reviews.prompts import FORMATS
+from sctc_assets.lib.reviews.requests import review_requests, run_settings
 from sctc_assets.lib.reviews.scoring import predictions_table
 from sctc_assets.partitions import model_lang_partitions, models_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -41,16 +41,9 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
     entry = models.entry(model)
     if not answers_new_prompts(entry):
         raise dg.Failure(f"{model} replays published answers ({entry.backend}) and has none for the review benchmark")
-    settings = entry.benchmark_settings("reviews")
-    max_pairs = config.max_pairs if config.max_pairs is not None else settings.get("max_pairs")
-    control = config.translation_control if config.translation_control is not None else \
-        bool(settings.get("translation_control", True))
-    system_role = bool(settings.get("system_role", True))
-    selected = selected_prompts(review_prompts, fmt, max_pairs=max_pairs, translation_control=control)
-    requests = [GenerationRequest.user(record["prompt"], system=record["system"] if system_role else None,
-                                       benchmark="reviews", format=fmt, review_id=record["review_id"],
-                                       version=record["version"])
-                for record in selected.to_dict("records")]
+    settings = run_settings(config.max_pairs, config.translation_control, entry.benchmark_settings("reviews"))
+    max_pairs, control, system_role = settings.max_pairs, settings.translation_control, settings.system_role
+    selected, requests = review_requests(review_prompts, fmt, settings)
     backend = models.backend(model)
     results = backend.generate(requests, cache=models.cache(),
                                progress=ProgressReporter(f"review_predictions {model}/{fmt}", context.log.info))

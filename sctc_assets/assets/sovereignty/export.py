@@ -10,12 +10,11 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.paths import default_outputs_dir
-from sctc_assets.lib.sovereignty.pro_format import export_document, write_export
+from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, export_document, write_export
 from sctc_assets.partitions import models_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 
 GROUP = "sovereignty"
-EXPORT_FOLDER = "sovereignty_pro_json"
 EXPORT_COLUMNS = ["model", "file", "prompts", "zh_passed", "en_passed"]
 
 

@@ -14,6 +14,7 @@ from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES, run_settings
+from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.partitions import model_and_lang
 from sctc_assets.resources.registry import ModelRegistryResource
 
@@ -43,11 +44,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     samples, overrides = run_settings(config.samples, config.temperature, entry.benchmark_settings("sovereignty"))
-    prompts = sovereignty_prompts[sovereignty_prompts["lang"] == lang]
-    items = [{**record, "model": model, "sample": sample}
-             for sample in range(samples) for record in prompts.to_dict("records")]
-    requests = [GenerationRequest.user(item["prompt"], trial=item["sample"], benchmark="sovereignty", lang=lang,
-                                       prompt_set=item["prompt_set"], prompt_id=item["prompt_id"]) for item in items]
+    items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples)
     backend = models.backend(model, overrides=overrides)
     results = backend.generate(requests, cache=models.cache(),
                                progress=ProgressReporter(f"sovereignty_responses {model}/{lang}", context.log.info))

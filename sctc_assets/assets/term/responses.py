@@ -13,6 +13,7 @@ from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, run_settings
+from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.partitions import model_and_lang, term_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
@@ -45,14 +46,8 @@ def term_responses(
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     trials, variants = run_settings(config.trials, config.prompt_variants, entry.benchmark_settings("term"))
-    selected = term_prompts[(term_prompts["lang"] == lang) & term_prompts["prompt_variant"].isin(variants)
-                            & (term_prompts["trial"] < trials)].reset_index(drop=True)
+    selected, requests = term_requests(term_prompts, lang, trials, variants)
     backend = models.backend(model, open_upstream=upstream.open)
-    requests = [
-        GenerationRequest.user(record["prompt"], trial=record["trial"], benchmark="term", lang=lang,
-                               prompt_variant=record["prompt_variant"], row=record["row"])
-        for record in selected.to_dict("records")
-    ]
     progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
     results = backend.generate(requests, cache=models.cache(), progress=progress)
 

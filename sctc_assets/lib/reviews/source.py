@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.paths import REPO_DATA_DIR
+from sctc_assets.lib.text_files import check_utf8
 from sctc_assets.lib.upstream_source import download, is_url
 
 REVIEWS_ENV_VAR = "SCTC_REVIEWS"
@@ -72,7 +73,10 @@ def read_file(location: str, cache_dir: Path, declared_format: str | None = None
             frame = pd.read_parquet(path)
         else:
             frame = pd.read_json(path, lines=True, dtype=False)
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+    except UnicodeDecodeError as exc:
+        check_utf8(path, name=location, error=ReviewDataError)
+        raise ReviewDataError(f"{location}: unreadable {kind} file ({type(exc).__name__}: {exc})") from exc
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
         raise ReviewDataError(f"{location}: unreadable {kind} file ({type(exc).__name__}: {exc})") from exc
     frame.columns = [str(column).lstrip("\ufeff") for column in frame.columns]
     return frame, location

@@ -21,6 +21,8 @@ from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, 
 RESULT_FILE = re.compile(r"^(?P<model>.+?)_(?P<stamp>\d{8}_\d{6})(?:_bilingual)?\.json$")
 TSB_PREFIX = "tsb-"
 OVERLAY_NAME = "tsb-results"
+# The folder under the outputs folder (or `sctc run --out DIR`) that `sovereignty_pro_export` writes into.
+EXPORT_FOLDER = "sovereignty_pro_json"
 # The Pro study's language blocks and the prompting languages they hold (its Chinese prompts are Traditional).
 BLOCK_LANGS = {"zh": "zh_hant", "en": "en"}
 

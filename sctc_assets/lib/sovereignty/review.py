@@ -18,6 +18,7 @@ import pandas as pd
 
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 from sctc_assets.lib.sovereignty.scoring import passes
+from sctc_assets.lib.text_files import check_utf8
 from sctc_assets.lib.upstream_source import UpstreamSchemaError
 
 REVIEW_KEYS = ITEM_KEYS + ["answer_sha"]
@@ -70,6 +71,9 @@ def _read_review_table(path: Path) -> pd.DataFrame:
     try:
         frame = (pd.read_parquet(path) if path.suffix.lower() == ".parquet"
                  else pd.read_csv(path, dtype=str, keep_default_na=False))
+    except UnicodeDecodeError as exc:  # a spreadsheet program saving in the system's code page (GBK, Big5)
+        check_utf8(path, error=UpstreamSchemaError)
+        raise UpstreamSchemaError(f"{path}: unreadable review file ({exc})") from exc
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise UpstreamSchemaError(f"{path}: unreadable review file ({exc})") from exc
     missing = [column for column in REVIEW_KEYS + ["decision"] if column not in frame.columns]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from sctc_assets.lib.text_files import json_type, read_utf8
 from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots, is_url
 
 TSB_COMMIT = "2351914892de9a9eb65f5bc90f7abd7870daabcd"
@@ -68,9 +69,10 @@ def read_json(path: Path, *, name: str | None = None) -> Any:
     where = name or str(path)
     if not path.is_file():
         raise UpstreamError(f"file missing: {where}")
+    text = read_utf8(path, name=where, error=UpstreamSchemaError)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
         raise UpstreamSchemaError(f"{where}: not valid JSON ({exc})") from exc
 
 
@@ -89,19 +91,25 @@ def locate_roots(directories: Sequence[Path], origin: str) -> TSBRoots:
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise UpstreamSchemaError(f"{where}: expected a list of non-empty strings")
+    if not isinstance(value, list):
+        raise UpstreamSchemaError(f"{where}: expected a list of non-empty strings, found {json_type(value)}")
+    wrong = [index for index, item in enumerate(value) if not (isinstance(item, str) and item)]
+    if wrong:
+        raise UpstreamSchemaError(f"{where}[{wrong[0]}]: expected a non-empty string, found {json_type(value[wrong[0]])}")
     return tuple(value)
 
 
 def parse_red_flags(document: Any, source: str) -> RedFlagList:
     if not isinstance(document, Mapping):
-        raise UpstreamSchemaError(f"{source}: expected a JSON object")
+        raise UpstreamSchemaError(f"{source}: expected an object, found {json_type(document)}")
     phrases: dict[str, dict[str, tuple[str, ...]]] = {}
     for letter, section in FLAG_TYPES.items():
-        block = document.get(section)
-        if not isinstance(block, Mapping):
+        if section not in document:
             raise UpstreamSchemaError(f"{source}: missing object `{section}`")
+        block = document[section]
+        if not isinstance(block, Mapping):
+            raise UpstreamSchemaError(f"{source}: section `{section}`: expected an object (one phrase list per "
+                                      f"language: {', '.join(FLAG_LANGS)}), found {json_type(block)}")
         phrases[letter] = {lang: _string_list(block.get(lang), f"{source}: {section}.{lang}") for lang in FLAG_LANGS}
     metadata = document.get("metadata") if isinstance(document.get("metadata"), Mapping) else {}
     return RedFlagList(version=str(metadata.get("version") or "unknown"), source=source, phrases=phrases)

@@ -1,0 +1,44 @@
+"""The candidate lists of the name experiments, generated and the authors', as `name_candidate_lists` builds them
+(and `sctc plan`, which needs the same prompts without running the asset)."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS, generate_lists, upstream_lists
+from sctc_assets.lib.name.prompts import shown_names
+from sctc_assets.lib.sctc_upstream import NAME_CANDIDATE_COLUMNS, name_candidate_file, name_prompt_file
+from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
+
+
+def published_lists(source: UpstreamSource, name: str) -> pd.DataFrame:
+    """The authors' lists of one experiment, in the order their zh_hans prompt file shows them (when present)."""
+    spec = EXPERIMENTS[name]
+    relative = name_candidate_file(spec.prompt_id)
+    raw = source.read_csv(relative, NAME_CANDIDATE_COLUMNS)
+    prompt_file = name_prompt_file("zh_hans", spec.prompt_id)
+    orders = None
+    if source.exists(prompt_file):
+        prompts = source.read_csv(prompt_file, ["prompt"])["prompt"].tolist()
+        orders = [shown_names(prompt, where=f"{prompt_file} row {row}") for row, prompt in enumerate(prompts)]
+    return upstream_lists(raw, name, source_name=relative, shown_orders=orders)
+
+
+def candidate_lists(names: pd.DataFrame, source: UpstreamSource, *, seed: int = DEFAULT_SEED,
+                    lists: Mapping[str, int] | None = None, shuffles: Mapping[str, int] | None = None,
+                    experiments: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The generated lists of `experiments` (default: all), then the authors' where the upstream copy has them,
+    and the upstream files found missing. Each experiment's lists depend on the seed and its own name only."""
+    chosen = list(experiments) if experiments is not None else list(EXPERIMENTS)
+    lists, shuffles = dict(lists or {}), dict(shuffles or {})
+    frames = [generate_lists(names, name, seed=seed, lists=lists.get(name), shuffles=shuffles.get(name))
+              for name in chosen]
+    missing = []
+    for name in chosen:
+        try:
+            frames.append(published_lists(source, name))
+        except UpstreamFileMissing as exc:
+            missing.append(exc.relative_path)
+    return pd.concat(frames, ignore_index=True), missing

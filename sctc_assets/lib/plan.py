@@ -1,0 +1,296 @@
+"""What a run would ask, before it asks: calls, cached answers, estimated tokens and cost, per partition.
+
+The requests come from the same builders the response assets use (`lib/<benchmark>/requests.py`); this module
+counts them against the response cache (the keys `ModelBackend.generate` would look up) and estimates tokens:
+- input: with the model's own tokenizer where one is known offline (an OpenAI model name that tiktoken maps to an
+  encoding whose file the tokenizer registry holds), else by script: one token per CJK character (Han, kana,
+  bopomofo, CJK and full-width punctuation; the o200k, cl100k and Qwen vocabularies give 0.6–1.5) and one per four
+  other characters. A tokenizer is run on up to `SAMPLE_PROMPTS` prompts of a partition, spread evenly, and its
+  tokens per character scale to the partition's characters. Each message adds `MESSAGE_OVERHEAD` tokens (the chat
+  format's role markers).
+- output: the mean output tokens of the model's answers to these requests already in the cache, when there are
+  any; else the ceiling, the backend's `max_tokens`/`max_new_tokens` per call (marked as such).
+Cost is tokens × the registry's `price_input_per_mtok`/`price_output_per_mtok`; only calls not yet cached count.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from sctc_assets.lib.cache import ResponseCache, cache_key
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+
+SAMPLE_PROMPTS = 1000
+MESSAGE_OVERHEAD = 4
+CJK_TOKENS_PER_CHAR = 1.0
+OTHER_CHARS_PER_TOKEN = 4.0
+_CJK = re.compile("[\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf\u4e00-\u9fff"
+                  "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]")
+
+Encode = Callable[[str], Sequence[int]]
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """How input tokens are counted: `encode` is a real tokenizer, or None for the characters-per-token rule."""
+
+    name: str
+    encode: Encode | None = None
+
+    def tokens_per_char(self, texts: Sequence[str]) -> float:
+        """Tokens per character over `texts` (a sample of `SAMPLE_PROMPTS` when there are more, spread evenly)."""
+        step = max(1, len(texts) // SAMPLE_PROMPTS)
+        sample = [text for text in texts[::step] if text]
+        chars = sum(map(len, sample))
+        if not chars:
+            return 0.0
+        if self.encode is not None:
+            return sum(len(self.encode(text)) for text in sample) / chars
+        joined = "".join(sample)
+        cjk = len(joined) - len(_CJK.sub("", joined))
+        return (cjk * CJK_TOKENS_PER_CHAR + (chars - cjk) / OTHER_CHARS_PER_TOKEN) / chars
+
+
+SCRIPT_RULE = TokenCounter(f"characters: {CJK_TOKENS_PER_CHAR:g} token per CJK character, "
+                           f"1 per {OTHER_CHARS_PER_TOKEN:g} others")
+
+
+@dataclass
+class PlanRow:
+    """One partition of one model: `calls` requests, `cached` of them already answered, `to_ask` distinct requests
+    to send (repeats of one request are asked once), with their estimated tokens and cost."""
+
+    benchmark: str
+    model: str
+    partition: str
+    calls: int
+    cached: int | None  # None: the backend replays published answers and uses no cache
+    to_ask: int
+    input_tokens: int = 0
+    output_tokens: int | None = None
+    output_ceiling: bool = False  # output_tokens is max_tokens × calls, not a measured mean
+    cost_usd: float | None = None
+    tokens_by: str = ""
+    note: str = ""
+
+
+@dataclass
+class Plan:
+    rows: list[PlanRow] = field(default_factory=list)
+    # Extra lines per benchmark (judges, power figures…), printed under its table.
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add_note(self, benchmark: str, line: str) -> None:
+        self.notes.setdefault(benchmark, []).append(line)
+
+
+KeyedRequest = Callable[[GenerationRequest], GenerationRequest]
+
+
+def cache_keys(identity: Mapping[str, Any], requests: Sequence[GenerationRequest],
+               keyed: KeyedRequest | None = None) -> list[str]:
+    """The keys `ModelBackend.generate` looks up for `requests`: `cache_key` of the backend's identity and of each
+    request as `generate` sends it (`keyed`: e.g. with the per-trial seed the backend adds)."""
+    if keyed is not None:
+        requests = [keyed(request) for request in requests]
+    return [cache_key(identity, request) for request in requests]
+
+
+class RequestSet:
+    """One partition's requests with what the plan derives from them, computed once however many models (with the
+    same settings) ask them: the distinct requests, characters per request, tokens per character per counter."""
+
+    def __init__(self, requests: Sequence[GenerationRequest]):
+        self.requests = list(requests)
+        self._distinct: list[int] | None = None
+        self._ratios: dict[str, float] = {}
+        self._by_prompt: dict[tuple[str, Any], list[int]] | None = None
+        self._size_lists: tuple[list[int], list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def distinct(self) -> list[int]:
+        """The first index of each distinct (messages, trial): what `generate` asks when nothing is cached."""
+        if self._distinct is None:
+            seen: dict[tuple, int] = {}
+            for index in range(len(self.requests)):
+                seen.setdefault(self.signature(index), index)
+            self._distinct = list(seen.values())
+        return self._distinct
+
+    def signature(self, index: int) -> tuple:
+        """What tells two requests of one backend apart in the cache: their messages and trial."""
+        request = self.requests[index]
+        messages = request.messages
+        if len(messages) == 1:  # the common case, without building a tuple per message
+            return messages[0].get("role"), messages[0].get("content"), request.trial
+        return tuple([(message.get("role"), message.get("content")) for message in messages]), request.trial
+
+    def tokens_per_char(self, counter: TokenCounter) -> float:
+        if counter.name not in self._ratios:
+            step = max(1, len(self.requests) // SAMPLE_PROMPTS)
+            texts = [message.get("content") or "" for request in self.requests[::step] for message in request.messages]
+            self._ratios[counter.name] = counter.tokens_per_char(texts)
+        return self._ratios[counter.name]
+
+    def _sizes(self) -> tuple[list[int], list[int]]:
+        """Characters and messages of each request."""
+        if self._size_lists is None:
+            self._size_lists = ([sum(len(message.get("content") or "") for message in request.messages)
+                                 for request in self.requests], [len(request.messages) for request in self.requests])
+        return self._size_lists
+
+    def by_prompt(self) -> dict[tuple[str, Any], list[int]]:
+        """(last user message, trial) → the indices of the requests that have them."""
+        if self._by_prompt is None:
+            self._by_prompt = {}
+            for index, request in enumerate(self.requests):
+                self._by_prompt.setdefault((request.prompt, request.trial), []).append(index)
+        return self._by_prompt
+
+    def input_tokens(self, indices: Sequence[int], counter: TokenCounter) -> int:
+        chars, messages = self._sizes()
+        return round(sum(chars[index] for index in indices) * self.tokens_per_char(counter)
+                     + MESSAGE_OVERHEAD * sum(messages[index] for index in indices))
+
+
+def _candidates(requests: RequestSet, stored: Sequence[str]) -> list[int] | None:
+    """The requests that can be among `stored` (the cache's request identities of this model): those with the
+    messages' last user text and trial of a stored one. None when a stored identity lacks either field."""
+    found: set[int] = set()
+    index = requests.by_prompt()
+    for text in stored:
+        identity = json.loads(text)
+        messages, trial = identity.get("messages"), identity.get("trial", _MISSING)
+        if not isinstance(messages, list) or trial is _MISSING:
+            return None
+        users = [message.get("content", "") for message in messages if message.get("role") == "user"]
+        found.update(index.get((users[-1] if users else "", trial), ()))
+    return sorted(found)
+
+
+def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: ResponseCache,
+                   stored_count: int, keyed: KeyedRequest | None = None) -> dict[int, GenerationResult]:
+    """Index → cached answer, for every request `generate` would find in the cache.
+
+    Keys are computed as `generate` computes them. When the cache holds few answers of this model compared with
+    the requests, only the requests that share a stored answer's prompt and trial are keyed (a key covers the
+    messages and trial, so no other request can match); otherwise every request is."""
+    candidates = None
+    if stored_count * 4 < len(requests):
+        candidates = _candidates(requests, cache.stored_requests(str(identity.get("model", ""))))
+    chosen = candidates if candidates is not None else list(range(len(requests)))
+    keys = cache_keys(identity, [requests.requests[index] for index in chosen], keyed)
+    hits = cache.get_many(list(dict.fromkeys(keys)))
+    return {index: hits[key] for index, key in zip(chosen, keys) if key in hits}
+
+
+def plan_partition(benchmark: str, model: str, partition: str, requests: RequestSet, *,
+                   identity: Mapping[str, Any] | None, cache: ResponseCache | None, counter: TokenCounter,
+                   max_output_tokens: int | None, pricing: tuple[float | None, float | None],
+                   stored_count: int = 0, asked_before: set | None = None,
+                   keyed: KeyedRequest | None = None) -> PlanRow:
+    """Count one partition's requests against the cache and estimate the tokens and cost of the rest.
+
+    `identity` None: a replay backend (nothing is asked). `stored_count`: the cache's answers of this backend's
+    model (`ResponseCache.count`); 0 means no request can be cached, and no key is computed. `asked_before`: the
+    signatures of the requests the same backend asks in earlier partitions of the run (updated here): a request
+    asked there is cached by the time this partition runs (a review whose shuffled parts keep the plain order)."""
+    if identity is None:
+        return PlanRow(benchmark, model, partition, len(requests), None, 0, note="replays published answers")
+    outputs: list[int] = []
+    pending = requests.distinct()
+    cached = 0
+    if cache is not None and stored_count and len(requests):
+        hits = cached_answers(identity, requests, cache, stored_count, keyed)
+        cached = len(hits)
+        # Distinct requests share a key with their repeats, so a request is pending unless its first copy is cached.
+        pending = [index for index in pending if index not in hits]
+        outputs = [result.output_tokens for result in hits.values() if result.output_tokens]
+    earlier = 0
+    if asked_before is not None:
+        fresh = [index for index in pending if requests.signature(index) not in asked_before]
+        earlier, pending = len(pending) - len(fresh), fresh
+        asked_before.update(requests.signature(index) for index in pending)
+    input_tokens = requests.input_tokens(pending, counter)
+    if outputs:
+        output_tokens, ceiling = round(len(pending) * sum(outputs) / len(outputs)), False
+    elif max_output_tokens is not None:
+        output_tokens, ceiling = len(pending) * max_output_tokens, True
+    else:
+        output_tokens, ceiling = None, False
+    price_in, price_out = pricing
+    cost = None
+    if price_in is not None or price_out is not None:
+        cost = (input_tokens * (price_in or 0.0) + (output_tokens or 0) * (price_out or 0.0)) / 1e6
+        if output_tokens is None and price_out:
+            cost = None  # unknown output length at a price: no honest figure
+    note = f"{earlier:,} asked in an earlier partition" if earlier else ""
+    return PlanRow(benchmark, model, partition, len(requests), cached, len(pending), input_tokens, output_tokens,
+                   ceiling, cost, counter.name, note)
+
+
+def _number(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _cost(row: PlanRow) -> str:
+    if row.cost_usd is None:
+        return "–" if row.to_ask == 0 or row.cached is None else "no price"
+    return f"{'≤ ' if row.output_ceiling else ''}{row.cost_usd:,.4f}"
+
+
+def render(plan: Plan) -> str:
+    """The plan as one table per benchmark, its notes under it, and the totals per model."""
+    from tabulate import tabulate
+
+    lines: list[str] = []
+    for benchmark in dict.fromkeys([row.benchmark for row in plan.rows] + list(plan.notes)):
+        rows = [row for row in plan.rows if row.benchmark == benchmark]
+        lines.append(f"{benchmark}:")
+        if rows:
+            table = [{"model": row.model, "partition": row.partition, "calls": _number(row.calls),
+                      "cached": _number(row.cached), "to ask": _number(row.to_ask),
+                      "input tokens": _number(row.input_tokens if row.to_ask else 0),
+                      "output tokens": ("≤ " if row.output_ceiling else "") + _number(row.output_tokens)
+                      if row.to_ask else "0",
+                      "cost USD": _cost(row), "note": row.note} for row in rows]
+            lines.append(tabulate(table, headers="keys", tablefmt="github", disable_numparse=True))
+        lines += [f"  {note}" for note in plan.notes.get(benchmark, [])]
+        lines.append("")
+    totals: dict[str, dict[str, Any]] = {}
+    for row in plan.rows:
+        total = totals.setdefault(row.model, {"calls": 0, "cached": 0, "to_ask": 0, "input": 0, "output": 0,
+                                              "cost": 0.0, "priced": False, "ceiling": False, "tokens_by": set()})
+        total["calls"] += row.calls
+        total["cached"] += row.cached or 0
+        total["to_ask"] += row.to_ask
+        total["input"] += row.input_tokens if row.to_ask else 0
+        total["output"] += row.output_tokens or 0
+        total["ceiling"] |= row.output_ceiling and row.to_ask > 0
+        if row.cost_usd is not None:
+            total["cost"] += row.cost_usd
+            total["priced"] = True
+        if row.tokens_by and row.to_ask:
+            total["tokens_by"].add(row.tokens_by)
+    if totals:
+        lines.append("total per model:")
+        lines.append(tabulate([{
+            "model": model, "calls": f"{t['calls']:,}", "cached": f"{t['cached']:,}", "to ask": f"{t['to_ask']:,}",
+            "input tokens": f"{t['input']:,}", "output tokens": f"{'≤ ' if t['ceiling'] else ''}{t['output']:,}",
+            "cost USD": f"{'≤ ' if t['ceiling'] else ''}{t['cost']:,.4f}" if t["priced"] else "–",
+            "input tokens counted by": "; ".join(sorted(t["tokens_by"])) or "–"}
+            for model, t in totals.items()], headers="keys", tablefmt="github", disable_numparse=True))
+        lines.append("")
+    lines.append("Estimates: input tokens by the model's tokenizer where known offline, else 1 token per CJK "
+                 "character and 1 per 4 other characters, plus the chat format; output tokens are the mean of the "
+                 "model's cached answers to these prompts, else the max_tokens ceiling (≤). Only calls not yet "
+                 "cached are priced; repeats of one request are asked once.")
+    lines += [f"warning: {warning}" for warning in plan.warnings]
+    return "\n".join(lines)

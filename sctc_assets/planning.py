@@ -1,0 +1,344 @@
+"""`sctc plan` and `sctc run --dry-run`: the model calls a run would make, per model × benchmark × partition.
+
+The prompt tables are built from the same upstream data and library functions as the input assets, and each
+partition's requests by the builder its response asset calls (`lib/<benchmark>/requests.py`), so the plan and the
+run cannot drift apart (`test_plan` runs both and compares). Nothing is materialized and no model is called; the
+asset definitions are not loaded (only the backends, for their cache identity).
+
+A benchmark's plan can carry extra lines (e.g. the power of the design): add a function to `PLAN_EXTRAS[name]`;
+it receives the `BenchmarkDesign` (every partition's selected prompt rows and requests, and each model's run
+settings) and returns lines printed under the benchmark's table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import pandas as pd
+
+from sctc_assets.benchmark_options import BENCHMARKS
+from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets.lib.plan import SCRIPT_RULE, Plan, RequestSet, TokenCounter, plan_partition
+from sctc_assets.lib.registry import ModelEntry
+
+JUDGE_ENV_VARS = {"term": "SCTC_TERM_JUDGE", "name": "SCTC_NAME_JUDGE", "sovereignty": "SCTC_SOVEREIGNTY_JUDGE"}
+JUDGE_OPTIONS = {"term": "judge", "name": "name_judge", "sovereignty": "sovereignty_judge"}
+
+
+@dataclass
+class PartitionDesign:
+    """What one model answers in one partition: the prompt rows (as the response asset selects them), their
+    requests (shared by the models with the same settings), and the model's run settings for the benchmark."""
+
+    model: str
+    partition: str
+    selected: pd.DataFrame
+    request_set: RequestSet
+    settings: Any
+
+    @property
+    def requests(self) -> list[GenerationRequest]:
+        return self.request_set.requests
+
+
+class _Shared:
+    """Builds each (settings, partition) once: models with the same settings ask the same requests."""
+
+    def __init__(self, build: Callable[..., tuple[pd.DataFrame, list[GenerationRequest]]]):
+        self._build = build
+        self._built: dict[Any, tuple[pd.DataFrame, RequestSet]] = {}
+
+    def __call__(self, key: Any, *args: Any) -> tuple[pd.DataFrame, RequestSet]:
+        if key not in self._built:
+            selected, requests = self._build(*args)
+            self._built[key] = (selected, RequestSet(requests))
+        return self._built[key]
+
+
+@dataclass
+class BenchmarkDesign:
+    benchmark: str
+    options: Mapping[str, Any]
+    partitions: list[PartitionDesign] = field(default_factory=list)
+
+
+PlanExtra = Callable[[BenchmarkDesign], list[str]]
+# Extra lines per benchmark, printed under its table (issue #15: the minimum detectable S−T difference).
+PLAN_EXTRAS: dict[str, list[PlanExtra]] = {name: [] for name in BENCHMARKS}
+
+
+def chosen_judge(benchmark: str, options: Mapping[str, Any]) -> str | None:
+    """The judge a run of `benchmark` would ask: the option, else the environment variable the asset reads."""
+    option = JUDGE_OPTIONS.get(benchmark)
+    if option is None:
+        return None
+    return options.get(option) or os.environ.get(JUDGE_ENV_VARS[benchmark]) or None
+
+
+# --- the prompt tables, built as the input assets build them ---------------------------------------------------------
+
+def term_prompts() -> pd.DataFrame:
+    from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
+    from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, build_prompts
+    from sctc_assets.lib.term.terms import LANGS, parse_terms
+    from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+    source = SCTCUpstreamResource().open()
+    terms = parse_terms(source.read_csv(TERMS_FILE, TERM_COLUMNS), source_name=TERMS_FILE)
+    return build_prompts(terms, langs=LANGS, variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)
+
+
+def name_prompts(options: Mapping[str, Any], experiments: Sequence[str]) -> pd.DataFrame:
+    """The prompts of `experiments` only: each experiment's lists depend on the seed and its own name alone."""
+    from sctc_assets.lib.name.candidates import DEFAULT_SEED
+    from sctc_assets.lib.name.lists import candidate_lists
+    from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
+    from sctc_assets.lib.name.prompts import build_prompts
+    from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+    source = SCTCUpstreamResource().open()
+    names = parse_names(source.read_csv(NAMES_FILE, NAME_COLUMNS), source_name=NAMES_FILE)
+    seed = options.get("name_seed")
+    lists, _ = candidate_lists(names, source, seed=DEFAULT_SEED if seed is None else seed, experiments=experiments)
+    return build_prompts(lists)
+
+
+def sovereignty_prompts(options: Mapping[str, Any]) -> pd.DataFrame:
+    from sctc_assets.lib.sovereignty.prompts import prompt_table
+    from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET, prompt_items
+    from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
+
+    roots = TSBUpstreamResource().roots()
+    chosen = list(dict.fromkeys([MAIN_PROMPT_SET, *(options.get("sovereignty_prompt_sets") or [])]))
+    return prompt_table({name: prompt_items(roots, name) for name in chosen})
+
+
+def review_prompts(options: Mapping[str, Any]) -> pd.DataFrame:
+    from sctc_assets.benchmark_options import reviews_config
+    from sctc_assets.lib.paths import default_upstream_cache_dir
+    from sctc_assets.lib.reviews import pairing, prompts, source, varieties
+
+    config = reviews_config(options)
+    raw = config["raw_reviews"]
+    if raw.get("hf_dataset"):
+        frame, origin = source.read_hf_dataset(raw["hf_dataset"], split=raw.get("hf_split", "train"),
+                                               config_name=raw.get("hf_config"))
+    else:
+        frame, origin = source.read_file(raw.get("location") or source.default_location(), default_upstream_cache_dir())
+    reviews = source.canonical_reviews(frame, origin, raw.get("columns") or {})
+    table = varieties.review_varieties(reviews, config["review_varieties"].get("varieties")
+                                       or dict(varieties.DEFAULT_VARIETY_MAP))
+    pairs = pairing.pair_reviews(table, seed=config["review_pairs"].get("seed", 0))
+    return prompts.review_prompts(pairs, table, seed=config["review_prompts"].get("seed", 0))
+
+
+# --- the partitions of each benchmark --------------------------------------------------------------------------------
+
+def _term_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    from sctc_assets.lib.languages import TERM_LANGS
+    from sctc_assets.lib.term.prompts import run_settings
+    from sctc_assets.lib.term.requests import term_requests
+
+    table = term_prompts()
+    shared, designs = _Shared(lambda lang, trials, variants: term_requests(table, lang, trials, variants)), []
+    for entry in models:
+        trials, variants = run_settings(options.get("trials"), options.get("prompt_variants"),
+                                        entry.benchmark_settings("term"))
+        for lang in TERM_LANGS:
+            selected, requests = shared((lang, trials, tuple(variants)), lang, trials, variants)
+            designs.append(PartitionDesign(entry.key, lang, selected, requests, (trials, variants)))
+    return designs
+
+
+def _name_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    from sctc_assets.lib.languages import NAME_LANGS
+    from sctc_assets.lib.name.candidates import run_settings
+    from sctc_assets.lib.name.requests import name_requests
+
+    settings = {entry.key: run_settings(options.get("name_experiments"), options.get("name_lists"),
+                                        options.get("name_shuffles"), options.get("name_list_source"),
+                                        entry.benchmark_settings("name"), where=f"model {entry.key!r}")
+                for entry in models}
+    experiments = list(dict.fromkeys(name for chosen in settings.values() for name in chosen.experiments))
+    table = name_prompts(options, experiments) if experiments else pd.DataFrame()
+    def build(lang: str, chosen: Any, replay: bool) -> tuple[pd.DataFrame, list[GenerationRequest]]:
+        selected, _, requests = name_requests(table, lang, chosen, replay=replay)
+        return selected, requests
+
+    shared, designs = _Shared(build), []
+    for entry in models:
+        replay = entry.backend == "replay"
+        for lang in NAME_LANGS:
+            selected, requests = shared((lang, settings[entry.key], replay), lang, settings[entry.key], replay)
+            designs.append(PartitionDesign(entry.key, lang, selected, requests, settings[entry.key]))
+    return designs
+
+
+def _sovereignty_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    from sctc_assets.lib.languages import SOVEREIGNTY_LANGS
+    from sctc_assets.lib.sovereignty.prompts import run_settings
+    from sctc_assets.lib.sovereignty.requests import sovereignty_requests
+
+    table = sovereignty_prompts(options)
+    designs = []
+    for entry in models:
+        samples, overrides = run_settings(options.get("sovereignty_samples"), options.get("sovereignty_temperature"),
+                                          entry.benchmark_settings("sovereignty"))
+        for lang in SOVEREIGNTY_LANGS:
+            items, requests = sovereignty_requests(table, entry.key, lang, samples)
+            designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
+                                           (samples, overrides)))
+    return designs
+
+
+def _reviews_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    from sctc_assets.lib.reviews.prompts import FORMATS
+    from sctc_assets.lib.reviews.requests import review_requests, run_settings
+
+    table = review_prompts(options) if models else pd.DataFrame()
+    shared, designs = _Shared(lambda fmt, settings: review_requests(table, fmt, settings)), []
+    for entry in models:
+        settings = run_settings(options.get("max_pairs"), False if options.get("no_translation_control") else None,
+                                entry.benchmark_settings("reviews"))
+        for fmt in FORMATS:
+            selected, requests = shared((fmt, settings), fmt, settings)
+            designs.append(PartitionDesign(entry.key, fmt, selected, requests, settings))
+    return designs
+
+
+DESIGNS: dict[str, Callable[[Sequence[ModelEntry], Mapping[str, Any]], list[PartitionDesign]]] = {
+    "term": _term_design, "name": _name_design, "sovereignty": _sovereignty_design, "reviews": _reviews_design,
+}
+
+
+# --- backends, tokenizers and the cache ------------------------------------------------------------------------------
+
+_ENCODERS: dict[str, TokenCounter] = {}
+
+
+def token_counter(backend: Any) -> TokenCounter:
+    """The model's tokenizer when it is known offline (an OpenAI model through the `openai` backend, also behind
+    an `openai/…` router prefix, whose encoding the tokenizer registry holds a copy of), else the script rule."""
+    model = str(getattr(backend, "model", "") or "")
+    if getattr(backend, "backend_name", "") != "openai" or not model:
+        return SCRIPT_RULE
+    try:
+        from tiktoken.model import encoding_name_for_model
+
+        encoding = encoding_name_for_model(model.removeprefix("openai/"))
+    except (ImportError, KeyError):
+        return SCRIPT_RULE
+    if encoding not in _ENCODERS:
+        _ENCODERS[encoding] = _tiktoken_counter(encoding)
+    return _ENCODERS[encoding]
+
+
+def _tiktoken_counter(encoding: str) -> TokenCounter:
+    from sctc_assets.lib.name.tokenization import (
+        TokenizerIntegrityError, TokenizerRegistryError, TokenizerUnavailable, default_files_dir, load_registry,
+        load_tokenizer,
+    )
+    from sctc_assets.lib.paths import default_tokenizers_path
+
+    try:
+        entries = load_registry(default_tokenizers_path())
+    except (OSError, TokenizerRegistryError):
+        return SCRIPT_RULE
+    for entry in entries.values():
+        # Only a copy already on this machine: a plan never downloads.
+        if entry.kind == "tiktoken" and entry.settings.get("encoding") == encoding and "offline_copy" in entry.settings \
+                and "package" in entry.settings["offline_copy"]:
+            try:
+                return TokenCounter(f"tiktoken {encoding}", load_tokenizer(entry, default_files_dir()))
+            except (TokenizerUnavailable, TokenizerIntegrityError, OSError, ValueError):
+                return SCRIPT_RULE
+    return SCRIPT_RULE
+
+
+def keyed_request(backend: Any) -> Callable[[GenerationRequest], GenerationRequest] | None:
+    """How `generate` turns a request into the one it keys and sends: with the per-trial seed of a backend that
+    has `request_seed` (the seed is part of the cache key); None when requests are sent as built."""
+    seed_for = getattr(backend, "request_seed", None)
+    if seed_for is None:
+        return None
+
+    def keyed(request: GenerationRequest) -> GenerationRequest:
+        if getattr(request, "seed", None) is not None:
+            return request
+        return dataclasses.replace(request, seed=seed_for(request))
+
+    return keyed
+
+
+def _output_ceiling(backend: Any) -> int | None:
+    for name in ("max_tokens", "max_new_tokens"):
+        value = getattr(backend, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _cache():
+    from sctc_assets.lib.cache import ResponseCache
+    from sctc_assets.lib.paths import default_cache_path
+
+    path = Path(default_cache_path())
+    return ResponseCache(path) if path.exists() else None  # no cache yet: nothing is cached, and none is created
+
+
+# --- the plan --------------------------------------------------------------------------------------------------------
+
+def build_plan(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mapping[str, ModelEntry],
+               options: Mapping[str, Any]) -> Plan:
+    """The plan of every chosen benchmark (model keys already validated and filtered to those it serves)."""
+    from sctc_assets.resources.registry import ModelRegistryResource
+
+    registry = ModelRegistryResource()
+    cache = _cache()
+    plan = Plan()
+    stored: dict[str, int] = {}  # the cache's answers per model name
+    asked: dict[str, set] = {}  # per backend identity, the requests earlier partitions ask
+    for benchmark, keys in models_by_benchmark.items():
+        if benchmark not in DESIGNS:
+            plan.add_note(benchmark, "no model calls (counting only)")
+            continue
+        design = BenchmarkDesign(benchmark, options, DESIGNS[benchmark]([entries[key] for key in keys], options))
+        for partition in design.partitions:
+            overrides = partition.settings[1] if benchmark == "sovereignty" else None
+            backend = registry.backend(partition.model, open_upstream=_upstream_opener(), overrides=overrides)
+            identity = backend.identity() if backend.uses_cache else None
+            if identity is not None and cache is not None:
+                model_key = str(identity.get("model", ""))
+                if model_key not in stored:
+                    stored[model_key] = cache.count(model=model_key)
+            plan.rows.append(plan_partition(
+                benchmark, partition.model, partition.partition, partition.request_set, identity=identity, cache=cache,
+                counter=token_counter(backend) if identity is not None else SCRIPT_RULE,
+                max_output_tokens=_output_ceiling(backend), pricing=backend.pricing(),
+                stored_count=stored.get(str((identity or {}).get("model", "")), 0),
+                asked_before=asked.setdefault(json.dumps(identity, sort_keys=True, default=str), set())
+                if identity is not None else None, keyed=keyed_request(backend)))
+        judge = chosen_judge(benchmark, options)
+        if judge:
+            answers = sum(len(partition.requests) for partition in design.partitions)
+            plan.add_note(benchmark, f"judge {judge}: up to {answers:,} more calls, one per answer, asked after the "
+                                     "answers (not in the table)")
+        if not keys:
+            plan.add_note(benchmark, "no model: only the model-independent assets run")
+        for extra in PLAN_EXTRAS.get(benchmark, []):
+            for line in extra(design):
+                plan.add_note(benchmark, line)
+    if cache is not None:
+        cache.close()
+    return plan
+
+
+def _upstream_opener() -> Callable[[], Any]:
+    from sctc_assets.resources.upstream import SCTCUpstreamResource
+
+    return SCTCUpstreamResource().open

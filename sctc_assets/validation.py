@@ -1,0 +1,201 @@
+"""Everything `sctc run` and `sctc plan` check before any stage runs, reported as one line per problem.
+
+Option ranges, the registry entries of the chosen models and judges (the backend exists, every setting is one it
+has and has a valid value, the API key variable is set, the per-benchmark settings are known and in range) and
+the corpus keys. A problem found here would otherwise surface minutes later, in the middle of a run, as a failed
+stage; found here, nothing has run yet.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Mapping, Sequence
+
+from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.term.prompts import PAPER_TRIALS
+
+# The keys each benchmark reads from a registry entry's `benchmarks:` block (`last_names`: the name benchmark's
+# log-probability experiment). Anything else is a typo the run would silently ignore.
+BENCHMARK_SETTINGS: dict[str, frozenset[str]] = {
+    "term": frozenset({"trials", "prompt_variants"}),
+    "name": frozenset({"experiments", "lists", "shuffles", "list_source"}),
+    "sovereignty": frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
+    "reviews": frozenset({"max_pairs", "translation_control", "system_role"}),
+    "last_names": frozenset({"langs", "pairs", "names", "seed"}),
+}
+MAX_TEMPERATURE = 2.0
+
+
+def _range_problem(flag: str, value: Any, low: float, high: float | None = None, *, low_open: bool = False) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{flag}: must be a finite number, got {value}"
+    too_low = value <= low if low_open else value < low
+    if too_low or (high is not None and value > high):
+        interval = f"{'(' if low_open else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
+        return f"{flag}: must be in {interval}, got {value:g}"
+    return None
+
+
+def option_problems(options: Mapping[str, Any]) -> list[str]:
+    """The `sctc run` options that are out of range, one line each (argparse has checked their types)."""
+    from sctc_assets.lib.reviews.source import FIELDS
+    from sctc_assets.lib.reviews.varieties import VARIETIES
+
+    checks = [
+        _range_problem("--trials", options.get("trials"), 1, PAPER_TRIALS),
+        _range_problem("--name-lists", options.get("name_lists"), 1),
+        _range_problem("--name-shuffles", options.get("name_shuffles"), 1),
+        _range_problem("--sovereignty-samples", options.get("sovereignty_samples"), 1),
+        _range_problem("--sovereignty-temperature", options.get("sovereignty_temperature"), 0, MAX_TEMPERATURE),
+        _range_problem("--max-pairs", options.get("max_pairs"), 1),
+        _range_problem("--corpus-majority", options.get("corpus_majority"), 0, 1, low_open=True),
+        _range_problem("--max-calls", options.get("max_calls"), 0),
+        _range_problem("--max-cost", options.get("max_cost"), 0),
+    ]
+    problems = [problem for problem in checks if problem]
+    for field, _ in options.get("reviews_columns") or []:
+        if field not in FIELDS:
+            problems.append(f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})")
+    for region, variety in options.get("reviews_varieties") or []:
+        if variety.lower() not in VARIETIES:
+            problems.append(f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(VARIETIES)}")
+    return problems
+
+
+def corpus_problems(options: Mapping[str, Any]) -> list[str]:
+    chosen = options.get("corpora") or []
+    if not chosen:
+        return []
+    from sctc_assets.lib.corpus.registry import CorpusRegistryError, load_corpora
+    from sctc_assets.lib.paths import default_corpora_path
+
+    path = default_corpora_path()
+    try:
+        entries = load_corpora(path)
+    except CorpusRegistryError as exc:
+        return [str(exc)]
+    unknown = [key for key in chosen if key not in entries]
+    return [f"{path}: no corpus {', '.join(map(repr, unknown))} (known: {', '.join(sorted(entries))})"] if unknown else []
+
+
+def _where(entry: ModelEntry) -> str:
+    return f"{entry.source}: model {entry.key!r}"
+
+
+def _benchmark_settings_problems(entry: ModelEntry, benchmarks: Sequence[str], options: Mapping[str, Any]) -> list[str]:
+    """Unknown `benchmarks:` names and keys of the entry, and the run settings of each chosen benchmark."""
+    from sctc_assets.lib.name.candidates import run_settings as name_settings
+    from sctc_assets.lib.reviews.requests import run_settings as review_settings
+    from sctc_assets.lib.sovereignty.prompts import run_settings as sovereignty_settings
+    from sctc_assets.lib.term.prompts import run_settings as term_settings
+
+    where, problems = _where(entry), []
+    for name, settings in entry.benchmarks.items():
+        if name not in BENCHMARK_SETTINGS:
+            problems.append(f"{where}: benchmarks.{name} is no benchmark with settings "
+                            f"({', '.join(BENCHMARK_SETTINGS)})")
+            continue
+        unknown = sorted(set(settings) - BENCHMARK_SETTINGS[name])
+        if unknown:
+            problems.append(f"{where}: benchmarks.{name}: unknown setting(s) {', '.join(map(repr, unknown))} "
+                            f"(settings: {', '.join(sorted(BENCHMARK_SETTINGS[name]))})")
+    # The settings a run of this model would use: the options, else the entry's, else the paper's.
+    resolvers: dict[str, Callable[[], Any]] = {
+        "term": lambda: term_settings(options.get("trials"), options.get("prompt_variants"),
+                                      entry.benchmark_settings("term")),
+        "name": lambda: name_settings(options.get("name_experiments"), options.get("name_lists"),
+                                      options.get("name_shuffles"), options.get("name_list_source"),
+                                      entry.benchmark_settings("name"), where="name benchmark"),
+        "sovereignty": lambda: sovereignty_settings(options.get("sovereignty_samples"),
+                                                    options.get("sovereignty_temperature"),
+                                                    entry.benchmark_settings("sovereignty")),
+        "reviews": lambda: review_settings(options.get("max_pairs"),
+                                           False if options.get("no_translation_control") else None,
+                                           entry.benchmark_settings("reviews")),
+    }
+    for name in benchmarks:
+        if name in resolvers:
+            try:
+                resolvers[name]()
+            except (TypeError, ValueError) as exc:
+                problems.append(f"{where}: benchmarks.{name} (or its options): {exc}")
+    return problems
+
+
+def _built_backend(entry: ModelEntry) -> tuple[Any, list[str]]:
+    """The entry's backend resource, or the problems that stop it from building: the class exists, every setting
+    is one it has, and every value is valid."""
+    import pydantic
+
+    from sctc_assets.lib.registry import RegistryError
+    from sctc_assets.resources.registry import ModelRegistryResource
+
+    try:
+        cls = ModelRegistryResource().checked_backend_class(entry)
+    except RegistryError as exc:
+        return None, [str(exc)]
+    try:
+        return cls(**dict(entry.settings)), []
+    except pydantic.ValidationError as exc:
+        details = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
+        return None, [f"{_where(entry)} ({entry.backend}): {details}"]
+
+
+def backend_problems(entry: ModelEntry) -> list[str]:
+    return _built_backend(entry)[1]
+
+
+def key_problem(entry: ModelEntry) -> str | None:
+    """For a backend with an `api_key_env` setting (the `openai` one, and yours if it follows it): the variable is
+    set. Only its name is shown, never its value."""
+    backend, problems = _built_backend(entry)
+    variable = getattr(backend, "api_key_env", None) if not problems else None
+    if isinstance(variable, str) and variable and not os.environ.get(variable, "").strip():
+        endpoint = getattr(backend, "base_url", "the endpoint")
+        return (f"{_where(entry)}: environment variable {variable} is not set (the API key for {endpoint}; for a "
+                f"server without authentication set `api_key_env: \"\"`)")
+    return None
+
+
+def model_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], benchmarks: Sequence[str],
+                   options: Mapping[str, Any], *, check_keys: bool = True) -> list[str]:
+    """Every problem of the chosen models and judges, one line each; unknown keys name the registry."""
+    from sctc_assets.lib.paths import default_registry_path
+
+    problems = []
+    unknown = [model for model in models if model not in entries]
+    if unknown:
+        problems.append(f"not in the registry {default_registry_path()}: {', '.join(unknown)} (see `sctc models`)")
+    for model in dict.fromkeys(models):
+        if model in entries:
+            problems += backend_problems(entries[model])
+            problems += _benchmark_settings_problems(entries[model], benchmarks, options)
+    from sctc_assets.planning import JUDGE_ENV_VARS, JUDGE_OPTIONS, chosen_judge
+
+    for benchmark in benchmarks:
+        judge = chosen_judge(benchmark, options)
+        if not judge:
+            continue
+        if judge not in entries:
+            given = (f"--{JUDGE_OPTIONS[benchmark].replace('_', '-')}" if options.get(JUDGE_OPTIONS[benchmark])
+                     else f"${JUDGE_ENV_VARS[benchmark]}")
+            problems.append(f"{given}: {judge!r} is not in the registry (see `sctc models`)")
+        elif judge not in models:
+            problems += backend_problems(entries[judge])
+    if check_keys:
+        problems += key_problems(entries, models, benchmarks, options)
+    return list(dict.fromkeys(problems))
+
+
+def key_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], benchmarks: Sequence[str],
+                 options: Mapping[str, Any]) -> list[str]:
+    """The missing API keys of the chosen models and judges: they block a run, not a plan (`sctc plan` prices a
+    model before its key is set)."""
+    from sctc_assets.planning import chosen_judge
+
+    judges = [chosen_judge(benchmark, options) for benchmark in benchmarks]
+    keys = [key for key in dict.fromkeys([*models, *judges]) if key and key in entries]
+    return [problem for problem in (key_problem(entries[key]) for key in keys) if problem]
