@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import random
 import sys
 import threading
 import time
@@ -388,6 +389,10 @@ async def _serve_async(latency_s: float, port_file: Path) -> None:
                     state["in_flight"] -= 1
                     reply = echo_reply(_last_user_message(body), body.get("seed"))
                     reply.body["model"] = body.get("model", "stub-model")
+                    if body.get("seed") is None and float(body.get("temperature") or 0) > 0:
+                        # Sampling without a seed: every answer differs, as a real model's would.
+                        message = reply.body["choices"][0]["message"]
+                        message["content"] += f" #{random.getrandbits(48):012x}"
                     data = json.dumps(reply.body).encode("utf-8")
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                              % len(data) + data)
