@@ -185,6 +185,7 @@ class StubOpenAIServer:
         self.max_in_flight = 0
         self._in_flight = 0
         self._attempts: Counter[str] = Counter()
+        self.proxied: list[str] = []  # targets of requests that used this server as a proxy
         self._scripts: dict[str, deque[StubReply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -285,10 +286,19 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             payload = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            if self.path != COMPLETIONS_PATH:
+            path = self.path
+            if path.startswith("http://"):  # absolute form: the server is used as an HTTP proxy
+                server.proxied.append(path)
+                path = "/" + path.split("/", 3)[3]
+            if path != COMPLETIONS_PATH:
                 self._send(api_error(404, f"no route {self.path}"))
                 return
             self._send(server.respond(json.loads(payload), self.headers.get("Authorization")))
+
+        def do_CONNECT(self) -> None:
+            """As a proxy, this server refuses tunnels (an https target behind a proxy that forbids it)."""
+            server.proxied.append(f"CONNECT {self.path}")
+            self._send(StubReply(403, {"error": {"message": "tunnel forbidden"}}))
 
         def _send(self, reply: StubReply) -> None:
             if reply == DROP_CONNECTION:

@@ -84,6 +84,7 @@ def live_environment(isolated_data_dir, extracted_upstream, tsb_location, tmp_pa
     return tmp_path
 
 
+@pytest.mark.slow
 def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_environment, monkeypatch):
     with StubOpenAIServer(faults=FaultPlan(rates=RATES, seed=11, hang_s=1.5)) as server, \
             dg.DagsterInstance.ephemeral() as instance:
@@ -145,6 +146,7 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
         assert set(server.answered_per_body().values()) == {1}
 
 
+@pytest.mark.slow
 def test_kill_9_mid_partition_then_rerun_pays_only_for_what_was_not_stored(live_environment, monkeypatch):
     out = live_environment / "out"
     with StubOpenAIServer(latency_s=0.25) as server:
@@ -182,3 +184,33 @@ def test_kill_9_mid_partition_then_rerun_pays_only_for_what_was_not_stored(live_
     responses = pd.read_parquet(out / "term_responses.parquet")
     assert len(responses) == TERM_ROWS and (responses["outcome"] == "ok").all()
     assert responses["cached"].sum() == stored
+
+
+def test_a_run_budget_halts_a_partition_through_dagster_and_a_rerun_continues(live_environment, monkeypatch):
+    with StubOpenAIServer() as server, dg.DagsterInstance.ephemeral() as instance:
+        monkeypatch.setenv("SCTC_MODELS", str(_registry(live_environment / "models.yaml", server.base_url,
+                                                        concurrency=4)))
+        monkeypatch.setenv("SCTC_MAX_CALLS", "50")
+        monkeypatch.setenv("SCTC_BUDGET_SCOPE", "first run")
+        runner = Runner(defs, instance, shared_resources(), log=lambda message: None)
+        runner.ensure_model_partitions([MODEL])
+        runner.run(TERM_PLAN, [], {})  # the model-independent inputs
+        key = dg.MultiPartitionKey({"model": MODEL, "lang": "zh_hans"})
+        result = runner._materialize(["term_responses"], partition_key=key)
+        failures = [event.step_failure_data.error for event in result.all_events if event.is_step_failure]
+        assert not result.success and len(failures) == 1
+        error = failures[0]
+        while error.cause is not None and (error.cls_name or "").startswith("Dagster"):
+            error = error.cause
+        assert error.cls_name == "GenerationHalted"  # what the runner and the CLI recognise
+        assert "max_calls 50" in error.message and "50 answers stored, 60 not yet asked" in error.message
+        assert len(server.requests) == 50 and ResponseCache(default_cache_path()).count(model="stub-model") == 50
+
+        # Each rerun (a new `sctc run`: a new scope) with the same budget continues where the last one stopped.
+        monkeypatch.setenv("SCTC_BUDGET_SCOPE", "second run")
+        assert not runner._materialize(["term_responses"], partition_key=key).success
+        assert len(server.requests) == 100
+        monkeypatch.setenv("SCTC_BUDGET_SCOPE", "third run")
+        assert runner._materialize(["term_responses"], partition_key=key).success
+        assert len(server.requests) == 110 and set(server.answered_per_body().values()) == {1}
+        assert len(_partitions("term_responses")) == 110

@@ -528,3 +528,40 @@ def test_two_processes_on_one_model_split_the_work_and_agree_with_the_cache(tmp_
     from_cache = [stored.get(cache_key(backend.identity(), dataclasses.replace(
         GenerationRequest.user(prompt, trial=1), seed=2))).text for prompt in prompts]
     assert [text for text, _ in tables[0]] == [text for text, _ in tables[1]] == from_cache
+
+
+# --- proxies ------------------------------------------------------------------------------------------------------
+
+
+def test_http_proxy_from_the_environment_is_used_unless_no_proxy_says_otherwise(
+    server: StubOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stub doubles as the proxy: a request for an unreachable host reaches it in absolute form.
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("http_proxy", server.base_url.removesuffix("/v1"))
+    far = "http://api.example.invalid:8080/v1"
+
+    [result] = OpenAIBackend(model="stub-model", base_url=far, api_key_env=KEY_ENV, timeout_s=5).generate([ask("p")])
+
+    assert result.outcome == "ok" and server.proxied == [f"{far}/chat/completions"]
+    monkeypatch.setenv("NO_PROXY", "api.example.invalid")
+    monkeypatch.setenv("no_proxy", "api.example.invalid")
+    [direct] = OpenAIBackend(model="stub-model", base_url=far, api_key_env=KEY_ENV, timeout_s=5,
+                             max_retries=0).generate([ask("q")])
+    assert direct.outcome == "error" and "connection error" in direct.message and len(server.proxied) == 1
+
+
+def test_a_proxy_refusing_the_https_tunnel_is_a_clear_error(server: StubOpenAIServer,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", server.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("https_proxy", server.base_url.removesuffix("/v1"))
+    backend = OpenAIBackend(model="m", base_url="https://api.example.invalid/v1", api_key_env=KEY_ENV, max_retries=0)
+
+    [result] = backend.generate([ask("p")])
+
+    assert result.outcome == "error" and "refused the tunnel" in result.message and "403" in result.message
+    assert server.proxied == ["CONNECT api.example.invalid:443"]

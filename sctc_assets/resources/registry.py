@@ -32,7 +32,8 @@ class ModelRegistryResource(dg.ConfigurableResource):
     _run_id: Optional[str] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._run_id = context.run_id
+        # Without a budget scope, a Dagster run's partitions share its budget (a UI backfill: one run each).
+        self._run_id = context.run.run_id if context.run is not None else None
 
     def budget_limits(self) -> BudgetLimits:
         """The run's limits: the fields, else the environment (what `sctc run --max-calls/--max-cost` sets)."""
