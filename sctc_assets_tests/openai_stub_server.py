@@ -186,6 +186,7 @@ class StubOpenAIServer:
         self._in_flight = 0
         self._attempts: Counter[str] = Counter()
         self.proxied: list[str] = []  # targets of requests that used this server as a proxy
+        self.queries: list[str] = []  # query strings sent (Azure's api-version)
         self._scripts: dict[str, deque[StubReply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -290,6 +291,9 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if path.startswith("http://"):  # absolute form: the server is used as an HTTP proxy
                 server.proxied.append(path)
                 path = "/" + path.split("/", 3)[3]
+            path, _, query = path.partition("?")
+            if query:
+                server.queries.append(query)
             if path != COMPLETIONS_PATH:
                 self._send(api_error(404, f"no route {self.path}"))
                 return

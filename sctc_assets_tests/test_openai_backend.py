@@ -414,6 +414,12 @@ def test_served_model_and_fingerprint_are_kept(server: StubOpenAIServer, tmp_pat
         assert (result.served_model, result.system_fingerprint) == ("gpt-4o-mini-2024-07-18", "fp_44709d6fcb")
 
 
+def test_a_query_in_the_base_url_is_kept(server: StubOpenAIServer) -> None:
+    [result] = make_backend(server, base_url=f"{server.base_url}?api-version=2024-10-21").generate([ask("p")])
+
+    assert result.outcome == "ok" and server.queries == ["api-version=2024-10-21"]
+
+
 def test_extra_headers_are_sent_but_do_not_change_the_identity(server: StubOpenAIServer) -> None:
     backend = make_backend(server, extra_headers={"HTTP-Referer": "https://example.org", "X-Title": "sctc"})
 

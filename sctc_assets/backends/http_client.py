@@ -81,9 +81,11 @@ class HttpClient:
 
     def __init__(self, base_url: str, *, timeout_s: float, user_agent: str = "sctc-assets",
                  ssl_context: ssl.SSLContext | None = None, proxy: str | None = None, use_env_proxy: bool = True):
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url.rstrip("/") if "?" not in base_url else base_url
         self._origin = _Origin.parse(self.base_url)
-        self._path = urlsplit(self.base_url).path
+        parts = urlsplit(self.base_url)
+        self._path = parts.path.rstrip("/")
+        self._query = f"?{parts.query}" if parts.query else ""  # e.g. Azure's ?api-version=…
         self._timeout_s = timeout_s
         self._user_agent = user_agent
         self._ssl = ssl_context if ssl_context is not None or self._origin.scheme == "http" else _default_ssl_context()
@@ -174,9 +176,9 @@ class HttpClient:
     async def _exchange(self, connection: _Connection, path: str, body: bytes,
                         headers: Mapping[str, str]) -> HttpResponse:
         if self._proxy is not None and self._origin.scheme == "http":
-            target = f"http://{self._origin.authority}{self._path}{path}"  # absolute form, for the proxy
+            target = f"http://{self._origin.authority}{self._path}{path}{self._query}"  # absolute form, for the proxy
         else:
-            target = f"{self._path}{path}"
+            target = f"{self._path}{path}{self._query}"
         request_headers = [("Host", self._origin.authority), ("User-Agent", self._user_agent),
                            ("Content-Length", str(len(body))), *headers.items()]
         if self._proxy_auth and self._origin.scheme == "http":
