@@ -1,20 +1,32 @@
 """A scriptable OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
-Real HTTP on a real socket, so the SDK's transport, status handling and headers are exercised as in production.
-By default every prompt gets an echo answer with token usage; `script(prompt, ...)` queues special replies
-(errors, rate limits, refusals) that the next requests carrying that prompt receive, one per request.
+Real HTTP on a real socket, so the client's transport, status handling and headers are exercised as in production.
+By default every prompt gets an echo answer with token usage (and the request's seed in the text, so distinct
+seeds give distinct answers, as a seed-honouring server's would); `script(prompt, ...)` queues special replies
+(errors, rate limits, refusals) that the next requests carrying that prompt receive, one per request. A `FaultPlan`
+injects the faults real APIs produce at a configured rate, deterministically per request body and attempt, or on a
+schedule of request numbers. Every request is recorded with the kind of reply it got, so tests count what was
+sent, answered and asked twice per distinct request body.
+
+`AsyncStubServer` is the same echo server on asyncio, run in a subprocess (`python -m
+sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import hashlib
 import json
+import random
 import sys
 import threading
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import Any, Mapping
 
 COMPLETIONS_PATH = "/v1/chat/completions"
 
@@ -36,6 +48,16 @@ class SeenRequest:
     body: dict[str, Any]
     authorization: str | None
     headers: dict[str, str] = field(default_factory=dict)  # every request header, names in lower case
+    kind: str = "ok"  # the reply it got: "ok", "scripted", or a FaultPlan kind
+
+    @property
+    def body_key(self) -> str:
+        return body_key(self.body)
+
+
+def body_key(body: Mapping[str, Any]) -> str:
+    """One request body's identity: the same key for the same JSON, whatever the key order."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def completion(
@@ -78,20 +100,94 @@ def garbled(raw: bytes, content_type: str = "application/json", status: int = 20
 DROP_CONNECTION = StubReply(0, {})
 
 
-def echo_reply(prompt: str) -> StubReply:
-    """The default answer: deterministic text and usage derived from the prompt, so tests can predict sums."""
-    text = f"echo: {prompt}"
-    return completion(text, prompt_tokens=len(prompt), completion_tokens=len(text))
+def echo_reply(prompt: str, seed: Any = None) -> StubReply:
+    """The default answer: deterministic text and usage derived from the prompt (and the seed, when one is sent),
+    so tests can predict sums and tell samples apart."""
+    text = f"echo: {prompt}" if seed is None else f"echo: {prompt} [seed {seed}]"
+    reply = completion(text, prompt_tokens=len(prompt), completion_tokens=len(text))
+    reply.body["system_fingerprint"] = "fp_stub"
+    return reply
+
+
+# Faults a FaultPlan injects. Transient ones (a retry may succeed) are decided per attempt; refusals per body, as a
+# real content filter answers the same prompt alike every time.
+TRANSIENT_FAULTS = ("rate_limit", "server_error", "unavailable", "hang", "truncated", "html", "dropped")
+REFUSAL_FAULTS = ("content_filter", "filtered_completion")
+FAULT_KINDS = TRANSIENT_FAULTS + REFUSAL_FAULTS
+CONTENT_FILTER_MESSAGE = "The response was filtered due to the prompt triggering the content management policy."
+
+
+@dataclass
+class FaultPlan:
+    """Which requests get which fault.
+
+    `rates`: kind → probability, drawn from a hash of (seed, body, attempt number of that body), so a run is
+    reproducible and a retry of the same body draws again. `schedule`: request number (0-based, over the server's
+    life) → kind, applied before the rates. `hang_s`: how long a `hang` holds the request before answering (set it
+    past the client's timeout). `retry_after_s`: the `Retry-After` a `rate_limit` sends.
+    """
+
+    rates: dict[str, float] = field(default_factory=dict)
+    schedule: dict[int, str] = field(default_factory=dict)
+    seed: int = 0
+    hang_s: float = 2.0
+    retry_after_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        unknown = sorted((set(self.rates) | set(self.schedule.values())) - set(FAULT_KINDS))
+        if unknown:
+            raise ValueError(f"unknown fault kind(s) {unknown}; known: {FAULT_KINDS}")
+
+    def draw(self, number: int, key: str, attempt: int) -> str | None:
+        if number in self.schedule:
+            return self.schedule[number]
+        for kinds, salt in ((REFUSAL_FAULTS, 0), (TRANSIENT_FAULTS, attempt + 1)):
+            point = _unit(f"{self.seed}:{key}:{salt}")
+            for kind in kinds:
+                rate = self.rates.get(kind, 0.0)
+                if point < rate:
+                    return kind
+                point -= rate
+        return None
+
+    def reply(self, kind: str, prompt: str, seed: Any) -> StubReply:
+        if kind == "rate_limit":
+            return api_error(429, "Rate limit reached for requests", code="rate_limit_exceeded",
+                             headers={"Retry-After": f"{self.retry_after_s:g}"})
+        if kind == "server_error":
+            return api_error(500, "The server had an error while processing your request.")
+        if kind == "unavailable":
+            return api_error(503, "The engine is currently overloaded, please try again later.")
+        if kind == "truncated":
+            whole = json.dumps(echo_reply(prompt, seed).body).encode("utf-8")
+            return garbled(whole[: len(whole) // 2])
+        if kind == "html":
+            return garbled(b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
+        if kind == "dropped":
+            return DROP_CONNECTION
+        if kind == "content_filter":
+            return api_error(400, CONTENT_FILTER_MESSAGE, code="content_filter")
+        if kind == "filtered_completion":
+            return completion("", finish_reason="content_filter")
+        return echo_reply(prompt, seed)  # "hang": answered after the wait, when the client has long gone
+
+
+def _unit(text: str) -> float:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") / 2**64
 
 
 class StubOpenAIServer:
     """Use as a context manager; `base_url` is what an `OpenAIBackend` should point at."""
 
-    def __init__(self, *, latency_s: float = 0.0):
+    def __init__(self, *, latency_s: float = 0.0, faults: FaultPlan | None = None):
         self.latency_s = latency_s
+        self.faults = faults
         self.requests: list[SeenRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
+        self._attempts: Counter[str] = Counter()
+        self.proxied: list[str] = []  # targets of requests that used this server as a proxy
+        self.queries: list[str] = []  # query strings sent (Azure's api-version)
         self._scripts: dict[str, deque[StubReply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -121,17 +217,41 @@ class StubOpenAIServer:
         with self._lock:
             return [request.prompt for request in self.requests]
 
+    def counts(self) -> Counter[str]:
+        """Requests per reply kind."""
+        with self._lock:
+            return Counter(request.kind for request in self.requests)
+
+    def answered_per_body(self) -> Counter[str]:
+        """Per distinct request body, how many requests got a final answer (a completion or a content-filter
+        refusal): more than 1 means that request was paid for twice."""
+        with self._lock:
+            return Counter(request.body_key for request in self.requests if request.kind in FINAL_KINDS)
+
     def respond(self, body: dict[str, Any], authorization: str | None,
                 headers: dict[str, str] | None = None) -> StubReply:
         prompt = _last_user_message(body)
+        key = body_key(body)
+        delay = self.latency_s
         with self._lock:
-            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization,
-                                             {name.lower(): value for name, value in (headers or {}).items()}))
+            number = len(self.requests)
+            attempt = self._attempts[key]
+            self._attempts[key] += 1
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             queued = self._scripts[prompt]
-            reply = queued.popleft() if queued else echo_reply(prompt)
-        time.sleep(self.latency_s)
+            kind = "scripted" if queued else (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
+            if queued:
+                reply = queued.popleft()
+            elif kind == "ok":
+                reply = echo_reply(prompt, body.get("seed"))
+            else:
+                reply = self.faults.reply(kind, prompt, body.get("seed"))
+                delay = self.faults.hang_s if kind == "hang" else delay
+            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization,
+                                             {name.lower(): value for name, value in (headers or {}).items()},
+                                             kind))
+        time.sleep(delay)
         # Leave the in-flight count before the reply is written: once the client has the answer it may send its next
         # request, which must not be counted together with this one.
         with self._lock:
@@ -139,10 +259,16 @@ class StubOpenAIServer:
         return reply
 
 
+# Replies that end a request for good: the client stores them and never asks that body again.
+FINAL_KINDS = frozenset({"ok", "content_filter", "filtered_completion"})
+
+
 class _QuietServer(ThreadingHTTPServer):
     # The default listen backlog of 5 drops connection attempts when a client opens many at once, and each dropped
     # SYN costs a one-second retransmission: the benchmark would measure the kernel, not the backend.
     request_queue_size = 256
+    # Closing the server does not wait for requests still held by a `hang`.
+    block_on_close = False
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients hanging up (an interrupted run, a closed connection pool) are expected; anything else is shown."""
@@ -165,10 +291,22 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             payload = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            if self.path != COMPLETIONS_PATH:
+            path = self.path
+            if path.startswith("http://"):  # absolute form: the server is used as an HTTP proxy
+                server.proxied.append(path)
+                path = "/" + path.split("/", 3)[3]
+            path, _, query = path.partition("?")
+            if query:
+                server.queries.append(query)
+            if path != COMPLETIONS_PATH:
                 self._send(api_error(404, f"no route {self.path}"))
                 return
             self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers)))
+
+        def do_CONNECT(self) -> None:
+            """As a proxy, this server refuses tunnels (an https target behind a proxy that forbids it)."""
+            server.proxied.append(f"CONNECT {self.path}")
+            self._send(StubReply(403, {"error": {"message": "tunnel forbidden"}}))
 
         def _send(self, reply: StubReply) -> None:
             if reply == DROP_CONNECTION:
@@ -187,3 +325,113 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             """Silent: a test run or benchmark would otherwise print one line per request."""
 
     return Handler
+
+
+class AsyncStubServer:
+    """The echo server on asyncio in a subprocess: `with AsyncStubServer(latency_s=0.2) as server: server.base_url`.
+
+    A benchmark's client then has its process to itself; `stats()` returns the server's request counts (total,
+    per distinct body, peak in flight) and the CPU seconds it used.
+    """
+
+    def __init__(self, *, latency_s: float = 0.0, workdir: str | Path | None = None):
+        import subprocess
+        import tempfile
+
+        self.latency_s = latency_s
+        self._dir = Path(workdir or tempfile.mkdtemp(prefix="stub-server-"))
+        self._port_file = self._dir / "port"
+        self._subprocess = subprocess
+        self._process: Any = None
+
+    def __enter__(self) -> "AsyncStubServer":
+        self._process = self._subprocess.Popen(
+            [sys.executable, "-m", "sctc_assets_tests.openai_stub_server", "--latency", str(self.latency_s),
+             "--port-file", str(self._port_file)], cwd=Path(__file__).resolve().parents[1])
+        deadline = time.monotonic() + 60
+        while not self._port_file.exists() or not self._port_file.read_text().strip():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the stub server did not start")
+            time.sleep(0.05)
+        self.port = int(self._port_file.read_text())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._process.terminate()
+        self._process.wait(10)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=30) as response:
+            return json.loads(response.read())
+
+    def reset(self) -> None:
+        import urllib.request
+
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{self.port}/reset", method="POST"),
+                               timeout=30).read()
+
+
+async def _serve_async(latency_s: float, port_file: Path) -> None:
+    per_body: Counter[str] = Counter()
+    state = {"in_flight": 0, "peak": 0}
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                request_line, *header_lines = head.decode("latin-1").split("\r\n")
+                method, path = request_line.split(" ")[:2]
+                length = next((int(line.split(":", 1)[1]) for line in header_lines
+                               if line.lower().startswith("content-length:")), 0)
+                payload = await reader.readexactly(length) if length else b""
+                if path == "/stats":
+                    data = json.dumps({"requests": sum(per_body.values()), "bodies": len(per_body),
+                                       "paid_twice": sum(count - 1 for count in per_body.values() if count > 1),
+                                       "peak_in_flight": state["peak"], "cpu_s": time.process_time()}).encode()
+                elif path == "/reset":
+                    per_body.clear()
+                    state["peak"] = 0
+                    data = b"{}"
+                else:
+                    body = json.loads(payload)
+                    per_body[body_key(body)] += 1
+                    state["in_flight"] += 1
+                    state["peak"] = max(state["peak"], state["in_flight"])
+                    await asyncio.sleep(latency_s)
+                    state["in_flight"] -= 1
+                    reply = echo_reply(_last_user_message(body), body.get("seed"))
+                    reply.body["model"] = body.get("model", "stub-model")
+                    if body.get("seed") is None and float(body.get("temperature") or 0) > 0:
+                        # Sampling without a seed: every answer differs, as a real model's would.
+                        message = reply.body["choices"][0]["message"]
+                        message["content"] += f" #{random.getrandbits(48):012x}"
+                    data = json.dumps(reply.body).encode("utf-8")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                             % len(data) + data)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    temporary = port_file.with_suffix(".tmp")
+    temporary.write_text(str(port))
+    temporary.replace(port_file)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Run the asyncio echo stub server until terminated.")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--port-file", type=Path, required=True)
+    arguments = parser.parse_args()
+    asyncio.run(_serve_async(arguments.latency, arguments.port_file))

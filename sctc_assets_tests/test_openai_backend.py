@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
+import multiprocessing
+import os
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from sctc_assets.backends.base import BackendUnavailable
+from sctc_assets.backends.base import BackendUnavailable, GenerationHalted
 from sctc_assets.backends.openai_backend import OpenAIBackend, _redact, _server_delay
-from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib import interrupt
+from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, UsageTotals
+from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets_tests.openai_stub_server import (
     DROP_CONNECTION,
+    FaultPlan,
     StubOpenAIServer,
     StubReply,
     api_error,
@@ -369,3 +375,199 @@ def test_waits_are_capped(server: StubOpenAIServer) -> None:
     assert backend._retry_delay(0, server_delay=30.0) == 4.0
     assert 1.0 <= backend._retry_delay(0, server_delay=None) <= 1.1
     assert 4.0 <= backend._retry_delay(10, server_delay=None) <= 4.4
+
+
+# --- trials, seeds and what the API reports -----------------------------------------------------------------------
+
+
+def test_trials_send_base_seed_plus_trial_and_rows_record_it(server: StubOpenAIServer, tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    requests = [GenerationRequest.user("q", trial=trial) for trial in range(3)]
+
+    results = make_backend(server, seed=100, temperature=0.7).generate(requests, cache=cache)
+
+    assert sorted(request.body["seed"] for request in server.requests) == [100, 101, 102]
+    assert len({request.body_key for request in server.requests}) == 3  # three distinct request bodies
+    assert [result.seed for result in results] == [100, 101, 102]
+    assert len({result.text for result in results}) == 3  # a seed-honouring server gives three samples
+    again = make_backend(server, seed=100, temperature=0.7).generate(requests, cache=cache)
+    assert [(result.seed, result.cached) for result in again] == [(100, True), (101, True), (102, True)]
+
+
+def test_without_a_base_seed_no_seed_is_sent(server: StubOpenAIServer) -> None:
+    results = make_backend(server, temperature=0.7).generate([GenerationRequest.user("q", trial=t) for t in (0, 1)])
+
+    assert all("seed" not in request.body for request in server.requests)
+    assert [result.seed for result in results] == [None, None]
+
+
+def test_served_model_and_fingerprint_are_kept(server: StubOpenAIServer, tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    dated = completion("x", model="gpt-4o-mini-2024-07-18")
+    dated.body["system_fingerprint"] = "fp_44709d6fcb"
+    server.script("p", dated)
+
+    [fresh] = make_backend(server).generate([ask("p")], cache=cache)
+    [cached] = make_backend(server).generate([ask("p")], cache=cache)
+
+    for result in (fresh, cached):
+        assert (result.served_model, result.system_fingerprint) == ("gpt-4o-mini-2024-07-18", "fp_44709d6fcb")
+
+
+def test_a_query_in_the_base_url_is_kept(server: StubOpenAIServer) -> None:
+    [result] = make_backend(server, base_url=f"{server.base_url}?api-version=2024-10-21").generate([ask("p")])
+
+    assert result.outcome == "ok" and server.queries == ["api-version=2024-10-21"]
+
+
+def test_headers_are_sent_but_do_not_change_the_identity(server: StubOpenAIServer) -> None:
+    backend = make_backend(server, headers={"HTTP-Referer": "https://example.org", "X-Title": "sctc"})
+
+    backend.generate([ask("p")])
+
+    assert backend.identity() == make_backend(server).identity()
+    assert server.requests[0].authorization == f"Bearer {FAKE_KEY}"
+
+
+def test_hang_past_the_timeout_is_retried(tmp_path: Path) -> None:
+    with StubOpenAIServer(faults=FaultPlan(schedule={0: "hang"}, hang_s=1.5)) as hanging:
+        [result] = make_backend(hanging, timeout_s=0.3).generate([ask("slow")])
+
+        assert result.outcome == "ok"
+        assert [request.kind for request in hanging.requests] == ["hang", "ok"]
+
+
+def test_fault_plan_is_reproducible_and_counts_per_body() -> None:
+    plan = FaultPlan(rates={"rate_limit": 0.3, "content_filter": 0.1}, seed=3)
+    draws = [plan.draw(number, f"body{number % 50}", number // 50) for number in range(500)]
+    assert draws == [plan.draw(number, f"body{number % 50}", number // 50) for number in range(500)]
+    refused = {number % 50 for number, kind in enumerate(draws) if kind == "content_filter"}
+    # a content filter refuses a body on every attempt; rate limits come and go between attempts
+    assert all(draws[body + 50 * attempt] == "content_filter" for body in refused for attempt in range(10))
+    assert 0.2 < draws.count("rate_limit") / 500 < 0.4
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        FaultPlan(rates={"meteor": 1.0})
+
+
+# --- halting and the budget ---------------------------------------------------------------------------------------
+
+
+def test_a_stop_request_lets_requests_in_flight_finish_and_stores_them(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    requests = [ask(f"item {index}") for index in range(40)]
+
+    def stop_after_six(done: int, total: int) -> None:
+        if done >= 6:
+            interrupt.request_stop("interrupted (Ctrl-C)")
+
+    try:
+        with StubOpenAIServer(latency_s=0.05) as slow:
+            with pytest.raises(GenerationHalted) as halted:
+                make_backend(slow, concurrency=4).generate(requests, cache=cache, progress=stop_after_six)
+            sent = len(slow.requests)
+    finally:
+        interrupt.clear_stop()
+
+    # the requests in flight when the stop came were answered and stored; nothing new started after it
+    assert 6 <= sent <= 6 + 4 and cache.count() == sent
+    assert (halted.value.answered, halted.value.remaining) == (sent, 40 - sent)
+
+
+def test_max_cost_stops_an_api_model_and_a_rerun_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache_path = tmp_path / "responses.sqlite"
+    with StubOpenAIServer() as stub:
+        registry = tmp_path / "models.yaml"
+        registry.write_text(
+            "models:\n"
+            f"  api: {{backend: openai, model: stub-model, base_url: '{stub.base_url}', api_key_env: {KEY_ENV},"
+            " concurrency: 2, price_input_per_mtok: 1000.0, price_output_per_mtok: 1000.0}\n", encoding="utf-8")
+        # echo answers of "prompt NN" cost (9 + 15) tokens × $1000 per million = $0.024 each
+        requests = [ask(f"prompt {index:02d}") for index in range(20)]
+        monkeypatch.setenv("SCTC_BUDGET_SCOPE", "run-a")
+        resource = ModelRegistryResource(registry_path=str(registry), cache_path=str(cache_path), max_cost_usd=0.1)
+        with pytest.raises(GenerationHalted, match=r"max_cost_usd \$0.1") as halted:
+            resource.backend("api").generate(requests, cache=resource.cache())
+        spent = resource.cache().ledger("run-a")["api"]
+        # at most `concurrency` calls were in flight when the limit was reached
+        assert 5 <= spent.calls <= 5 + 2 and spent.cost_usd >= 0.1 and len(stub.requests) == spent.calls
+        assert halted.value.answered == spent.calls
+
+        monkeypatch.setenv("SCTC_BUDGET_SCOPE", "run-b")
+        results = ModelRegistryResource(registry_path=str(registry), cache_path=str(cache_path),
+                                        max_cost_usd=10.0).backend("api").generate(requests, cache=resource.cache())
+        assert sum(result.cached for result in results) == spent.calls and len(stub.requests) == 20
+
+
+# --- two processes on one model -----------------------------------------------------------------------------------
+
+
+def _generate_in_process(base_url: str, cache_path: str, prompts: list[str], queue: Any, start: Any) -> None:
+    os.environ[KEY_ENV] = FAKE_KEY
+    backend = OpenAIBackend(model="stub-model", base_url=base_url, api_key_env=KEY_ENV, concurrency=4,
+                            temperature=0.8, seed=1)
+    start.wait(120)  # both processes are up: they start together, as two `sctc run`s on one model would overlap
+    results = backend.generate([GenerationRequest.user(prompt, trial=1) for prompt in prompts],
+                               cache=ResponseCache(cache_path))
+    queue.put([(result.text, result.cached) for result in results])
+
+
+def test_two_processes_on_one_model_split_the_work_and_agree_with_the_cache(tmp_path: Path) -> None:
+    prompts = [f"shared {index}" for index in range(60)]
+    cache_path = str(tmp_path / "responses.sqlite")
+    ResponseCache(cache_path)
+    context = multiprocessing.get_context("spawn")
+    queue, start = context.Queue(), context.Barrier(2)
+    with StubOpenAIServer(latency_s=0.1) as stub:
+        workers = [context.Process(target=_generate_in_process,
+                                   args=(stub.base_url, cache_path, prompts, queue, start)) for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        tables = [queue.get(timeout=120) for _ in workers]
+        for worker in workers:
+            worker.join(30)
+        answered = stub.answered_per_body()
+
+    assert sorted(answered.values()) == [1] * 60  # every prompt paid for once: none twice
+    assert all(0 < sum(not cached for _, cached in table) < 60 for table in tables)  # both did part of the work
+    stored = ResponseCache(cache_path)
+    backend = OpenAIBackend(model="stub-model", base_url=stub.base_url, api_key_env=KEY_ENV, temperature=0.8, seed=1)
+    from_cache = [stored.get(cache_key(backend.identity(), dataclasses.replace(
+        GenerationRequest.user(prompt, trial=1), seed=2))).text for prompt in prompts]
+    assert [text for text, _ in tables[0]] == [text for text, _ in tables[1]] == from_cache
+
+
+# --- proxies ------------------------------------------------------------------------------------------------------
+
+
+def test_http_proxy_from_the_environment_is_used_unless_no_proxy_says_otherwise(
+    server: StubOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stub doubles as the proxy: a request for an unreachable host reaches it in absolute form.
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("http_proxy", server.base_url.removesuffix("/v1"))
+    far = "http://api.example.invalid:8080/v1"
+
+    [result] = OpenAIBackend(model="stub-model", base_url=far, api_key_env=KEY_ENV, timeout_s=5).generate([ask("p")])
+
+    assert result.outcome == "ok" and server.proxied == [f"{far}/chat/completions"]
+    monkeypatch.setenv("NO_PROXY", "api.example.invalid")
+    monkeypatch.setenv("no_proxy", "api.example.invalid")
+    [direct] = OpenAIBackend(model="stub-model", base_url=far, api_key_env=KEY_ENV, timeout_s=5,
+                             max_retries=0).generate([ask("q")])
+    assert direct.outcome == "error" and "connection error" in direct.message and len(server.proxied) == 1
+
+
+def test_a_proxy_refusing_the_https_tunnel_is_a_clear_error(server: StubOpenAIServer,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", server.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("https_proxy", server.base_url.removesuffix("/v1"))
+    backend = OpenAIBackend(model="m", base_url="https://api.example.invalid/v1", api_key_env=KEY_ENV, max_retries=0)
+
+    [result] = backend.generate([ask("p")])
+
+    assert result.outcome == "error" and "refused the tunnel" in result.message and "403" in result.message
+    assert server.proxied == ["CONNECT api.example.invalid:443"]

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import multiprocessing
+import socket
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
+import yaml
 
-from sctc_assets.lib.cache import ResponseCache, cache_key
+from sctc_assets.backends.base import GenerationHalted
+from sctc_assets.lib import interrupt
+from sctc_assets.lib.budget import Budget, BudgetLimits
+from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, strip_reasoning
 from sctc_assets.lib.registry import RegistryError, load_registry, parse_registry
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -193,6 +206,8 @@ def test_strip_reasoning():
     assert strip_reasoning("推理</think>答案") == "答案"
     assert strip_reasoning("<think>never closed") == ""
     assert strip_reasoning(None) == ""
+    # a refusal's text read back from Parquet
+    assert strip_reasoning(float("nan")) == "" and strip_reasoning(pd.NA) == ""
 
 
 def test_progress_reports_start_pace_and_completion():
@@ -206,3 +221,237 @@ def test_progress_reports_start_pace_and_completion():
     report(10, 10)  # completion is always reported
     assert lines[0] == "x: 4/10 already answered (response cache), 6 to go"
     assert len(lines) == 2 and lines[1].startswith("x: 10/10 (100%)")
+
+
+# --- seeds in the cache key ---------------------------------------------------------------------------------------
+
+
+def test_cache_key_holds_the_seed_only_when_one_is_sent():
+    identity = {"backend": "openai", "endpoint": "http://x", "model": "m", "params": {"temperature": 0.7}}
+    unseeded = GenerationRequest.user("你好", trial=2)
+    # the key of a request without a seed is what it was before seeds existed: old caches keep serving it
+    legacy = hashlib.sha256(json.dumps({**identity, "messages": [dict(m) for m in unseeded.messages], "trial": 2},
+                                       sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    assert cache_key(identity, unseeded) == legacy
+    seeded = [dataclasses.replace(unseeded, seed=seed) for seed in (7, 8)]
+    assert len({cache_key(identity, request) for request in [unseeded, *seeded]}) == 3
+
+
+def test_results_keep_seed_and_provenance_through_the_cache_and_old_records_lack_them(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    identity = {"backend": "b", "model": "m"}
+    request = GenerationRequest.user("q", seed=12)
+    result = GenerationResult("a", seed=12, served_model="m-2024-07-18", system_fingerprint="fp_1")
+    cache.put(cache_key(identity, request), identity, request, result)
+    back = cache.get(cache_key(identity, request))
+    assert (back.seed, back.served_model, back.system_fingerprint) == (12, "m-2024-07-18", "fp_1")
+    old = GenerationResult.from_record({"text": "a", "outcome": "ok"})
+    assert (old.seed, old.served_model, old.system_fingerprint) == (None, None, None)
+
+
+# --- claims -------------------------------------------------------------------------------------------------------
+
+
+def test_claims_hold_keys_until_answered_released_expired_or_their_owner_is_gone(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    me, other = new_claim_owner(), new_claim_owner()
+    assert cache.claim(["a", "b"], me, lease_s=60).claimed == ["a", "b"]
+    seen = cache.claim(["a", "b", "c"], other, lease_s=60)
+    assert (seen.claimed, seen.held) == (["c"], ["a", "b"])
+    identity, request = {"backend": "b", "model": "m"}, GenerationRequest.user("q")
+    cache.store("a", identity, request, GenerationResult("answer"))  # storing drops the claim
+    cache.release_claims(me, ["b"])  # an error: released for others to take over
+    seen = cache.claim(["a", "b"], other, lease_s=60)
+    assert seen.claimed == ["b"] and seen.answered["a"].text == "answer" and seen.answered["a"].cached
+
+    cache.claim(["d"], "another-host:1:x", lease_s=0.2)
+    assert cache.claim(["d"], me, lease_s=60).held == ["d"]
+    time.sleep(0.3)
+    assert cache.claim(["d"], me, lease_s=60).claimed == ["d"]  # the lease expired
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    cache.claim(["e"], f"{socket.gethostname()}:{int(dead.stdout)}:x", lease_s=600)
+    assert cache.claim(["e"], me, lease_s=60).claimed == ["e"]  # its owner on this host is gone
+
+
+def test_store_keeps_the_first_answer_and_returns_what_the_cache_holds(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    identity, request = {"backend": "b", "model": "m"}, GenerationRequest.user("q")
+    first = cache.store("k", identity, request, GenerationResult("first"))
+    second = cache.store("k", identity, request, GenerationResult("second"))
+    assert (first.text, first.cached) == ("first", False)
+    assert (second.text, second.cached) == ("first", True)
+    assert cache.store("e", identity, request, GenerationResult(None, "error", "500")) is None
+
+
+class RacedBackend(ScriptedBackend):
+    """Another process stores its own answer for every key just before this one's answer arrives."""
+
+    def _generate_uncached(self, requests, on_result):
+        cache = ResponseCache(self.calls_file)
+        for index, request in enumerate(requests):
+            key = cache_key(self.identity(), request)
+            cache.store(key, self.identity(), request, GenerationResult(f"theirs {request.prompt}"))
+            on_result(index, GenerationResult(f"mine {request.prompt}"))
+
+
+def test_the_table_gets_the_answer_the_cache_holds(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    backend = RacedBackend(calls_file=str(path))
+    results = backend.generate([GenerationRequest.user(f"q{i}") for i in range(3)], cache=ResponseCache(path))
+    assert [result.text for result in results] == ["theirs q0", "theirs q1", "theirs q2"]
+
+
+def _claim_keys(cache: ResponseCache, backend: ScriptedBackend, requests, owner: str, lease_s: float) -> list[str]:
+    keys = [cache_key(backend.identity(), request) for request in requests]
+    assert cache.claim(keys, owner, lease_s=lease_s).claimed == keys
+    return keys
+
+
+def test_generate_waits_for_keys_another_process_claimed_and_reads_its_answers(tmp_path):
+    calls = tmp_path / "calls.log"
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    backend = ScriptedBackend(calls_file=str(calls))
+    requests = [GenerationRequest.user(f"q{i}") for i in range(6)]
+    other = new_claim_owner()  # alive: it is this process
+    keys = _claim_keys(cache, backend, requests[:3], other, lease_s=60)
+    outcome: dict = {}
+    worker = threading.Thread(target=lambda: outcome.update(results=backend.generate(requests, cache=cache)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while count_calls(calls) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert count_calls(calls) == 3 and worker.is_alive()  # asked its own three, waits for the claimed ones
+    for key, request in zip(keys, requests[:3]):
+        cache.store(key, backend.identity(), request, GenerationResult(f"from the other process: {request.prompt}"))
+    worker.join(30)
+    results = outcome["results"]
+    assert [result.text for result in results[:3]] == [f"from the other process: q{i}" for i in range(3)]
+    assert all(result.cached for result in results[:3]) and count_calls(calls) == 3
+
+
+def test_generate_takes_over_keys_whose_claim_lapses(tmp_path):
+    calls = tmp_path / "calls.log"
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    backend = ScriptedBackend(calls_file=str(calls))
+    requests = [GenerationRequest.user(f"q{i}") for i in range(4)]
+    _claim_keys(cache, backend, requests[:2], "some-other-host:1:x", lease_s=0.5)
+    started = time.monotonic()
+    results = backend.generate(requests, cache=cache)
+    assert time.monotonic() - started >= 0.4
+    assert [result.text for result in results] == ["不知道"] * 4 and not any(result.cached for result in results)
+    assert count_calls(calls) == 4
+
+
+# --- budget and halting -------------------------------------------------------------------------------------------
+
+
+def _budgeted(tmp_path, scope: str, **limits) -> tuple[ScriptedBackend, ResponseCache]:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    backend = ScriptedBackend(calls_file=str(tmp_path / "calls.log"))
+    backend.attach_budget(Budget(cache, scope=scope, model="fake", run=BudgetLimits(**limits), own=BudgetLimits()))
+    return backend, cache
+
+
+def test_max_calls_stops_asking_keeps_the_answers_and_a_rerun_continues(tmp_path):
+    requests = [GenerationRequest.user(f"q{i}") for i in range(12)]
+    backend, cache = _budgeted(tmp_path, "run-1", max_calls=5)
+    with pytest.raises(GenerationHalted) as halted:
+        backend.generate(requests, cache=cache)
+    assert (halted.value.answered, halted.value.remaining) == (5, 7)
+    assert "max_calls 5" in str(halted.value) and "7 not yet asked" in str(halted.value)
+    assert count_calls(tmp_path / "calls.log") == 5 and cache.count() == 5
+    assert cache.ledger("run-1")["fake"].calls == 5
+
+    rerun, cache = _budgeted(tmp_path, "run-2", max_calls=100)
+    results = rerun.generate(requests, cache=cache)
+    assert sum(result.cached for result in results) == 5 and count_calls(tmp_path / "calls.log") == 12
+
+
+def test_cost_budget_counts_usage_and_prices_and_estimates_missing_usage(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    budget = Budget(cache, scope="s", model="m", run=BudgetLimits(max_cost_usd=0.01), own=BudgetLimits(),
+                    pricing=(1.0, 2.0))
+    request = GenerationRequest.user("滑鼠是什么")  # 5 Han characters
+    budget.record(request, GenerationResult("a", input_tokens=1000, output_tokens=1000))
+    assert cache.ledger("s")["m"].cost_usd == pytest.approx(0.003) and budget.exhausted() is None
+    budget.record(request, GenerationResult("鼠标"))  # no usage returned: estimated
+    totals = cache.ledger("s")["m"]
+    assert totals.estimated_calls == 1 and totals.cost_usd == pytest.approx(0.003 + (5 + 4) * 1e-6 + 2 * 2e-6)
+    budget.record(request, GenerationResult("b", input_tokens=8000, output_tokens=0))
+    assert "max_cost_usd $0.01" in budget.exhausted() and "1 of them estimated" in budget.exhausted()
+    assert any("estimated" in note for note in budget.notes())
+    assert budget.reserve(3) == 0
+
+
+def test_processes_sharing_a_scope_never_overdraw_max_calls(tmp_path):
+    path = str(tmp_path / "cache.sqlite")
+    ResponseCache(path)
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(3) as pool:
+        granted = pool.starmap(_reserve_many, [(path, 40)] * 3)
+    assert sum(granted) == 50 and ResponseCache(path).ledger("shared")["m"].calls == 50
+
+
+def _reserve_many(path: str, attempts: int) -> int:
+    budget = Budget(ResponseCache(path), scope="shared", model="m", run=BudgetLimits(max_calls=50), own=BudgetLimits())
+    return sum(budget.reserve(1) for _ in range(attempts))
+
+
+def test_a_stop_request_halts_before_any_call(tmp_path):
+    calls = tmp_path / "calls.log"
+    backend = ScriptedBackend(calls_file=str(calls))
+    interrupt.request_stop("interrupted (Ctrl-C)")
+    try:
+        with pytest.raises(GenerationHalted, match=r"interrupted \(Ctrl-C\).*0 answers stored, 3 not yet asked"):
+            backend.generate([GenerationRequest.user(f"q{i}") for i in range(3)], cache=ResponseCache(tmp_path / "c"))
+        assert interrupt.stop_reason() == "interrupted (Ctrl-C)" and count_calls(calls) == 0
+    finally:
+        interrupt.clear_stop()
+    assert interrupt.stop_reason() is None
+
+
+def test_registry_budget_settings_and_the_resource_defaults(tmp_path, monkeypatch):
+    registry = tmp_path / "models.yaml"
+    registry.write_text(
+        "models:\n"
+        "  capped: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', budget: {max_calls: 2}}\n"
+        "  free: {backend: 'sctc_assets_tests.fakes:ScriptedBackend'}\n", encoding="utf-8")
+    for bad, message in [("budget: 3", "`budget` must be a mapping"), ("budget: {max_call: 3}", "unknown budget key"),
+                         ("budget: {max_cost_usd: -1}", "budget.max_cost_usd: expected an amount")]:
+        with pytest.raises(RegistryError, match=message):
+            parse_registry(yaml.safe_load(f"models:\n  x: {{backend: openai, {bad}}}\n"), source="r.yaml")
+    monkeypatch.delenv("SCTC_BUDGET_SCOPE", raising=False)
+    monkeypatch.delenv("SCTC_MAX_CALLS", raising=False)
+    resource = ModelRegistryResource(registry_path=str(registry), cache_path=str(tmp_path / "c.sqlite"))
+    assert resource.backend("free")._budget is None  # nothing limits or counts it
+    capped = resource.backend("capped")
+    with pytest.raises(GenerationHalted, match="registry budget of .*model 'capped'.*max_calls 2"):
+        capped.generate([GenerationRequest.user(f"q{i}") for i in range(4)], cache=resource.cache())
+
+    monkeypatch.setenv("SCTC_MAX_CALLS", "3")
+    monkeypatch.setenv("SCTC_BUDGET_SCOPE", "sctc-run-1")
+    free = resource.backend("free")
+    with pytest.raises(GenerationHalted, match="scope 'sctc-run-1'.*max_calls 3"):
+        free.generate([GenerationRequest.user(f"r{i}") for i in range(4)], cache=resource.cache())
+    assert resource.cache().ledger("sctc-run-1")["free"].calls == 3
+    monkeypatch.setenv("SCTC_MAX_CALLS", "many")
+    with pytest.raises(RegistryError, match=r"\$SCTC_MAX_CALLS: expected a whole number"):
+        resource.backend("free")
+
+
+def test_temperature_zero_trials_are_flagged_as_repeats():
+    class Sampler(ScriptedBackend):
+        temperature: float = 0.0
+
+    requests = [GenerationRequest.user("q", trial=trial) for trial in range(3)]
+    greedy = Sampler()
+    greedy.generate(requests)
+    assert greedy.generation_notes() == [
+        "temperature 0: the 3 trials per prompt repeat one request, they are not independent samples (their spread "
+        "shows only the endpoint's nondeterminism); set a temperature above 0 to sample"]
+    sampling = Sampler(temperature=0.7)
+    sampling.generate(requests)
+    assert sampling.generation_notes() == []
+    greedy.generate(requests[:1])
+    assert greedy.generation_notes() == []  # one trial: nothing to say

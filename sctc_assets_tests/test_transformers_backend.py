@@ -599,3 +599,17 @@ def test_embedded_model_answers_in_chinese_and_scores():
         ["用来控制电脑光标的手持设备叫做", "用來控制電腦游標的手持設備叫做"], ["鼠标", "滑鼠"]
     )
     assert len(scores) == 2 and all(math.isfinite(s) and s < 0 for s in scores)
+
+
+def test_seed_column_records_the_batch_seed_and_survives_the_cache(random_model, tmp_path):
+    # The trial enters the batch's torch seed; the `seed` column of every responses table records that seed.
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    backend = TransformersBackend(model=str(random_model), temperature=1.5, seed=5, max_new_tokens=4, batch_size=8)
+    requests = [GenerationRequest.user("甲乙", trial=trial) for trial in range(3)]
+    first = backend.generate(requests, cache=cache)
+    expected = backend._batch_seed(requests)  # one batch, equal lengths: request order
+    assert [result.seed for result in first] == [expected] * 3
+    assert expected != TransformersBackend(model=str(random_model), temperature=1.5, seed=6)._batch_seed(requests)
+    again = backend.generate(requests, cache=cache)
+    assert all(result.cached for result in again) and [result.seed for result in again] == [expected] * 3
+    cache.close()

@@ -64,6 +64,22 @@ def usage_metadata(results: Sequence[GenerationResult], pricing: tuple[float | N
     return metadata
 
 
+def generation_metadata(log: Any, label: str, backend: Any, results: Sequence[GenerationResult]) -> dict:
+    """`usage_metadata` plus what the API said it served, and the backend's notes on its last `generate()` (the
+    trials of a temperature-0 model are repeats, estimated costs), each note logged once as a warning."""
+    notes = backend.generation_notes()
+    for note in notes:
+        log.warning(f"{label}: {note}")
+    metadata = usage_metadata(results, backend.pricing())
+    metadata["trials_are_repeats"] = any(note.startswith("temperature 0") for note in notes)
+    if notes:
+        metadata["generation_notes"] = dg.MetadataValue.json(notes)
+    served = sorted({result.served_model for result in results if result.served_model})
+    if served:
+        metadata["served_models"] = dg.MetadataValue.json(served)
+    return metadata
+
+
 def png_markdown(figure: Any, title: str = "") -> dg.MetadataValue:
     """A matplotlib figure as an inline image the Dagster UI renders; the figure is closed afterwards."""
     import matplotlib.pyplot as plt

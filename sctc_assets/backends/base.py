@@ -3,7 +3,9 @@
 A backend is a Dagster `ConfigurableResource` whose fields are the settings of one registry entry. Subclasses
 implement `identity()` (what distinguishes their answers in the cache) and `_generate_uncached()` (the real
 calls); `generate()` serves cached answers first and stores each new answer the moment it arrives, so a crash or a
-retried partition never pays twice.
+retried partition never pays twice. Keys are claimed in the cache before they are asked (`lib/work_queue.py`), so
+concurrent processes on one model split the work, and every new call first passes `halt_reason()` (Ctrl-C and the
+budget): a halted `generate()` raises `GenerationHalted` once what was in flight is stored.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import dataclasses
 import math
 import threading
 import time
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import dagster as dg
+from pydantic import PrivateAttr
 
-from sctc_assets.lib.cache import ResponseCache, cache_key, score_key
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.budget import Budget
+from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner, score_key
+from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
+from sctc_assets.lib.interrupt import stop_reason
+from sctc_assets.lib.work_queue import WAIT, WorkQueue
 
 ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, GenerationResult], None]
@@ -25,6 +31,22 @@ ResultCallback = Callable[[int, GenerationResult], None]
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot serve this request at all (missing API key, missing weights): a configuration problem."""
+
+
+class GenerationHalted(RuntimeError):
+    """`generate()` stopped starting calls (Ctrl-C, a spent budget) after storing every answer that arrived.
+
+    `answered`: requests of this call with a stored answer (from the cache or new); `remaining`: the others, which
+    a rerun asks.
+    """
+
+    def __init__(self, reason: str, answered: int, remaining: int):
+        self.reason, self.answered, self.remaining = reason, answered, remaining
+        super().__init__(f"stopped: {reason}; {answered} answers stored, {remaining} not yet asked (or failed): "
+                         "run again to continue from the cache")
+
+    def __reduce__(self):  # picklable with its fields (Dagster serialises step errors across processes)
+        return (type(self), (self.reason, self.answered, self.remaining))
 
 
 class ModelBackend(dg.ConfigurableResource):
@@ -35,6 +57,8 @@ class ModelBackend(dg.ConfigurableResource):
     uses_cache: ClassVar[bool] = True
     # Whether `score_continuations` (teacher-forced log-probabilities) is implemented.
     supports_logprobs: ClassVar[bool] = False
+    _budget: Optional[Budget] = PrivateAttr(default=None)
+    _notes: list = PrivateAttr(default_factory=list)
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes an answer except the messages and trial: backend, endpoint, model, parameters.
@@ -55,6 +79,49 @@ class ModelBackend(dg.ConfigurableResource):
         """USD per million input and output tokens, when configured."""
         return None, None
 
+    def request_seed(self, request: GenerationRequest) -> int | None:
+        """The seed to send with `request`: sampling backends whose API takes a seed give trial k `base seed + k`,
+        so repeated trials are distinct, reproducible requests. None: no seed is sent."""
+        return None
+
+    def claim_chunk_size(self) -> int:
+        """How many keys to claim (and hand to `_generate_uncached`) at a time: about what runs at once."""
+        return 64
+
+    def trials_are_repeats(self) -> bool:
+        """Whether repeated trials of a prompt repeat one request rather than draw samples (temperature 0)."""
+        temperature = getattr(self, "temperature", None)
+        return self.uses_cache and temperature is not None and float(temperature) == 0.0
+
+    def attach_budget(self, budget: Budget | None) -> None:
+        """Count this backend's new calls against `budget` (set by `ModelRegistryResource.backend`)."""
+        self._budget = budget
+
+    def halt_reason(self) -> str | None:
+        """Why no new request may start: Ctrl-C (`lib/interrupt.py`) or a spent budget; None to go on."""
+        reason = stop_reason()
+        if reason is None and self._budget is not None and self.uses_cache:
+            reason = self._budget.exhausted()
+        return reason
+
+    def generation_notes(self) -> list[str]:
+        """Warnings about the last `generate()` call, for the run output and the asset metadata."""
+        return list(self._notes)
+
+    def _generate_from(self, queue: WorkQueue, on_result: ResultCallback) -> None:
+        """Ask what `queue` hands out until it is empty or halted. The default takes chunks for
+        `_generate_uncached`; backends that overlap requests (openai) take one request per free slot instead."""
+        while True:
+            chunk = queue.take_chunk(self.claim_chunk_size())
+            if chunk is None:
+                return
+            if chunk == WAIT:
+                time.sleep(queue.poll_s)
+                continue
+            indices = [index for index, _ in chunk]
+            self._generate_uncached([request for _, request in chunk],
+                                    lambda position, result: on_result(indices[position], result))
+
     def generate(
         self,
         requests: Sequence[GenerationRequest],
@@ -62,12 +129,22 @@ class ModelBackend(dg.ConfigurableResource):
         cache: ResponseCache | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[GenerationResult]:
+        """Answer `requests` in order: cached answers first, then new calls, each stored the moment it arrives.
+
+        With a cache, the keys to ask are claimed chunk by chunk, so another process on the same model asks other
+        keys and waits for these; every answer returned is the one the cache holds. Raises `GenerationHalted` after
+        storing what arrived when Ctrl-C or a budget stopped it early.
+        """
+        requests = [request if request.seed is not None else
+                    dataclasses.replace(request, seed=self.request_seed(request)) for request in requests]
+        self._notes = self._trial_notes(requests)
         results: list[GenerationResult | None] = [None] * len(requests)
         total, done = len(requests), 0
         identity = self.identity()
-        keys: list[str] = []
-        if cache is not None and self.uses_cache:
-            keys = [cache_key(identity, request) for request in requests]
+        use_cache = cache is not None and self.uses_cache
+        keys = [cache_key(identity, request) for request in requests] if use_cache else \
+            [str(index) for index in range(len(requests))]
+        if use_cache:
             hits = cache.get_many(list(dict.fromkeys(keys)))
             for index, key in enumerate(keys):
                 if key in hits:
@@ -76,43 +153,79 @@ class ModelBackend(dg.ConfigurableResource):
         if progress is not None:
             progress(done, total)
         pending = [index for index, result in enumerate(results) if result is None]
-        if pending:
-            # Repeated identical requests (same messages and trial) are asked once.
-            unique: dict[str, int] = {}
-            for index in pending:
-                unique.setdefault(keys[index] if keys else str(index), index)
-            to_ask = list(unique.values())
-            followers: dict[int, list[int]] = {index: [] for index in to_ask}
-            for index in pending:
-                leader = unique[keys[index] if keys else str(index)]
-                if leader != index:
-                    followers[leader].append(index)
+        if not pending:
+            return results  # type: ignore[return-value]
+        # Repeated identical requests (same messages, trial and seed) are asked once.
+        leaders: dict[str, int] = {}
+        followers: dict[int, list[int]] = {}
+        for index in pending:
+            leader = leaders.setdefault(keys[index], index)
+            followers.setdefault(leader, [])
+            if leader != index:
+                followers[leader].append(index)
+        lock = threading.Lock()  # backends may answer from worker threads
+        budget = self._budget if self.uses_cache else None
 
-            lock = threading.Lock()  # backends may answer from worker threads
+        def settle(index: int, result: GenerationResult) -> None:
+            nonlocal done
+            with lock:
+                results[index] = result
+                # Repeats were paid for once: report them as cached so usage is not counted twice.
+                for target in followers[index]:
+                    results[target] = dataclasses.replace(result, cached=True)
+                done += 1 + len(followers[index])
+                if progress is not None:
+                    progress(done, total)
 
-            def on_result(position: int, result: GenerationResult) -> None:
-                nonlocal done
-                index = to_ask[position]
-                if cache is not None and self.uses_cache:
-                    cache.put(keys[index], identity, requests[index], result)
-                with lock:
-                    results[index] = result
-                    # Repeats were paid for once: report them as cached so usage is not counted twice.
-                    for target in followers[index]:
-                        results[target] = dataclasses.replace(result, cached=True)
-                    done += 1 + len(followers[index])
-                    if progress is not None:
-                        progress(done, total)
+        queue = WorkQueue(
+            list(leaders.values()), requests, keys, cache=cache if use_cache else None, owner=new_claim_owner(),
+            on_cached=settle, halt=self.halt_reason, reserve=budget.reserve if budget is not None else None,
+            chunk_size=self.claim_chunk_size() if use_cache else len(pending),
+        )
 
-            started = time.monotonic()
-            self._generate_uncached([requests[index] for index in to_ask], on_result)
-            missing = [index for index in to_ask if results[index] is None]
-            if missing:
-                raise RuntimeError(
-                    f"{type(self).__name__} returned no result for {len(missing)} of {len(to_ask)} requests"
-                    f" (after {time.monotonic() - started:.1f}s)"
-                )
-        return [result for result in results if result is not None]
+        def on_result(index: int, result: GenerationResult) -> None:
+            if result.seed is None and requests[index].seed is not None:
+                result = dataclasses.replace(result, seed=requests[index].seed)
+            if budget is not None:
+                budget.record(requests[index], result)
+            stored = cache.store(keys[index], identity, requests[index], result) if use_cache else None
+            queue.finished(index, stored is not None)
+            # The table gets what the cache holds: another process's answer when it stored one first.
+            if stored is not None and stored is not result:
+                result = dataclasses.replace(stored, latency_s=result.latency_s)
+            settle(index, result)
+
+        started = time.monotonic()
+        returned = False
+        try:
+            self._generate_from(queue, on_result)
+            returned = True
+        finally:
+            queue.close()
+            never_asked = queue.unanswered()
+            if budget is not None and returned and never_asked:
+                budget.refund(len(never_asked))  # counted when handed out, but the backend stopped before them
+        if budget is not None:
+            self._notes += budget.notes()
+        reason = queue.halted or (self.halt_reason() if any(result is None for result in results) else None)
+        missing = [index for index in leaders.values() if results[index] is None]
+        if reason is not None and (missing or queue.halted):
+            answered = sum(result is not None and result.outcome in CACHEABLE_OUTCOMES for result in results)
+            raise GenerationHalted(reason, answered=answered, remaining=total - answered)
+        if missing:
+            raise RuntimeError(
+                f"{type(self).__name__} returned no result for {len(missing)} of {len(leaders)} requests"
+                f" (after {time.monotonic() - started:.1f}s)"
+            )
+        return results  # type: ignore[return-value]
+
+    def _trial_notes(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        trials = 1 + max((request.trial for request in requests), default=0)
+        if trials < 2 or not self.trials_are_repeats():
+            return []
+        return [f"temperature 0: the {trials} trials per prompt repeat one request, they are not independent "
+                "samples (their spread shows only the endpoint's nondeterminism); set a temperature above 0 to "
+                "sample"]
 
     def score_continuations(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
         """Sum of log-probabilities of each continuation given its prompt (teacher forcing), if supported."""

@@ -1,9 +1,12 @@
 """Backend for any OpenAI-compatible chat-completions endpoint (OpenAI, Azure OpenAI, vLLM, llama.cpp server, ...).
 
-Retries are done here rather than by the SDK so that every request follows one policy (honour `Retry-After`,
-exponential backoff otherwise) and so that what survives the retries becomes an `error` result, not an exception.
-The API key is read from the environment at call time and handed only to the HTTP client: it never becomes a field,
-part of `identity()`, a result message or a cache row.
+Requests go through a small h11 client (`http_client.py`) rather than the openai SDK: the SDK costs ~12× the CPU per
+request, which caps a wide run's speed-up (`bench/openai_concurrency.py` measures both). Retries are done here so
+that every request follows one policy (honour `Retry-After`, exponential backoff otherwise) and so that what
+survives the retries becomes an `error` result, not an exception. The API key is read from the environment at call
+time and handed only to the HTTP client: it never becomes a field, part of `identity()`, a result message or a cache
+row. Trial k of a prompt is sent with seed `seed + k` when `seed` is set, so trials are distinct, reproducible
+samples; without `seed` none is sent and the server's own randomness separates them (not reproducible).
 """
 
 from __future__ import annotations
@@ -18,14 +21,15 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ClassVar, Coroutine, Mapping, Optional, Sequence, TypeVar
+from typing import Any, ClassVar, Coroutine, Mapping, Optional, TypeVar
 
-import openai
-from openai.types.chat import ChatCompletion
 from pydantic import Field, field_validator
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
+from sctc_assets.backends.http_client import HttpClient, HttpResponse, TransportError
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.interrupt import stop_reason
+from sctc_assets.lib.work_queue import WAIT, WorkQueue
 
 # Key for servers that ignore authentication (vLLM, llama.cpp) yet still need the header to be present.
 LOCAL_SERVER_KEY = "EMPTY"
@@ -65,7 +69,10 @@ class OpenAIBackend(ModelBackend):
     temperature: float = 0.0
     max_tokens: Optional[int] = Field(default=512, ge=1)
     top_p: Optional[float] = None
-    seed: Optional[int] = None
+    seed: Optional[int] = Field(
+        default=None, description="Base sampling seed: trial k is sent with seed + k. None: no seed is sent, trials "
+        "are separated by the server's own randomness and are not reproducible.",
+    )
     system_prompt: Optional[str] = Field(
         default=None, description="System message prepended to requests that carry none."
     )
@@ -118,9 +125,15 @@ class OpenAIBackend(ModelBackend):
     def pricing(self) -> tuple[float | None, float | None]:
         return self.price_input_per_mtok, self.price_output_per_mtok
 
-    def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+    def request_seed(self, request: GenerationRequest) -> int | None:
+        return None if self.seed is None else self.seed + int(request.trial)
+
+    def claim_chunk_size(self) -> int:
+        return self.concurrency
+
+    def _generate_from(self, queue: WorkQueue, on_result: ResultCallback) -> None:
         api_key = self._read_api_key()
-        _run_to_completion(self._generate_all(requests, on_result, api_key))
+        _run_to_completion(self._generate_all(queue, on_result, api_key))
 
     def _read_api_key(self) -> str:
         if not self.api_key_env:
@@ -139,85 +152,100 @@ class OpenAIBackend(ModelBackend):
             )
         return api_key
 
-    async def _generate_all(
-        self, requests: Sequence[GenerationRequest], on_result: ResultCallback, api_key: str
-    ) -> None:
-        semaphore = asyncio.Semaphore(self.concurrency)
-        async with openai.AsyncOpenAI(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s,
-            default_headers=self.headers or None,
-        ) as client:
+    async def _generate_all(self, queue: WorkQueue, on_result: ResultCallback, api_key: str) -> None:
+        headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+                   "Accept": "application/json", **(self.headers or {})}
+        async with HttpClient(self.base_url, timeout_s=self.timeout_s) as client:
 
-            async def answer(index: int, request: GenerationRequest) -> None:
-                # The slot is held through backoff waits too, so a throttled endpoint sees fewer requests, not more.
-                async with semaphore:
-                    result = await self._ask_with_retries(client, request, api_key)
-                on_result(index, result)
+            async def worker() -> None:
+                # Each worker holds one slot, also through backoff waits, so a throttled endpoint sees fewer
+                # requests, not more; it takes the next request only when its last one is answered.
+                while True:
+                    item = queue.take()
+                    if item is None:
+                        return
+                    if item == WAIT:
+                        await asyncio.sleep(queue.poll_s)
+                        continue
+                    index, request = item
+                    on_result(index, await self._ask_with_retries(client, request, headers, api_key))
 
-            tasks = [asyncio.ensure_future(answer(index, request)) for index, request in enumerate(requests)]
+            workers = [asyncio.ensure_future(worker()) for _ in range(self.concurrency)]
             try:
-                await asyncio.gather(*tasks)
+                await asyncio.gather(*workers)
             finally:
                 # When one request raises (a rejected key, a failing callback) the others are stopped here, before
-                # the client they use is closed, rather than left to fail against a closed connection pool.
-                for task in tasks:
+                # the client they use is closed.
+                for task in workers:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*workers, return_exceptions=True)
 
-    async def _ask_with_retries(
-        self, client: openai.AsyncOpenAI, request: GenerationRequest, api_key: str
-    ) -> GenerationResult:
+    async def _ask_with_retries(self, client: HttpClient, request: GenerationRequest, headers: Mapping[str, str],
+                                api_key: str) -> GenerationResult:
+        body = json.dumps(self._completion_body(request), ensure_ascii=False).encode("utf-8")
         attempt = 0
         while True:
-            outcome = await self._attempt(client, request, api_key)
+            outcome = await self._attempt(client, body, headers, api_key)
             if isinstance(outcome, GenerationResult):
                 return outcome
             if attempt >= self.max_retries:
                 message = f"{outcome.description} (after {attempt + 1} attempts)"
                 return GenerationResult(text=None, outcome="error", message=message)
+            stopping = stop_reason()
+            if stopping is not None:  # Ctrl-C: no new attempt; the request stays unanswered for the next run
+                message = f"{outcome.description} (not retried: {stopping})"
+                return GenerationResult(text=None, outcome="error", message=message)
             await asyncio.sleep(self._retry_delay(attempt, outcome.server_delay_s))
             attempt += 1
 
-    async def _attempt(
-        self, client: openai.AsyncOpenAI, request: GenerationRequest, api_key: str
-    ) -> GenerationResult | _TransientFailure:
+    async def _attempt(self, client: HttpClient, body: bytes, headers: Mapping[str, str],
+                       api_key: str) -> GenerationResult | _TransientFailure:
         """One call: a final result, a failure worth retrying, or `BackendUnavailable` when nothing can succeed."""
         started = time.monotonic()
         try:
-            response = await client.chat.completions.create(**self._completion_kwargs(request))
-        except json.JSONDecodeError as error:
-            # A proxy or overloaded server cutting the body short: another attempt may get the whole answer.
-            return _TransientFailure(f"{self.base_url} answered with malformed JSON ({error})")
-        except openai.APIStatusError as error:
-            if error.status_code in _FATAL_STATUS:
-                # Not chained: the SDK error's text holds the whole response body, which for a 401 quotes the key.
-                raise BackendUnavailable(self._fatal_message(error, api_key)) from None
-            if _is_retryable_status(error.status_code):
-                description = f"HTTP {error.status_code}: {_api_message(error, api_key)}"
-                return _TransientFailure(description, _server_delay(error.response.headers))
-            return _rejected_result(error, api_key)
-        except openai.APITimeoutError:
+            response = await client.post("/chat/completions", body, headers)
+        except TimeoutError:
             return _TransientFailure(f"timed out after {self.timeout_s:g}s")
-        except openai.APIConnectionError as error:
-            cause = error.__cause__ or error
-            return _TransientFailure(f"connection error: {type(cause).__name__}: {_redact(str(cause), api_key)}")
-        if not _is_chat_completion(response):
-            # The SDK hands back a non-JSON body (an HTML error or login page from a proxy) as a plain string.
-            shown = _redact(str(response), api_key)[:120]
+        except TransportError as error:
+            return _TransientFailure(f"connection error: {_redact(str(error), api_key)}")
+        if not 200 <= response.status < 300:
+            return self._status_failure(response, api_key)
+        try:
+            payload = json.loads(response.body)
+        except (ValueError, UnicodeDecodeError) as error:
+            shown = _redact(response.body[:120].decode("utf-8", "replace"), api_key)
+            if response.body.lstrip()[:1] in (b"{", b"["):
+                # A proxy or overloaded server cutting the body short: another attempt may get the whole answer.
+                return _TransientFailure(f"{self.base_url} answered with malformed JSON ({error}): {shown!r}")
+            # An HTML error or login page from a proxy, with status 200.
             return _TransientFailure(f"{self.base_url} answered with something other than a chat completion: {shown!r}")
-        return _completion_result(response, time.monotonic() - started)
+        if not _is_chat_completion(payload):
+            shown = _redact(json.dumps(payload, ensure_ascii=False)[:120], api_key)
+            return _TransientFailure(f"{self.base_url} answered with something other than a chat completion: {shown!r}")
+        return _completion_result(payload, time.monotonic() - started)
 
-    def _completion_kwargs(self, request: GenerationRequest) -> dict[str, Any]:
+    def _status_failure(self, response: HttpResponse, api_key: str) -> GenerationResult | _TransientFailure:
+        code, message = _error_details(response, api_key)
+        status = response.status
+        if status in _FATAL_STATUS:
+            # Never chained or quoted whole: a 401 body quotes (part of) the rejected key.
+            raise BackendUnavailable(self._fatal_message(status, message))
+        if _is_retryable_status(status):
+            return _TransientFailure(f"HTTP {status}: {message}", _server_delay(response.headers))
+        if status == 400 and _is_content_filter(code, message):
+            return GenerationResult(text=None, outcome="refusal", message=message)
+        return GenerationResult(text=None, outcome="error", message=f"HTTP {status}: {message}")
+
+    def _completion_body(self, request: GenerationRequest) -> dict[str, Any]:
         messages = [dict(message) for message in request.messages]
         if self.system_prompt is not None and not any(message.get("role") == "system" for message in messages):
             messages.insert(0, {"role": "system", "content": self.system_prompt})
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
         # Unset options are omitted rather than sent as null: some compatible servers reject explicit nulls.
-        optional = {"max_tokens": self.max_tokens, "top_p": self.top_p, "seed": self.seed}
-        kwargs.update({name: value for name, value in optional.items() if value is not None})
-        if self.extra_body is not None:
-            kwargs["extra_body"] = self.extra_body
-        return kwargs
+        optional = {"max_tokens": self.max_tokens, "top_p": self.top_p, "seed": request.seed}
+        body.update({name: value for name, value in optional.items() if value is not None})
+        body.update(self.extra_body or {})
+        return body
 
     def _retry_delay(self, attempt: int, server_delay: float | None) -> float:
         if server_delay is not None:
@@ -226,46 +254,40 @@ class OpenAIBackend(ModelBackend):
         # Jitter keeps the concurrent requests that failed together from all retrying in the same instant.
         return delay + random.uniform(0.0, 0.1 * delay)
 
-    def _fatal_message(self, error: openai.APIStatusError, api_key: str) -> str:
+    def _fatal_message(self, status: int, message: str) -> str:
         where = f"model {self.model!r} at {self.base_url}"
-        if error.status_code == 401:
+        if status == 401:
             # The API's own 401 text quotes (part of) the rejected key, so it is left out entirely.
             return f"HTTP 401 from {where}: the API key in {self.api_key_env or '(none)'} was rejected"
-        return f"HTTP {error.status_code} from {where}: {_api_message(error, api_key)}"
+        return f"HTTP {status} from {where}: {message}"
 
 
 def _is_retryable_status(status: int) -> bool:
     return status in _RETRYABLE_STATUS or status >= 500
 
 
-def _rejected_result(error: openai.APIStatusError, api_key: str) -> GenerationResult:
-    """A 4xx that a retry would not change: a content-filter refusal, or an error for this request alone."""
-    message = _api_message(error, api_key)
-    if error.status_code == 400 and _is_content_filter(error):
-        return GenerationResult(text=None, outcome="refusal", message=message)
-    return GenerationResult(text=None, outcome="error", message=f"HTTP {error.status_code}: {message}")
-
-
-def _is_content_filter(error: openai.APIStatusError) -> bool:
-    if error.code in _CONTENT_FILTER_CODES:
+def _is_content_filter(code: Any, message: str) -> bool:
+    if str(code) in _CONTENT_FILTER_CODES:
         return True
-    text = _error_body_message(error).lower()
-    return any(phrase in text for phrase in _CONTENT_FILTER_PHRASES)
+    return any(phrase in message.lower() for phrase in _CONTENT_FILTER_PHRASES)
 
 
-def _error_body_message(error: openai.APIStatusError) -> str:
-    """The human-readable message of an error body; the SDK has already unwrapped the outer `{"error": ...}`."""
-    body = error.body
-    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return body["message"]
-    if isinstance(body, str):
-        return body
-    return error.message
-
-
-def _api_message(error: openai.APIStatusError, api_key: str) -> str:
-    message = _redact(_error_body_message(error), api_key)
-    return message if len(message) <= _MAX_MESSAGE_CHARS else message[: _MAX_MESSAGE_CHARS - 1] + "…"
+def _error_details(response: HttpResponse, api_key: str) -> tuple[Any, str]:
+    """The error code and human-readable message of an error answer (`{"error": {"code", "message"}}` or text)."""
+    code, text = None, ""
+    try:
+        payload = json.loads(response.body)
+    except (ValueError, UnicodeDecodeError):
+        text = response.body.decode("utf-8", "replace").strip()
+    else:
+        error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
+        if isinstance(error, Mapping):
+            code = error.get("code")
+            text = error["message"] if isinstance(error.get("message"), str) else json.dumps(error, ensure_ascii=False)
+        else:
+            text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+    message = _redact(text or "(empty body)", api_key)
+    return code, message if len(message) <= _MAX_MESSAGE_CHARS else message[: _MAX_MESSAGE_CHARS - 1] + "…"
 
 
 def _redact(text: str, secret: str) -> str:
@@ -278,11 +300,12 @@ def _redact(text: str, secret: str) -> str:
     return text
 
 
-def _is_chat_completion(response: Any) -> bool:
-    """Whether a 200 body parsed into a usable completion (the SDK builds its models without validation)."""
-    if not isinstance(response, ChatCompletion) or not isinstance(response.choices, list):
+def _is_chat_completion(payload: Any) -> bool:
+    """Whether a 200 body is a usable completion: `choices` a list of objects that each carry a `message` object."""
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("choices"), list):
         return False
-    return all(getattr(choice, "message", None) is not None for choice in response.choices)
+    return all(isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping)
+               for choice in payload["choices"])
 
 
 def _server_delay(headers: Mapping[str, str]) -> float | None:
@@ -304,20 +327,42 @@ def _server_delay(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _completion_result(response: ChatCompletion, latency_s: float) -> GenerationResult:
-    if not response.choices:
-        return GenerationResult(text=None, outcome="error", message="the response had no choices", latency_s=latency_s)
-    choice = response.choices[0]
-    usage = response.usage
+def _completion_result(payload: Mapping[str, Any], latency_s: float) -> GenerationResult:
+    provenance = {"served_model": _text_or_none(payload.get("model")),
+                  "system_fingerprint": _text_or_none(payload.get("system_fingerprint"))}
+    if not payload["choices"]:
+        return GenerationResult(text=None, outcome="error", message="the response had no choices", latency_s=latency_s,
+                                **provenance)
+    choice = payload["choices"][0]
+    usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
+    finish_reason = _text_or_none(choice.get("finish_reason"))
     return GenerationResult(
-        text=choice.message.content or "",
+        text=_content_text(choice["message"].get("content")),
         # A completion cut by the provider's filter is its refusal; the partial text is kept for inspection.
-        outcome="refusal" if choice.finish_reason == "content_filter" else "ok",
-        input_tokens=usage.prompt_tokens if usage is not None else None,
-        output_tokens=usage.completion_tokens if usage is not None else None,
-        finish_reason=choice.finish_reason,
+        outcome="refusal" if finish_reason == "content_filter" else "ok",
+        input_tokens=_count_or_none(usage.get("prompt_tokens")),
+        output_tokens=_count_or_none(usage.get("completion_tokens")),
+        finish_reason=finish_reason,
         latency_s=latency_s,
+        **provenance,
     )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(part.get("text", "") for part in content if isinstance(part, Mapping)
+                       and isinstance(part.get("text"), str))
+    return ""
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _count_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _run_to_completion(coroutine: Coroutine[Any, Any, T]) -> T:

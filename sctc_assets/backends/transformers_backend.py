@@ -356,6 +356,7 @@ class TransformersBackend(ModelBackend):
                     output_tokens=len(used),
                     finish_reason=finish,
                     latency_s=latency,
+                    seed=seed,  # the torch seed of this batch: what the `seed` column records
                 )
             )
         return results

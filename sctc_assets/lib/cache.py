@@ -4,20 +4,32 @@ SQLite in WAL mode: several processes (a Dagster backfill runs one per partition
 Each answer is committed as soon as it arrives, so a run killed mid-partition and started again pays for nothing
 twice. Successful answers and refusals are stored; transport errors never are, so a retry tries them again.
 The key covers everything that changes an answer (backend, endpoint, model, full messages, generation
-parameters, trial index) and nothing secret: API keys are never part of a request identity.
+parameters, trial index, the seed sent) and nothing secret: API keys are never part of a request identity.
 Teacher-forced log-probabilities (`ModelBackend.score`) live in a second table, `scores`, keyed by the backend's
 scoring identity, the prompt and the continuation.
+
+Two more tables coordinate processes that share the cache:
+- `claims`: a process about to ask a key claims it (a lease with an expiry, renewed while it works); others wait
+  for the answer instead of paying for it too. A claim lapses when it expires, when its owner (a process on this
+  host) is gone, or when the owner releases it without an answer (an error), and a waiter then takes the key over.
+- `budget_ledger`: new calls and their cost per budget scope and model, so every partition and process of one run
+  draws on one budget (`sctc_assets.lib.budget`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
 
@@ -45,13 +57,40 @@ CREATE TABLE IF NOT EXISTS scores (
 """
 
 
+_CLAIMS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires_at REAL NOT NULL
+)
+"""
+_LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS budget_ledger (
+    scope TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    estimated_calls INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (scope, model)
+)
+"""
+_HOST = socket.gethostname()
+
+
 def request_identity(identity: Mapping[str, Any], request: GenerationRequest) -> dict[str, Any]:
-    """What the cache key is computed from: the backend's identity plus this request's messages and trial."""
-    return {
+    """What the cache key is computed from: the backend's identity plus this request's messages, trial and seed.
+
+    The seed enters only when one is sent, so requests without a seed keep the keys they had before seeds existed.
+    """
+    payload = {
         **identity,
         "messages": [dict(message) for message in request.messages],
         "trial": request.trial,
     }
+    if request.seed is not None:
+        payload["seed"] = request.seed
+    return payload
 
 
 def cache_key(identity: Mapping[str, Any], request: GenerationRequest) -> str:
@@ -69,6 +108,41 @@ def score_key(identity: Mapping[str, Any], prompt: str, continuation: str) -> st
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def new_claim_owner() -> str:
+    """A claim owner id: host and process (so a dead owner on this host is recognised at once) and a random part."""
+    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != _HOST or not pid_text.isdigit():
+        return True  # another machine: only the lease's expiry can tell
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class ClaimOutcome:
+    """What `ResponseCache.claim` found for each key: now ours, already answered, or held by a live claim."""
+
+    claimed: list[str] = field(default_factory=list)
+    answered: dict[str, GenerationResult] = field(default_factory=dict)
+    held: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LedgerTotals:
+    calls: int = 0
+    cost_usd: float = 0.0
+    estimated_calls: int = 0
+
+
 class ResponseCache:
     """Thread- and process-safe store of model answers keyed by `cache_key`."""
 
@@ -83,6 +157,8 @@ class ResponseCache:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(_SCHEMA)
             connection.execute(_SCORES_SCHEMA)
+            connection.execute(_CLAIMS_SCHEMA)
+            connection.execute(_LEDGER_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)
@@ -94,6 +170,18 @@ class ResponseCache:
             with self._connections_lock:
                 self._connections.append(connection)
         return connection
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE) so read-then-write cannot race another process."""
+        connection = self._connect()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
 
     def get(self, key: str) -> GenerationResult | None:
         row = self._connect().execute("SELECT result FROM responses WHERE key = ?", (key,)).fetchone()
@@ -115,23 +203,128 @@ class ResponseCache:
         return {key: GenerationResult.from_record(json.loads(result), cached=True) for key, result in rows}
 
     def put(self, key: str, identity: Mapping[str, Any], request: GenerationRequest, result: GenerationResult) -> bool:
-        """Store `result` unless it is a transport error. Returns whether it was stored."""
+        """Store `result` unless it is a transport error. Returns whether the cache now holds an answer for `key`."""
+        return self.store(key, identity, request, result) is not None
+
+    def store(self, key: str, identity: Mapping[str, Any], request: GenerationRequest,
+              result: GenerationResult) -> GenerationResult | None:
+        """Store `result` (unless it is a transport error) and drop the key's claim; return what the cache holds.
+
+        The first answer stored for a key is kept: when another process stored one first, that one is returned
+        (marked cached), so every table built from the results agrees with the cache.
+        """
         if result.outcome not in CACHEABLE_OUTCOMES:
-            return False
-        self._connect().execute(
-            "INSERT OR IGNORE INTO responses (key, backend, model, request, result, outcome, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                str(identity.get("backend", "")),
-                str(identity.get("model", "")),
-                json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str),
-                json.dumps(result.to_record(), ensure_ascii=False),
-                result.outcome,
-                time.time(),
-            ),
-        )
-        return True
+            return None
+        record = json.dumps(result.to_record(), ensure_ascii=False)
+        with self._write() as connection:
+            inserted = connection.execute(
+                "INSERT OR IGNORE INTO responses (key, backend, model, request, result, outcome, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    str(identity.get("backend", "")),
+                    str(identity.get("model", "")),
+                    json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str),
+                    record,
+                    result.outcome,
+                    time.time(),
+                ),
+            ).rowcount
+            connection.execute("DELETE FROM claims WHERE key = ?", (key,))
+            if inserted:
+                return result
+            stored = connection.execute("SELECT result FROM responses WHERE key = ?", (key,)).fetchone()
+        return GenerationResult.from_record(json.loads(stored[0]), cached=True)
+
+    # --- claims: which process asks which key --------------------------------------------------------------------
+
+    def claim(self, keys: list[str], owner: str, *, lease_s: float) -> ClaimOutcome:
+        """Claim the unanswered keys no live claim of another owner holds, for `lease_s` seconds."""
+        outcome = ClaimOutcome()
+        if not keys:
+            return outcome
+        now = time.time()
+        with self._write() as connection:
+            marks = ",".join("?" * len(keys))
+            answered = dict(connection.execute(
+                f"SELECT key, result FROM responses WHERE key IN ({marks})", keys).fetchall())
+            holders = {key: (holder, expires) for key, holder, expires in connection.execute(
+                f"SELECT key, owner, expires_at FROM claims WHERE key IN ({marks})", keys).fetchall()}
+            free = []
+            for key in keys:
+                if key in answered:
+                    outcome.answered[key] = GenerationResult.from_record(json.loads(answered[key]), cached=True)
+                    continue
+                holder = holders.get(key)
+                if holder is not None and holder[0] != owner and holder[1] > now and _owner_alive(holder[0]):
+                    outcome.held.append(key)
+                    continue
+                free.append(key)
+            connection.executemany("INSERT OR REPLACE INTO claims (key, owner, expires_at) VALUES (?, ?, ?)",
+                                   [(key, owner, now + lease_s) for key in free])
+            outcome.claimed = free
+        return outcome
+
+    def renew_claims(self, owner: str, *, lease_s: float) -> None:
+        with self._write() as connection:
+            connection.execute("UPDATE claims SET expires_at = ? WHERE owner = ?", (time.time() + lease_s, owner))
+
+    def release_claims(self, owner: str, keys: list[str] | None = None) -> None:
+        """Drop `owner`'s claims (all of them, or those on `keys`): waiters may take those keys over."""
+        with self._write() as connection:
+            if keys is None:
+                connection.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+                return
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                connection.execute(f"DELETE FROM claims WHERE owner = ? AND key IN ({','.join('?' * len(chunk))})",
+                                   [owner, *chunk])
+
+    # --- budget ledger -------------------------------------------------------------------------------------------
+
+    def reserve_calls(self, scope: str, model: str, wanted: int,
+                      allowance: Callable[[LedgerTotals, LedgerTotals], int]) -> int:
+        """Count up to `wanted` new calls of `model` in `scope`; `allowance(scope totals, model totals)` says how
+        many the budget still allows. Checked and counted in one transaction, so processes cannot overdraw."""
+        with self._write() as connection:
+            scope_totals = self._totals(connection, "WHERE scope = ?", (scope,))
+            model_totals = self._totals(connection, "WHERE scope = ? AND model = ?", (scope, model))
+            granted = max(0, min(wanted, allowance(scope_totals, model_totals)))
+            if granted:
+                self._add(connection, scope, model, calls=granted)
+        return granted
+
+    def record_cost(self, scope: str, model: str, cost_usd: float, *, estimated: bool = False) -> None:
+        with self._write() as connection:
+            self._add(connection, scope, model, cost_usd=cost_usd, estimated_calls=int(estimated))
+
+    def refund_calls(self, scope: str, model: str, calls: int) -> None:
+        """Give back calls that were counted but never started (a halted partition)."""
+        if calls:
+            with self._write() as connection:
+                self._add(connection, scope, model, calls=-calls)
+
+    def ledger(self, scope: str) -> dict[str, LedgerTotals]:
+        rows = self._connect().execute(
+            "SELECT model, calls, cost_usd, estimated_calls FROM budget_ledger WHERE scope = ?", (scope,)).fetchall()
+        return {model: LedgerTotals(calls, cost, estimated) for model, calls, cost, estimated in rows}
+
+    @staticmethod
+    def _totals(connection: sqlite3.Connection, where: str, parameters: tuple) -> LedgerTotals:
+        calls, cost, estimated = connection.execute(
+            f"SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(cost_usd), 0), COALESCE(SUM(estimated_calls), 0)"
+            f" FROM budget_ledger {where}", parameters).fetchone()
+        return LedgerTotals(int(calls), float(cost), int(estimated))
+
+    @staticmethod
+    def _add(connection: sqlite3.Connection, scope: str, model: str, *, calls: int = 0, cost_usd: float = 0.0,
+             estimated_calls: int = 0) -> None:
+        connection.execute(
+            "INSERT INTO budget_ledger (scope, model, calls, cost_usd, estimated_calls, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, model) DO UPDATE SET calls = calls + excluded.calls,"
+            " cost_usd = cost_usd + excluded.cost_usd, estimated_calls = estimated_calls + excluded.estimated_calls,"
+            " updated_at = excluded.updated_at",
+            (scope, model, calls, cost_usd, estimated_calls, time.time()))
 
     def get_scores(self, keys: list[str]) -> dict[str, float]:
         rows = self._rows_for_keys("SELECT key, logprob FROM scores WHERE key IN ({placeholders})", keys)

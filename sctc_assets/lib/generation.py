@@ -20,12 +20,14 @@ class GenerationRequest:
 
     `messages` is the full chat (system/user/assistant dicts). `trial` separates repeated samples of the same
     prompt in the cache. `ref` locates the item in a benchmark (benchmark, lang, prompt_variant, row, ...): replay
-    backends read published responses through it; live backends ignore it.
+    backends read published responses through it; live backends ignore it. `seed` is the sampling seed sent with
+    this request, set by `ModelBackend.generate` from the backend's base seed and the trial (None: none is sent).
     """
 
     messages: tuple[Mapping[str, str], ...]
     trial: int = 0
     ref: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
 
     @classmethod
     def user(cls, prompt: str, *, trial: int = 0, system: str | None = None, **ref: Any) -> "GenerationRequest":
@@ -54,6 +56,11 @@ class GenerationResult:
     finish_reason: str | None = None
     cached: bool = False
     latency_s: float | None = None
+    # What produced the answer: the seed actually used (None: none), and what an API reported about itself (the
+    # model id it served, which may be a dated snapshot of the one asked for, and its `system_fingerprint`).
+    seed: int | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -63,6 +70,9 @@ class GenerationResult:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "finish_reason": self.finish_reason,
+            "seed": self.seed,
+            "served_model": self.served_model,
+            "system_fingerprint": self.system_fingerprint,
         }
 
     @classmethod
@@ -75,6 +85,10 @@ class GenerationResult:
             output_tokens=record.get("output_tokens"),
             finish_reason=record.get("finish_reason"),
             cached=cached,
+            # Records stored before these fields existed lack them.
+            seed=record.get("seed"),
+            served_model=record.get("served_model"),
+            system_fingerprint=record.get("system_fingerprint"),
         )
 
 
@@ -106,9 +120,12 @@ class UsageTotals:
 _THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
 
-def strip_reasoning(text: str | None) -> str:
-    """Drop `<think>…</think>` blocks (an unclosed block runs to the end) before an answer is scored."""
-    if not text:
+def strip_reasoning(text: Any) -> str:
+    """Drop `<think>…</think>` blocks (an unclosed block runs to the end) before an answer is scored.
+
+    Anything but a string (a refusal's missing text read back from Parquet as None, NaN or pd.NA) gives "".
+    """
+    if not isinstance(text, str) or not text:
         return ""
     if "</think>" in text and "<think>" not in text:
         # Chat templates that open the block inside the prompt leave only the closing tag in the answer.
@@ -127,6 +144,22 @@ def result_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
         "finish_reason": [result.finish_reason for result in results],
         "cached": [result.cached for result in results],
         "latency_s": [result.latency_s for result in results],
+        **provenance_columns(results),
+    }
+
+
+PROVENANCE_COLUMNS = ["seed", "served_model", "system_fingerprint"]
+
+
+def provenance_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
+    """The seed sent and what the API said it served, per result (every benchmark's responses table keeps them).
+
+    Tables written before these columns existed lack them: readers use `frame.get(name)` or `reindex`.
+    """
+    return {
+        "seed": pd.array([result.seed for result in results], dtype="Int64"),
+        "served_model": [result.served_model for result in results],
+        "system_fingerprint": [result.system_fingerprint for result in results],
     }
 
 

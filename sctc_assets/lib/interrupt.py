@@ -1,7 +1,7 @@
-"""A process-wide request to stop asking models (Ctrl-C, SIGTERM): set once, read by every backend and the runner.
+"""A process-wide request to stop starting model calls (Ctrl-C in `sctc run`, a budget reached elsewhere).
 
-Backends check `stop_reason()` before starting each new request or batch, so what is already under way is stored
-and nothing new is started; `sctc run` checks it before each stage. Thread-safe, no Dagster.
+Backends check `stop_reason()` (through `ModelBackend.halt_reason()`) before each new request or batch: what is in
+flight completes and is stored, nothing new starts. The first reason given is kept until `clear_stop()`.
 """
 
 from __future__ import annotations
@@ -13,21 +13,26 @@ _reason: str | None = None
 
 
 def request_stop(reason: str) -> None:
-    """Ask every model call loop of this process to stop; the first reason given is kept."""
+    """Ask every backend in this process to start no new model call. Safe from signal handlers and threads."""
     global _reason
-    with _lock:
-        if _reason is None:
-            _reason = reason
+    # A signal handler runs between bytecodes of the main thread, which may hold the lock: never block there.
+    if _lock.acquire(timeout=0.1):
+        try:
+            if _reason is None:
+                _reason = reason
+        finally:
+            _lock.release()
+    elif _reason is None:
+        _reason = reason
 
 
 def stop_reason() -> str | None:
-    """Why a stop was requested, or None while work may go on."""
-    with _lock:
-        return _reason
+    """Why model calls should stop, or None to go on."""
+    return _reason
 
 
 def clear_stop() -> None:
-    """Forget a stop request (a new run in the same process, tests)."""
+    """Allow model calls again (the next run in the same process starts fresh)."""
     global _reason
     with _lock:
         _reason = None

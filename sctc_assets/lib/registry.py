@@ -7,6 +7,7 @@
         default: true                # part of `sctc run` when no --models is given
         benchmarks:                  # per-benchmark run settings (e.g. fewer trials for slow CPU models)
           term: {trials: 1}
+        budget: {max_calls: 5000, max_cost_usd: 2.5}   # optional: new calls of this model per run (lib/budget.py)
         model: gpt-4o-mini           # every other key is a backend setting
         api_key_env: OPENAI_API_KEY
 
@@ -28,10 +29,11 @@ from typing import Any, Mapping
 
 import yaml
 
+from sctc_assets.lib.budget import BudgetError, BudgetLimits
 from sctc_assets.lib.yaml_files import load_yaml
 
 MODEL_KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
-RESERVED_KEYS = ("backend", "description", "default", "benchmarks")
+RESERVED_KEYS = ("backend", "description", "default", "benchmarks", "budget")
 OVERLAY_DIR_NAME = "models.d"
 
 
@@ -48,6 +50,7 @@ class ModelEntry:
     default: bool = False
     benchmarks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = ""  # the registry or drop-in file that defines the entry, for error messages
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
 
     def benchmark_settings(self, benchmark: str) -> dict[str, Any]:
         return dict(self.benchmarks.get(benchmark) or {})
@@ -71,6 +74,10 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
         benchmarks = raw.get("benchmarks") or {}
         if not isinstance(benchmarks, Mapping) or not all(isinstance(v, Mapping) for v in benchmarks.values()):
             raise RegistryError(f"{where}: `benchmarks` must map benchmark names to settings")
+        try:
+            budget = BudgetLimits.parse(raw.get("budget"), where=where)
+        except BudgetError as exc:
+            raise RegistryError(str(exc)) from None
         entries[key] = ModelEntry(
             key=key,
             backend=backend,
@@ -79,6 +86,7 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
             default=bool(raw.get("default", False)),
             benchmarks={name: dict(value) for name, value in benchmarks.items()},
             source=source,
+            budget=budget,
         )
     return entries
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
+import os
+
 import dagster as dg
 import pydantic
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from sctc_assets.backends import ModelBackend, backend_class
+from sctc_assets.lib.budget import MAX_COST_ENV, MAX_CALLS_ENV, PROCESS_SCOPE, SCOPE_ENV, Budget, BudgetError, BudgetLimits
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.paths import default_cache_path, default_registry_path
 from sctc_assets.lib.registry import ModelEntry, RegistryError, load_registry
@@ -20,6 +23,38 @@ class ModelRegistryResource(dg.ConfigurableResource):
 
     registry_path: Optional[str] = Field(default=None, description="Model registry YAML; default $SCTC_MODELS or data/models.yaml.")
     cache_path: Optional[str] = Field(default=None, description="SQLite response cache; default data/cache/responses.sqlite.")
+    max_calls: Optional[int] = Field(default=None, ge=0, description=f"Stop asking after this many new model calls in "
+                                     f"the budget scope (all models together); default ${MAX_CALLS_ENV}, else none.")
+    max_cost_usd: Optional[float] = Field(default=None, ge=0, description=f"Stop asking once new calls in the budget "
+                                          f"scope cost this much (registry prices); default ${MAX_COST_ENV}.")
+    budget_scope: Optional[str] = Field(default=None, description=f"What shares one budget (`sctc run` sets one per "
+                                        f"run); default ${SCOPE_ENV}, else the Dagster run.")
+    _run_id: Optional[str] = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # Without a budget scope, a Dagster run's partitions share its budget (a UI backfill: one run each).
+        self._run_id = context.run.run_id if context.run is not None else None
+
+    def budget_limits(self) -> BudgetLimits:
+        """The run's limits: the fields, else the environment (what `sctc run --max-calls/--max-cost` sets)."""
+        try:
+            from_env = BudgetLimits.from_environment()
+        except BudgetError as exc:
+            raise RegistryError(str(exc)) from None
+        return BudgetLimits(max_calls=self.max_calls if self.max_calls is not None else from_env.max_calls,
+                            max_cost_usd=self.max_cost_usd if self.max_cost_usd is not None else from_env.max_cost_usd)
+
+    def scope(self) -> str:
+        explicit = self.budget_scope or os.environ.get(SCOPE_ENV)
+        return explicit or (f"run:{self._run_id}" if self._run_id else PROCESS_SCOPE)
+
+    def budget_for(self, entry: ModelEntry, pricing: tuple[float | None, float | None]) -> Budget | None:
+        """The budget `entry`'s calls draw on; None when nothing limits or counts them."""
+        run = self.budget_limits()
+        if not (run.limited or entry.budget.limited or self.budget_scope or os.environ.get(SCOPE_ENV)):
+            return None
+        return Budget(self.cache(), scope=self.scope(), model=entry.key, run=run, own=entry.budget, pricing=pricing,
+                      where=self._where(entry))
 
     def path(self) -> str:
         return str(self.registry_path or default_registry_path())
@@ -50,10 +85,12 @@ class ModelRegistryResource(dg.ConfigurableResource):
                 raise RegistryError(f"{where} replays published data but no upstream is configured")
             settings.setdefault("upstream_root", str(open_upstream().root))
         try:
-            return cls(**settings)
+            backend = cls(**settings)
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
             raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
+        backend.attach_budget(self.budget_for(entry, backend.pricing()))
+        return backend
 
     def _where(self, entry: ModelEntry) -> str:
         return f"{entry.source or self.path()}: model {entry.key!r}"

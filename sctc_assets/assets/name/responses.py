@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
@@ -22,7 +22,7 @@ GROUP = "name"
 JUDGE_ENV_VAR = "SCTC_NAME_JUDGE"
 RESPONSE_COLUMNS = ["model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response",
                     "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached",
-                    "latency_s"]
+                    "latency_s", "seed", "served_model", "system_fingerprint"]
 
 
 class NameResponsesConfig(dg.Config):
@@ -74,7 +74,8 @@ def name_responses(
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),
-        notes=dg.MetadataValue.json(notes), errors=errors, **usage_metadata(results, backend.pricing())))
+        notes=dg.MetadataValue.json(notes), errors=errors,
+        **generation_metadata(context.log, f"name_responses {model}/{lang}", backend, results)))
 
 
 class NameJudgeConfig(dg.Config):

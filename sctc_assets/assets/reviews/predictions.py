@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.metadata import generation_metadata, table_metadata
 from sctc_assets.benchmark_options import answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.reviews import metrics
@@ -52,7 +52,7 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
     return dg.Output(table, metadata=table_metadata(
         table, backend=entry.backend, max_pairs=max_pairs if max_pairs is not None else "all",
         translation_control=control, system_role=system_role, status=dg.MetadataValue.json(status),
-        **usage_metadata(results, backend.pricing())))
+        **generation_metadata(context.log, f"review_predictions {model}/{fmt}", backend, results)))
 
 
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})

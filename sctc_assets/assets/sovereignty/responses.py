@@ -7,9 +7,9 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
-from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets.lib.generation import GenerationRequest, provenance_columns
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
@@ -21,7 +21,8 @@ from sctc_assets.resources.registry import ModelRegistryResource
 GROUP = "sovereignty"
 JUDGE_ENV_VAR = "SCTC_SOVEREIGNTY_JUDGE"
 RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
-                                "output_tokens", "finish_reason", "cached", "latency_s"]
+                                "output_tokens", "finish_reason", "cached", "latency_s", "seed", "served_model",
+                                "system_fingerprint"]
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["judge_model", "judge_answer", "judge_outcome", "judge_acknowledges"]
 
 
@@ -56,14 +57,15 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
             record.update(outcome="error", message=why)
         rows.append(record)
     frame = pd.DataFrame(rows).rename(columns={"text": "response", "message": "outcome_message"})
-    frame = frame.reindex(columns=RESPONSE_COLUMNS)
+    frame = frame.assign(**provenance_columns(results)).reindex(columns=RESPONSE_COLUMNS)
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"].dropna()))
     for message in skipped:
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
-        skipped=dg.MetadataValue.json(skipped), **usage_metadata(results, backend.pricing())))
+        skipped=dg.MetadataValue.json(skipped),
+        **generation_metadata(context.log, f"sovereignty_responses {model}/{lang}", backend, results)))
 
 
 class SovereigntyJudgeConfig(dg.Config):

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
@@ -21,7 +21,8 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 GROUP = "term"
 JUDGE_ENV_VAR = "SCTC_TERM_JUDGE"
 RESPONSE_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "row", "prompt", "response", "outcome",
-                    "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s"]
+                    "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s",
+                    "seed", "served_model", "system_fingerprint"]
 
 
 class TermResponsesConfig(dg.Config):
@@ -67,7 +68,7 @@ def term_responses(
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
         skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
-        **usage_metadata(results, backend.pricing()),
+        **generation_metadata(context.log, f"term_responses {model}/{lang}", backend, results),
     ))
 
 
