@@ -8,6 +8,7 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.replay_answers import replayed_columns, replays
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
@@ -83,25 +84,35 @@ def name_responses(
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
     """One model's answers to the name prompts of one language, through its backend and the response cache
-    (replay models: the paper's published answers; rows whose answer file the upstream copy lacks are kept with
-    outcome `missing`, so the published extraction still covers them)."""
+    (replay models: the paper's published answers, read as columns from the parsed upstream files; rows whose
+    answer file the upstream copy lacks are kept with outcome `missing`, so the published extraction still covers
+    them)."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     settings = run_settings(config.experiments, config.lists, config.shuffles, config.list_source,
                             entry.benchmark_settings("name"), where=f"name_responses: model {model!r} (run config, "
                                                                    "else registry benchmarks.name)")
     selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
-    requests = [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat), benchmark="name",
-                                       lang=lang, prompt_id=EXPERIMENTS[name].prompt_id, row=int(row))
-                for prompt, repeat, name, row in zip(selected["prompt"], selected["occurrence"],
-                                                     selected["experiment"], selected["row"])]
     backend = models.backend(model, open_upstream=upstream.open)
-    results: list[GenerationResult] = backend.generate(
-        requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}", context.log.info))
-
     frame = selected[["lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
-    frame = frame.assign(**result_columns(results))[RESPONSE_COLUMNS]
+    if replays(backend):
+        refs = pd.DataFrame({"benchmark": "name", "lang": lang, "row": selected["row"],
+                             "prompt_id": selected["experiment"].map(
+                                 {name: spec.prompt_id for name, spec in EXPERIMENTS.items()})})
+        columns, usage = replayed_columns(backend, refs, context.log.info, f"name_responses {model}/{lang}")
+        frame = frame.assign(**columns.set_axis(frame.index))[RESPONSE_COLUMNS]
+    else:
+        requests = [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat),
+                                           benchmark="name", lang=lang, prompt_id=EXPERIMENTS[name].prompt_id,
+                                           row=int(row))
+                    for prompt, repeat, name, row in zip(selected["prompt"], selected["occurrence"],
+                                                         selected["experiment"], selected["row"])]
+        results: list[GenerationResult] = backend.generate(
+            requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}",
+                                                                      context.log.info))
+        frame = frame.assign(**result_columns(results))[RESPONSE_COLUMNS]
+        usage = usage_metadata(results, backend.pricing())
 
     notes += sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"]))
     for note in notes:
@@ -114,7 +125,7 @@ def name_responses(
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),
-        notes=dg.MetadataValue.json(notes), errors=errors, **usage_metadata(results, backend.pricing())))
+        notes=dg.MetadataValue.json(notes), errors=errors, **usage))
 
 
 class NameJudgeConfig(dg.Config):

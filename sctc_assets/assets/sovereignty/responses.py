@@ -64,9 +64,15 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     for message in skipped:
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
+    # A replay's errors are the published ones (API errors in the study): scored as its code scores them (FAIL).
+    published_errors = int((frame["outcome"] == "error").sum()) if getattr(backend, "replays_published", False) else 0
+    if published_errors:
+        context.log.warning(f"sovereignty_responses {model}/{lang}: replayed {published_errors} published error(s) "
+                            "(API errors in the study), scored as failures")
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
-        skipped=dg.MetadataValue.json(skipped), **usage_metadata(results, backend.pricing())))
+        skipped=dg.MetadataValue.json(skipped), published_errors=published_errors,
+        **usage_metadata(results, backend.pricing())))
 
 
 class SovereigntyJudgeConfig(dg.Config):

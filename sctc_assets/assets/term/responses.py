@@ -8,6 +8,7 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.replay_answers import replayed_columns, replays
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
@@ -40,7 +41,7 @@ def term_responses(
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
     """One model's answers to the term prompts of one language, through the model's backend and the response
-    cache (replay models return the paper's published answers). Errors after retries stay in the table with
+    cache (replay models: the paper's published answers, read as columns from the parsed upstream files). Errors after retries stay in the table with
     outcome `error`; replay gaps (files the upstream copy lacks) are skipped and named in the metadata."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
@@ -48,17 +49,22 @@ def term_responses(
     selected = term_prompts[(term_prompts["lang"] == lang) & term_prompts["prompt_variant"].isin(variants)
                             & (term_prompts["trial"] < trials)].reset_index(drop=True)
     backend = models.backend(model, open_upstream=upstream.open)
-    requests = [
-        GenerationRequest.user(record["prompt"], trial=record["trial"], benchmark="term", lang=lang,
-                               prompt_variant=record["prompt_variant"], row=record["row"])
-        for record in selected.to_dict("records")
-    ]
-    progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
-    results = backend.generate(requests, cache=models.cache(), progress=progress)
-
     frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
-    frame = frame.assign(**result_columns(results))
+    if replays(backend):
+        columns, usage = replayed_columns(backend, selected[["lang", "prompt_variant", "row"]].assign(
+            benchmark="term"), context.log.info, f"term_responses {model}/{lang}")
+        frame = frame.assign(**columns.set_axis(frame.index))
+    else:
+        requests = [
+            GenerationRequest.user(record["prompt"], trial=record["trial"], benchmark="term", lang=lang,
+                                   prompt_variant=record["prompt_variant"], row=record["row"])
+            for record in selected.to_dict("records")
+        ]
+        progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
+        results = backend.generate(requests, cache=models.cache(), progress=progress)
+        frame = frame.assign(**result_columns(results))
+        usage = usage_metadata(results, backend.pricing())
 
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"]))
     for message in skipped:
@@ -71,8 +77,7 @@ def term_responses(
     note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
-        skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
-        **usage_metadata(results, backend.pricing()),
+        skipped=dg.MetadataValue.json(skipped), errors=errors, note=note, **usage,
     ))
 
 

@@ -14,7 +14,7 @@ Rules (`extract`), applied to the answer without any `<think>` block or fenced b
   someone who is not on the list (`out_of_list`, with `script_variant_of`): the authors counted such answers as
   invalid.
 - No candidate → `refusal/insufficient_information` when the answer declines or asks for more information, else
-  `out_of_list`; no text → `empty`.
+  `out_of_list`; no text → `empty` (rule `no answer`; a blank answer: `empty answer`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from sctc_assets.lib.conversion import convert, convert_chars
-from sctc_assets.lib.generation import strip_reasoning
+from sctc_assets.lib.generation import stored_text, strip_reasoning
 
 VALID = "valid"
 MULTIPLE = "multiple"
@@ -135,10 +135,13 @@ class CandidateMatcher:
                 cued.append(following)
         return cued
 
-    def extract(self, response: str | None) -> Extraction:
-        if response is None or not str(response).strip():
+    def extract(self, response: object) -> Extraction:
+        text = stored_text(response)
+        if text is None:
             return Extraction(EMPTY, rule="no answer")
-        answer = strip_reasoning(str(response))
+        if not text.strip():
+            return Extraction(EMPTY, rule="empty answer")
+        answer = strip_reasoning(text)
         if not answer:
             return Extraction(EMPTY, rule="reasoning only")
         answer = _without_code(answer).strip()

@@ -192,16 +192,36 @@ def region_point(regions: pd.Series) -> dict:
 
 
 def shuffle_curve(selections: pd.DataFrame) -> pd.DataFrame:
-    """For each selection group, the Figure 6 value using only the first k shuffles of every list, k = 1…S."""
-    records = []
+    """For each selection group, the Figure 6 value using only the first k shuffles of every list, k = 1…S.
+
+    Linear in the answers: counts per shuffle, then running sums over the shuffles (`region_point` of the answers
+    with shuffle < k, for every k at once)."""
     if selections.empty:
         return pd.DataFrame(columns=STABILITY_COLUMNS)
     keys = ["model", "lang", "extraction_source", "experiment"]
-    for (model, lang, source, experiment), group in selections.groupby(keys, sort=True):
-        for k in range(1, int(group["shuffle"].max()) + 2):
-            records.append({"model": model, "lang": lang, "source": source, "experiment": experiment,
-                            "shuffles": k, **region_point(group.loc[group["shuffle"] < k, "region"])})
-    return pd.DataFrame(records, columns=STABILITY_COLUMNS)
+    region = selections["region"]
+    counted = pd.DataFrame({key: selections[key] for key in keys + ["shuffle"]}).assign(
+        n=1, n_mainland=(region == "mainland").fillna(False).astype("int64").to_numpy(),
+        n_taiwan=(region == "taiwan").fillna(False).astype("int64").to_numpy())
+    per_shuffle = counted.groupby(keys + ["shuffle"], sort=True)[["n", "n_mainland", "n_taiwan"]].sum()
+    frames = []
+    for group_keys, group in per_shuffle.groupby(level=keys, sort=True):
+        by_shuffle = group.droplevel(keys)
+        last = int(by_shuffle.index.max())
+        # Shuffles < 0 count from k = 1 on, as `group["shuffle"] < k` does.
+        below = by_shuffle[by_shuffle.index < 0].sum()
+        running = by_shuffle.reindex(range(0, last + 1), fill_value=0).cumsum() + below
+        frame = pd.DataFrame(dict(zip(["model", "lang", "source", "experiment"], group_keys)),
+                             index=range(len(running)))
+        frame["shuffles"] = np.arange(1, last + 2)
+        n, n_mainland, n_taiwan = (running[column].to_numpy(dtype="int64") for column in ("n", "n_mainland", "n_taiwan"))
+        valid = n_mainland + n_taiwan
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frame["n"], frame["n_mainland"], frame["n_taiwan"] = n, n_mainland, n_taiwan
+            frame["pct_mainland_of_all"] = np.where(n > 0, n_mainland / np.where(n > 0, n, 1) * 100, np.nan)
+            frame["mainland_rate"] = np.where(valid > 0, n_mainland / np.where(valid > 0, valid, 1), 0.0)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)[STABILITY_COLUMNS]
 
 
 CORRELATION_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n_names", "spearman_rho", "p",

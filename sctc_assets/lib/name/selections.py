@@ -9,11 +9,13 @@ trial's 20 then counts as selected instead of out of list).
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
+from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.name.candidates import LIST_KEYS
 from sctc_assets.lib.name.extraction import (
     EMPTY, INVALID, REFUSAL, VALID, Extraction, exact_substring_matches, matcher_for, parse_judge_answer,
@@ -24,10 +26,6 @@ SELECTION_COLUMNS = ["model", "lang", *ROW_KEYS, "extraction_source", "candidate
                      "selected_name", "region", "script_variant_of"]
 PUBLISHED_REGIONS = {1: "mainland", 0: "taiwan", -1: None}
 SCORABLE_OUTCOMES = ("ok", "refusal")
-
-
-def _text(value: object) -> str | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def _with_lists(responses: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
@@ -57,24 +55,76 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=SELECTION_COLUMNS)
 
 
+@dataclass(frozen=True)
+class _ListSignature:
+    """What an extraction depends on besides the answer: the trial's candidates and their regions (the order of
+    a shuffle does not matter), or none (all 352 names)."""
+
+    candidates: tuple[str, ...] | None
+    mainland: frozenset[str] = frozenset()
+    taiwan: frozenset[str] = frozenset()
+
+
+def _list_signatures(responses: pd.DataFrame, lists: pd.DataFrame) -> tuple[np.ndarray, list[_ListSignature]]:
+    """Per response, the code of its list's signature, and the signatures (a response without a list: none)."""
+    signatures = [_ListSignature(None)]
+    known = lists.drop_duplicates(LIST_KEYS)
+    by_signature: dict[_ListSignature, int] = {signatures[0]: 0}
+    codes = []
+    for candidates, mainland, taiwan in zip(known["candidates"], known["mainland_names"], known["taiwan_names"]):
+        signature = _ListSignature(tuple(sorted(candidates)), frozenset(mainland), frozenset(taiwan))
+        codes.append(by_signature.setdefault(signature, len(by_signature)))
+        if codes[-1] == len(signatures):
+            signatures.append(signature)
+    position = pd.MultiIndex.from_frame(known[LIST_KEYS].astype(object)).get_indexer(
+        pd.MultiIndex.from_frame(responses[LIST_KEYS].astype(object)))
+    per_response = np.zeros(len(position), dtype=np.int64)
+    listed = position >= 0
+    per_response[listed] = np.asarray(codes, dtype=np.int64)[position[listed]]
+    return per_response, signatures
+
+
 def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
-    """The deterministic extractor on every scorable answer (errors are asked again, replay gaps have no text)."""
+    """The deterministic extractor on every scorable answer (errors are asked again, replay gaps have no text).
+
+    An extraction depends only on the answer text, whether the backend refused, and the trial's candidate set, so
+    each distinct combination is extracted once (the published answers repeat heavily) and the result is given to
+    every answer that shares it."""
+    scorable = responses[responses["outcome"].isin(SCORABLE_OUTCOMES)]
+    if scorable.empty:
+        return _frame([])
     pool = matcher_for(names["name"].tolist())
     region_of = dict(zip(names["name"], names["region"]))
-    records = []
-    for row in _with_lists(responses, lists).to_dict("records"):
-        scope = "trial" if _has_list(row["candidates"]) else "all_names"
-        matcher = matcher_for(list(row["candidates"])) if scope == "trial" else pool
-        if row["outcome"] == "refusal":
+    list_codes, signatures = _list_signatures(scorable, lists)
+    text_codes, texts = pd.factorize(scorable["response"], use_na_sentinel=True)
+    refused = (scorable["outcome"] == "refusal").to_numpy(dtype=bool)
+    combined = (list_codes * (len(texts) + 1) + (text_codes + 1)) * 2 + refused
+    group_of, firsts = pd.factorize(combined)
+    rows = []
+    for key in firsts:
+        signature = signatures[int(key) // 2 // (len(texts) + 1)]
+        text_code = int(key) // 2 % (len(texts) + 1) - 1
+        scope = "trial" if signature.candidates is not None else "all_names"
+        if key % 2:
             extraction = Extraction(REFUSAL, rule="backend refusal")
         else:
-            extraction = matcher.extract(_text(row["response"]))
+            matcher = matcher_for(signature.candidates) if signature.candidates is not None else pool
+            extraction = matcher.extract(stored_text(texts[text_code]) if text_code >= 0 else None)
         if extraction.status != VALID:
             region = None
+        elif scope == "all_names":
+            region = region_of.get(extraction.name)
         else:
-            region = region_of.get(extraction.name) if scope == "all_names" else _list_region(extraction.name, row)
-        records.append(_record(row, "rules", scope, extraction, region))
-    return _frame(records)
+            region = "mainland" if extraction.name in signature.mainland else \
+                "taiwan" if extraction.name in signature.taiwan else None
+        rows.append((scope, extraction.status, extraction.rule, extraction.name, region,
+                     extraction.script_variant_of))
+    per_group = pd.DataFrame(rows, columns=["candidate_scope", "status", "rule", "selected_name", "region",
+                                                  "script_variant_of"])
+    frame = scorable[["model", "lang", *ROW_KEYS]].reset_index(drop=True)
+    frame["extraction_source"] = "rules"
+    taken = per_group.take(group_of).reset_index(drop=True)
+    return pd.concat([frame, taken], axis=1)[SELECTION_COLUMNS]
 
 
 def published_regions(codes: pd.Series, *, source_name: str) -> list[str | None]:
@@ -93,17 +143,21 @@ def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experimen
     """The authors' extraction (`extracted_name`, `refine_flag`, `region` 1/0/-1) of one final file
     (`source_name`, for errors), row i being prompt row i as in their scripts; `rows` keeps only the requested
     ones."""
-    records = []
-    regions = published_regions(final["region"], source_name=source_name)
-    for index, (name, refined, region) in enumerate(zip(final["extracted_name"], final["refine_flag"], regions)):
-        if rows is not None and index not in rows:
-            continue
-        extraction = Extraction(VALID if region else INVALID, _text(name),
-                                "gpt-4o-mini" if str(refined) == "True" else "substring")
-        row = {"model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
-               "list_id": index // shuffles, "shuffle": index % shuffles, "row": index}
-        records.append(_record(row, "upstream", "trial", extraction, region))
-    return _frame(records)
+    regions = pd.Series(published_regions(final["region"], source_name=source_name), dtype=object)
+    index = pd.RangeIndex(len(final))
+    chosen = index.isin(sorted(rows)) if rows is not None else np.ones(len(final), dtype=bool)
+    positions = index[chosen].to_numpy()
+    valid = regions[chosen].notna().to_numpy()
+    names = [stored_text(name) for name in final["extracted_name"].to_numpy()[chosen]]
+    refined = [str(flag) == "True" for flag in final["refine_flag"].to_numpy()[chosen]]
+    return pd.DataFrame({
+        "model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
+        "list_id": positions // shuffles, "shuffle": positions % shuffles, "row": positions,
+        "extraction_source": "upstream", "candidate_scope": "trial",
+        "status": np.where(valid, VALID, INVALID).tolist(),
+        "rule": ["gpt-4o-mini" if flag else "substring" for flag in refined],
+        "selected_name": names, "region": regions[chosen].tolist(), "script_variant_of": None,
+    }, index=pd.RangeIndex(len(positions)), columns=SELECTION_COLUMNS)
 
 
 def needs_judge(response: str | None, candidates: list[str]) -> bool:
@@ -122,7 +176,7 @@ def judge_selections(responses: pd.DataFrame, lists: pd.DataFrame, judgements: p
     for row in _with_lists(responses, lists).to_dict("records"):
         if not _has_list(row["candidates"]):
             continue
-        candidates, text = list(row["candidates"]), _text(row["response"])
+        candidates, text = list(row["candidates"]), stored_text(row["response"])
         if row["outcome"] == "refusal":
             extraction = Extraction(REFUSAL, rule="backend refusal")
         elif text is None:
