@@ -9,7 +9,6 @@ trial's 20 then counts as selected instead of out of list).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -55,33 +54,30 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=SELECTION_COLUMNS)
 
 
-@dataclass(frozen=True)
-class _ListSignature:
-    """What an extraction depends on besides the answer: the trial's candidates and their regions (the order of
-    a shuffle does not matter), or none (all 352 names)."""
-
-    candidates: tuple[str, ...] | None
-    mainland: frozenset[str] = frozenset()
-    taiwan: frozenset[str] = frozenset()
-
-
-def _list_signatures(responses: pd.DataFrame, lists: pd.DataFrame) -> tuple[np.ndarray, list[_ListSignature]]:
-    """Per response, the code of its list's signature, and the signatures (a response without a list: none)."""
-    signatures = [_ListSignature(None)]
-    known = lists.drop_duplicates(LIST_KEYS)
-    by_signature: dict[_ListSignature, int] = {signatures[0]: 0}
-    codes = []
-    for candidates, mainland, taiwan in zip(known["candidates"], known["mainland_names"], known["taiwan_names"]):
-        signature = _ListSignature(tuple(sorted(candidates)), frozenset(mainland), frozenset(taiwan))
-        codes.append(by_signature.setdefault(signature, len(by_signature)))
-        if codes[-1] == len(signatures):
-            signatures.append(signature)
+def _list_signatures(responses: pd.DataFrame, lists: pd.DataFrame) -> tuple[np.ndarray, list[tuple | None]]:
+    """Per response, the code of what its extraction depends on besides the answer: the trial's candidates and
+    their regions, whatever the order a shuffle gives them (code 0: no list, all 352 names), and those
+    signatures, `(candidates, mainland names, taiwan names)` or None."""
+    known = lists.drop_duplicates(LIST_KEYS).reset_index(drop=True)
     position = pd.MultiIndex.from_frame(known[LIST_KEYS].astype(object)).get_indexer(
         pd.MultiIndex.from_frame(responses[LIST_KEYS].astype(object)))
-    per_response = np.zeros(len(position), dtype=np.int64)
-    listed = position >= 0
-    per_response[listed] = np.asarray(codes, dtype=np.int64)[position[listed]]
-    return per_response, signatures
+    used, inverse = np.unique(position, return_inverse=True)  # the lists these responses were asked, once each
+    signatures: list[tuple | None] = [None]
+    code_of: dict[tuple, int] = {}
+    used_codes = np.zeros(len(used), dtype=np.int64)
+    columns = [known[name].to_numpy(dtype=object) for name in ("candidates", "mainland_names", "taiwan_names")]
+    for slot, row in enumerate(used.tolist()):
+        if row < 0:
+            continue
+        candidates, mainland, taiwan = (column[row] for column in columns)
+        if candidates is None or isinstance(candidates, float):  # a trial the upstream copy has no list for
+            continue
+        signature = (tuple(sorted(candidates)), frozenset(mainland), frozenset(taiwan))
+        if signature not in code_of:
+            code_of[signature] = len(signatures)
+            signatures.append(signature)
+        used_codes[slot] = code_of[signature]
+    return used_codes[inverse.reshape(-1)], signatures
 
 
 def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
@@ -96,31 +92,33 @@ def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.Dat
     pool = matcher_for(names["name"].tolist())
     region_of = dict(zip(names["name"], names["region"]))
     list_codes, signatures = _list_signatures(scorable, lists)
-    text_codes, texts = pd.factorize(scorable["response"], use_na_sentinel=True)
+    text_codes, uniques = pd.factorize(scorable["response"], use_na_sentinel=True)
+    texts = [stored_text(value) for value in uniques] + [None]  # code -1: no text
     refused = (scorable["outcome"] == "refusal").to_numpy(dtype=bool)
-    combined = (list_codes * (len(texts) + 1) + (text_codes + 1)) * 2 + refused
+    width = len(texts)
+    combined = (list_codes * width + np.where(text_codes < 0, width - 1, text_codes)) * 2 + refused
     group_of, firsts = pd.factorize(combined)
+    matchers = [pool] + [matcher_for(signature[0]) for signature in signatures[1:]]
     rows = []
-    for key in firsts:
-        signature = signatures[int(key) // 2 // (len(texts) + 1)]
-        text_code = int(key) // 2 % (len(texts) + 1) - 1
-        scope = "trial" if signature.candidates is not None else "all_names"
+    for key in firsts.tolist():
+        list_code, text_code = divmod(key // 2, width)
+        signature = signatures[list_code]
+        scope = "trial" if signature is not None else "all_names"
         if key % 2:
             extraction = Extraction(REFUSAL, rule="backend refusal")
         else:
-            matcher = matcher_for(signature.candidates) if signature.candidates is not None else pool
-            extraction = matcher.extract(stored_text(texts[text_code]) if text_code >= 0 else None)
+            extraction = matchers[list_code].extract(texts[text_code])
         if extraction.status != VALID:
             region = None
-        elif scope == "all_names":
+        elif signature is None:
             region = region_of.get(extraction.name)
         else:
-            region = "mainland" if extraction.name in signature.mainland else \
-                "taiwan" if extraction.name in signature.taiwan else None
+            region = "mainland" if extraction.name in signature[1] else \
+                "taiwan" if extraction.name in signature[2] else None
         rows.append((scope, extraction.status, extraction.rule, extraction.name, region,
                      extraction.script_variant_of))
     per_group = pd.DataFrame(rows, columns=["candidate_scope", "status", "rule", "selected_name", "region",
-                                                  "script_variant_of"])
+                                            "script_variant_of"])
     frame = scorable[["model", "lang", *ROW_KEYS]].reset_index(drop=True)
     frame["extraction_source"] = "rules"
     taken = per_group.take(group_of).reset_index(drop=True)
