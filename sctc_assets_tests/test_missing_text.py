@@ -9,6 +9,8 @@ from pathlib import Path
 import dagster as dg
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from sctc_assets.assets.name.plan import NAME_PLAN
@@ -25,8 +27,8 @@ from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.lib.sovereignty.upstream import RedFlagList
 from sctc_assets.lib.term.labelling import rules_labels
 from sctc_assets.lib.term.labels import label_answer, term_forms
-from sctc_assets.resources.io_manager import ParquetIOManager, read_table
-from sctc_assets.runner import Runner
+from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
+from sctc_assets.runner import Runner, export_tables
 from sctc_assets_tests.fakes import outcome_kind
 
 MIX = [None, float("nan"), pd.NA, "", "  ", "<think>只想不答</think>", "滑鼠"]
@@ -140,54 +142,61 @@ def test_every_scorer_reads_the_mix_back(tmp_path):
     assert [parse_score(value) for value in list(MIX[:-1]) + ["8"]] == [None] * 6 + [8]
 
 
-def _registry(tmp_path: Path) -> Path:
+def _registry(tmp_path: Path, tsb_location: str) -> Path:
     path = tmp_path / "models.yaml"
+    qwen3 = Path(tsb_location) / "pro" / "results" / "bilingual" / "qwen3-max_20260205_130445_bilingual.json"
     path.write_text(
         "models:\n"
         f"  {MODEL}: {{backend: 'sctc_assets_tests.fakes:OutcomeBackend', name: refuser, answer: '鼠标',"
         " answers: {reviews: '8', name: '我选王伟'},"
         " benchmarks: {term: {trials: 1, prompt_variants: [1]}, sovereignty: {samples: 1},"
-        " name: {experiments: [gender_balanced], lists: 1, shuffles: 25}, reviews: {max_pairs: 12}}}\n",
+        " name: {experiments: [gender_balanced], lists: 1, shuffles: 25}, reviews: {max_pairs: 12}}}\n"
+        "  paper-qwen: {backend: replay, upstream_name: qwen}\n"
+        f"  tsb-qwen3-max: {{backend: tsb_replay, results_file: '{qwen3}'}}\n",
         encoding="utf-8")
     return path
 
 
-# The stages of each benchmark that read stored answers back; the name inputs skip the tokenizers and last names.
-PLANS = [
-    TERM_PLAN,
-    dataclasses.replace(NAME_PLAN, inputs=("regional_names", "name_candidate_lists", "name_prompts"),
-                        per_model=("name_choice_rates",), cross_model=("name_choice_tests",)),
-    SOVEREIGNTY_PLAN,
-    REVIEWS_PLAN,
-]
+# Every stage of each benchmark but the tokenizer counts (it loads every tokenizer of the registry), for the model
+# that refuses and, besides it, a replay of published answers.
+PLANS = {
+    TERM_PLAN: [MODEL, "paper-qwen"],
+    dataclasses.replace(NAME_PLAN, inputs=tuple(name for name in NAME_PLAN.inputs if name != "tokenization_counts")):
+        [MODEL, "paper-qwen"],
+    SOVEREIGNTY_PLAN: [MODEL, "tsb-qwen3-max"],
+    REVIEWS_PLAN: [MODEL],
+}
 
 
 @pytest.fixture(scope="module")
 def refused_run(tmp_path_factory, sctc_location, tsb_location):
-    """One run of the four benchmarks for a model that refuses, fails and answers nothing on some prompts."""
+    """One run of the four benchmarks for a model that refuses, fails and answers nothing on some prompts (and
+    replays of published answers), with every table exported as `sctc run` exports them."""
     tmp_path = tmp_path_factory.mktemp("refusals")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SCTC_DATA_DIR", str(tmp_path / "data"))
-        patch.setenv("SCTC_MODELS", str(_registry(tmp_path)))
+        patch.setenv("SCTC_MODELS", str(_registry(tmp_path, tsb_location)))
         patch.setenv("SCTC_UPSTREAM", sctc_location)
         patch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
         patch.delenv("DAGSTER_HOME", raising=False)
         resources = shared_resources()
-        reports = {}
+        reports, exported = {}, {}
+        io_manager: ParquetIOManager = resources["io_manager"]
         with dg.instance_for_test() as instance:
             runner = Runner(defs, instance, resources, log=lambda line: None)
-            for plan in PLANS:
-                reports[plan.name] = runner.run(plan, [MODEL], {})
-        io_manager: ParquetIOManager = resources["io_manager"]
+            for plan, models in PLANS.items():
+                reports[plan.name] = runner.run(plan, models, {})
+                exported.update(export_tables(plan, models, io_manager, tmp_path / "out" / plan.name, defs))
 
-        def table(name: str) -> pd.DataFrame:
+        def table(name: str, model: str | None = MODEL) -> pd.DataFrame:
             assets_def = defs.get_assets_def(name)
             root = io_manager.path_for(dg.AssetKey(name))
             files = sorted(root.with_suffix("").rglob("*.parquet")) if assets_def.partitions_def else [root]
-            frames = [read_table(path) for path in files]
-            return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+            frame = concat_tables([read_table(path) for path in files])
+            return frame[frame["model"] == model].reset_index(drop=True) \
+                if model is not None and "model" in frame.columns else frame
 
-        yield reports, table
+        yield reports, table, exported
 
 
 def _kinds(responses: pd.DataFrame) -> pd.Series:
@@ -199,13 +208,13 @@ def _statuses(frame: pd.DataFrame, keys) -> dict:
 
 
 def test_the_run_succeeds_with_refusals_and_errors(refused_run):
-    reports, _ = refused_run
+    reports = refused_run[0]
     assert {name: [failure.message for failure in report.failures] for name, report in reports.items()} == \
         {plan.name: [] for plan in PLANS}
 
 
 def test_term_counts_a_refusal_as_incorrect_and_on_its_own(refused_run):
-    _, table = refused_run
+    table = refused_run[1]
     responses = table("term_responses")
     assert responses["response"].dtype == pd.StringDtype()
     kinds = _kinds(responses)
@@ -231,7 +240,7 @@ def test_term_counts_a_refusal_as_incorrect_and_on_its_own(refused_run):
 
 
 def test_names_count_a_refusal_in_the_refusal_class(refused_run):
-    _, table = refused_run
+    table = refused_run[1]
     responses = table("name_responses")
     kinds = _kinds(responses)
     selections = table("name_selections")
@@ -248,11 +257,11 @@ def test_names_count_a_refusal_in_the_refusal_class(refused_run):
         assert row["n"] == len(frame) - (lang_kinds == "error").sum()
         assert row["n_refusal"] >= lang_kinds.isin(["refusal", "refusal_with_text"]).sum()
         assert row["n_empty"] == (lang_kinds == "empty").sum()
-    assert set(table("name_choice_tests")["model"]) == {MODEL}
+    assert {MODEL, "paper-qwen"} <= set(table("name_choice_tests", model=None)["model"])
 
 
 def test_sovereignty_scores_refusals_and_errors_by_the_documented_rules(refused_run):
-    _, table = refused_run
+    table = refused_run[1]
     responses = table("sovereignty_responses")
     kinds = _kinds(responses)
     results = table("sovereignty_results").merge(responses[["lang", "prompt_id", "sample", "prompt"]],
@@ -273,7 +282,7 @@ def test_sovereignty_scores_refusals_and_errors_by_the_documented_rules(refused_
 
 
 def test_reviews_leave_refusals_and_errors_out_of_the_pairs(refused_run):
-    _, table = refused_run
+    table = refused_run[1]
     keys = ["format", "review_id", "version"]
     predictions = table("review_predictions").merge(table("review_prompts")[keys + ["prompt"]], on=keys)
     kinds = _kinds(predictions)
@@ -316,3 +325,38 @@ def test_cross_model_tables_of_empty_model_tables(asset, written, tmp_path, monk
         assert result.success, [str(event.step_failure_data.error) for event in result.all_events
                                 if event.is_step_failure]
     assert read_table(io_manager.path_for(dg.AssetKey(asset))).empty
+
+
+# Counts besides `n`, `n_*` and `k_*`: integers in every table, nullable (Int64) where a row has none to give.
+COUNTS = {"successes", "selections", "appearances", "rank", "shuffles", "trial", "row", "list_id", "shuffle", "sample",
+          "prompt_variant", "term_id", "input_tokens", "output_tokens", "passed", "passed_a", "passed_b", "mcnemar_b",
+          "mcnemar_c", "mcnemar_n", "only_tw_correct", "only_cn_correct", "min_terms", "max_terms",
+          "misaligned_threshold", "majority_models_needed", "males_per_region", "unmatched_pairs", "prediction",
+          "position", "pair", "order", "group", "decile", "count", "records_containing"}
+
+
+def _is_count(column: str) -> bool:
+    return column in COUNTS or column == "n" or column.startswith(("n_", "k_"))
+
+
+# Columns that carry the source data's own values (a review export's reviewer nationality, as written there).
+SOURCE_VALUES = {("raw_reviews", "nationality"), ("review_varieties", "nationality")}
+
+
+def test_every_exported_table_has_integer_counts_and_consistent_labels(refused_run):
+    exported = refused_run[2]
+    assert {"term_choice_rates", "name_choice_rates", "sovereignty_summary", "review_metrics"} <= set(exported)
+    problems = []
+    for name, path in sorted(exported.items()):
+        table = pq.read_table(path)
+        for field, column in zip(table.schema, table.columns):
+            # A flag (sovereignty_results' `passed`) is no count.
+            if _is_count(field.name) and not (pa.types.is_integer(field.type) or pa.types.is_boolean(field.type)):
+                problems.append(f"{name}.{field.name}: {field.type}, not an integer count")
+            if (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)) \
+                    and (name, field.name) not in SOURCE_VALUES:
+                labels = set(column.drop_null().unique().to_pylist())
+                folded = {label.strip().lower() for label in labels}
+                if len(labels) <= 50 and len(folded) < len(labels):
+                    problems.append(f"{name}.{field.name}: labels differing in case or spaces only: {sorted(labels)}")
+    assert not problems, "\n".join(problems)

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
@@ -151,7 +152,8 @@ def name_judgements(
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     if not judge_key or name_responses.empty:
-        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": "none", "dagster/row_count": 0})
+        return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"row": "int64"}),
+                         metadata={"judge": "none", "dagster/row_count": 0})
     answers = name_responses[name_responses["outcome"].isin(SCORABLE_OUTCOMES)].merge(
         name_candidate_lists[LIST_KEYS + ["candidates"]], on=LIST_KEYS, how="inner")
     answers = answers[[needs_judge(text if isinstance(text, str) else None, list(candidates))

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
@@ -59,7 +60,9 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
             record.update(outcome="error", message=why)
         rows.append(record)
     frame = pd.DataFrame(rows).rename(columns={"text": "response", "message": "outcome_message"})
-    frame = frame.reindex(columns=RESPONSE_COLUMNS)
+    # Counts stay integers where a replay has none (nullable), latency a float.
+    frame = frame.reindex(columns=RESPONSE_COLUMNS).astype({"input_tokens": "Int64", "output_tokens": "Int64",
+                                                            "latency_s": "float64"})
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"].dropna()))
     for message in skipped:
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
@@ -92,8 +95,8 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     responses = sovereignty_responses
     answered = responses[responses["response"].map(answer_text).map(has_answer)] if not responses.empty else responses
     if not judge_key or answered.empty:
-        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": judge_key or "none",
-                                                                          "dagster/row_count": 0})
+        return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"sample": "int64", "judge_acknowledges": "boolean"}),
+                         metadata={"judge": judge_key or "none", "dagster/row_count": 0})
     judge = models.backend(judge_key)
     requests = [GenerationRequest.user(judge_prompt(record["prompt"], answer_text(record["response"]), lang))
                 for record in answered.to_dict("records")]

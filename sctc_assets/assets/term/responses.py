@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
@@ -87,6 +88,7 @@ class TermJudgeConfig(dg.Config):
 
 
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["model", "judge_model", "judge_answer", "judge_outcome", "judge_correct"]
+JUDGEMENT_DTYPES = {"prompt_variant": "int64", "trial": "int64", "term_id": "int64", "judge_correct": "boolean"}
 
 
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
@@ -103,7 +105,8 @@ def term_judgements(
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     if not judge_key or term_responses.empty:
-        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": "none", "dagster/row_count": 0})
+        return dg.Output(empty_table(JUDGEMENT_COLUMNS, JUDGEMENT_DTYPES), metadata={"judge": "none",
+                                                                                 "dagster/row_count": 0})
     answers = scorable(term_responses).merge(term_prompts[ITEM_KEYS + ["gt"]], on=ITEM_KEYS, how="left")
     judge = models.backend(judge_key, open_upstream=upstream.open)
     requests = [GenerationRequest.user(judge_prompt(record["prompt"], record["gt"], strip_reasoning(record["response"])))
@@ -115,7 +118,8 @@ def term_judgements(
     frame["judge_model"] = judge_key
     frame["judge_answer"] = [result.text for result in results]
     frame["judge_outcome"] = [result.outcome for result in results]
-    frame["judge_correct"] = [parse_verdict(result.text) if result.outcome == "ok" else None for result in results]
+    frame["judge_correct"] = pd.array([parse_verdict(result.text) if result.outcome == "ok" else None
+                                       for result in results], dtype="boolean")
     unparsed = int(frame["judge_correct"].isna().sum())
     return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
         frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(results, judge.pricing())))

@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sctc_assets.lib import stats
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.name.candidates import LIST_KEYS
 from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL
 
@@ -139,7 +140,7 @@ def male_share_table(selections: pd.DataFrame, names: pd.DataFrame) -> pd.DataFr
     """Table 30: share of male names among valid selections of the gender-balanced lists, tested against 50 %
     (one-sided "larger", as tab_30.py)."""
     if selections.empty:
-        return pd.DataFrame(columns=GENDER_COLUMNS)
+        return _gender_frame([])
     male = set(names.loc[names["gender"] == "male", "name"])
     chosen = selections[selections["experiment"] == "gender_balanced"]
     records = []
@@ -147,7 +148,13 @@ def male_share_table(selections: pd.DataFrame, names: pd.DataFrame) -> pd.DataFr
         valid = group.loc[group["region"].notna(), "selected_name"]
         records.append(_gender_row({"model": model, "lang": lang, "extraction_source": source}, "30", None, "both",
                                    "male_share", int(valid.isin(male).sum()), len(valid), 0.5, "larger"))
-    return pd.DataFrame(records, columns=GENDER_COLUMNS)
+    return _gender_frame(records)
+
+
+def _gender_frame(records: list[dict]) -> pd.DataFrame:
+    # Table 30's rows have no `males_per_region`: a nullable count.
+    return pd.DataFrame(records, columns=GENDER_COLUMNS).astype({"males_per_region": "Int64", "n": "int64",
+                                                                 "successes": "int64"})
 
 
 def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame,
@@ -156,12 +163,12 @@ def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: 
     each: the Mainland share among valid selections against 50 % ("smaller"), and the male share among the
     Mainland and among the Taiwanese selections against k/10 ("larger", stars without NS)."""
     if selections.empty:
-        return pd.DataFrame(columns=GENDER_COLUMNS)
+        return _gender_frame([])
     gender = dict(zip(names["name"], names["gender"]))
     chosen = selections[selections["experiment"] == "popularity"].merge(
         lists[LIST_KEYS + ["mainland_names", "taiwan_names"]], on=LIST_KEYS, how="inner")
     if chosen.empty:
-        return pd.DataFrame(columns=GENDER_COLUMNS)
+        return _gender_frame([])
     chosen["males_mainland"] = [sum(gender.get(n) == "male" for n in names_) for names_ in chosen["mainland_names"]]
     chosen["males_taiwan"] = [sum(gender.get(n) == "male" for n in names_) for names_ in chosen["taiwan_names"]]
     records = []
@@ -175,7 +182,7 @@ def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: 
                 picked = subset.loc[subset["region"] == side, "selected_name"].map(gender)
                 records.append(_gender_row(keys, "27-29", k, side, "male_share", int((picked == "male").sum()),
                                            int(picked.isin(["male", "female"]).sum()), k / 10, "larger", no_ns=True))
-    return pd.DataFrame(records, columns=GENDER_COLUMNS)
+    return _gender_frame(records)
 
 
 STABILITY_COLUMNS = ["model", "lang", "source", "experiment", "shuffles", "n", "n_mainland", "n_taiwan",
@@ -249,7 +256,8 @@ def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFram
     of an experiment and extraction source (models in `exclude_from_bh` are reported but left out, as the paper
     leaves DeepSeek-R1 out). `count_source` says whose counts these are (`project`, `upstream`)."""
     if frequencies.empty:
-        return pd.DataFrame(columns=CORRELATION_COLUMNS)
+        return empty_table(CORRELATION_COLUMNS, {"n_names": "int64", "spearman_rho": "float64", "p": "float64",
+                                                 "in_bh_family": "boolean", "p_bh": "float64"})
     known = set(names["name"])
     count_of = dict(zip(corpus_counts["name"], corpus_counts["records_containing"])) if not corpus_counts.empty else {}
     records = []

@@ -187,12 +187,13 @@ def misalignment_summary(by_term: pd.DataFrame, *, majority: float = 0.5) -> pd.
                 "lang": lang, "prompt_variant": variant, "label_source": source, "rule": rule,
                 "n_models": n_models, "mean_terms": values.mean(), "sd_population": values.std(ddof=0),
                 "sd_sample": values.std(ddof=1) if n_models > 1 else math.nan,
-                "min_terms": values.min(), "max_terms": values.max(),
+                "min_terms": int(values.min()), "max_terms": int(values.max()),
                 "per_model": ", ".join(f"{model}={int(count)}" for model, count in per_model[column].items()),
                 "majority_models_needed": needed,
                 "n_majority_terms": int((votes >= needed).sum()) if rule == "at_least_threshold" else None,
             })
-    return pd.DataFrame(rows)
+    # `n_majority_terms` exists for the threshold rule only: a nullable count.
+    return pd.DataFrame(rows).astype({"n_majority_terms": "Int64"}) if rows else pd.DataFrame()
 
 
 def majority_misaligned_terms(by_term: pd.DataFrame, *, majority: float = 0.5) -> pd.DataFrame:
