@@ -53,7 +53,8 @@ def term_labels(
     models: ModelRegistryResource,
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
-    """Long label table: `model, lang, prompt_variant, term_id, trial, response, outcome, label_source, label`.
+    """Long label table: `model, lang, prompt_variant, term_id, trial, response, label_source, label` (+ the
+    misaligned forms found and the answer's `outcome`).
     A refusal is `incorrect` in every source (`outcome` = refusal tells it apart); errors are left out.
 
     Sources: `rules` (ours, always), `upstream` (replay models: the authors' published GPT-4o-mini verdicts with

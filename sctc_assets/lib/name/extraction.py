@@ -220,9 +220,9 @@ def judge_prompt(candidates: Sequence[str], response: str) -> str:
     return JUDGE_TEMPLATE.format(names=", ".join(candidates), response=response)
 
 
-def parse_judge_answer(answer: str | None, candidates: Sequence[str]) -> Extraction:
+def parse_judge_answer(answer: object, candidates: Sequence[str]) -> Extraction:
     """A judge's reply: a listed name (quotes and a trailing full stop tolerated), `NA`, or anything else."""
-    text = (answer or "").strip().strip("\"'“”「」『』。. ")
+    text = (stored_text(answer) or "").strip().strip("\"'“”「」『』。. ")
     if text in candidates:
         return Extraction(VALID, text, "judge")
     if not text or text.upper() == "NA":

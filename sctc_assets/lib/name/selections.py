@@ -168,7 +168,7 @@ def judge_selections(responses: pd.DataFrame, lists: pd.DataFrame, judgements: p
     asked about) stays in n as `invalid` with rule `judge_error: <outcome>`; a backend refusal is a refusal, as
     in the rules."""
     outcomes = judgements["judge_outcome"] if "judge_outcome" in judgements.columns else [None] * len(judgements)
-    verdicts = {tuple(key): (answer, outcome) for key, answer, outcome in
+    verdicts = {tuple(key): (stored_text(answer), stored_text(outcome)) for key, answer, outcome in
                 zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"], outcomes)}
     records = []
     for row in _with_lists(responses, lists).to_dict("records"):

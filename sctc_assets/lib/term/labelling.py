@@ -16,8 +16,8 @@ from sctc_assets.lib.term.labels import combine_with_judge, find_misaligned, lab
 from sctc_assets.lib.term.upstream_labels import upstream_label, upstream_misaligned
 
 ITEM_KEYS = ["lang", "prompt_variant", "trial", "term_id"]
-LABEL_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "response", "outcome", "label_source",
-                 "label", "misaligned_forms"]
+LABEL_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "response", "label_source", "label",
+                 "misaligned_forms", "outcome"]
 SCORABLE_OUTCOMES = ("ok", "refusal")
 REFUSAL = "refusal"
 

@@ -1,6 +1,6 @@
 """Metric tables of the regional term task, computed from the long label table.
 
-Label table columns: model, lang, prompt_variant, term_id, trial, outcome, label_source, label. A refusal is
+Label table columns: model, lang, prompt_variant, term_id, trial, label_source, label, outcome. A refusal is
 labelled incorrect (as the paper counts it) and counted on its own as `n_refusal` (included in `n_incorrect`).
 Every count column is an integer; an empty input gives an empty table with the columns.
 """
