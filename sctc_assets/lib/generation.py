@@ -8,7 +8,6 @@ answer text through `stored_text` (or `strip_reasoning`, which uses it), never b
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
@@ -120,7 +119,7 @@ def stored_text(value: object) -> str | None:
     answer is an answer). A non-string value (a number a CSV reader typed) is its string form."""
     if isinstance(value, str):
         return value
-    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):
         return None
     return str(value)
 
