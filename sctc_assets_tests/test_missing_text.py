@@ -302,6 +302,8 @@ CROSS_MODEL = {"term_choice_tests": ("term_choice_rates", TERM_PLAN),
                "term_variant_correlations": ("term_choice_rates", TERM_PLAN),
                "term_misalignment_summary": ("term_misalignment_by_term", TERM_PLAN),
                "name_choice_tests": ("name_choice_rates", NAME_PLAN),
+               "last_name_agreement": ("last_name_logprobs", NAME_PLAN),
+               "last_name_region_tests": ("last_name_logprobs", NAME_PLAN),
                "sovereignty_summary": ("sovereignty_model_summary", SOVEREIGNTY_PLAN)}
 
 
