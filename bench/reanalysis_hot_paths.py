@@ -157,57 +157,58 @@ def part_a_b(old: Baseline, source: UpstreamSource, models: list[str], skip: set
     line("(b) shuffle_curve", old_time, new_time, same, f"({sum(map(len, new_curve))} curve points)")
 
 
-def part_c(old: Baseline, root: Path, models: list[str], cache_dir: Path) -> None:
-    refs = []
+def replay_refs(models: list[str]) -> dict[tuple[str, str], pd.DataFrame]:
+    """Per model and benchmark, where every answer of the paper's design lives, as the response assets ask for
+    them (a file the copy lacks gives `missing` results)."""
+    refs = {}
     for model in models:
+        name, term = [], []
         for lang in UPSTREAM_LANG:
-            # Every row of the paper's design, as the response assets ask (a file the copy lacks: `missing`).
             for spec in EXPERIMENTS.values():
-                refs += [(model, {"benchmark": "name", "lang": lang, "prompt_id": spec.prompt_id, "row": row})
-                         for row in range(spec.lists * spec.shuffles)]
+                rows = np.arange(spec.lists * spec.shuffles)
+                name.append(pd.DataFrame({"benchmark": "name", "lang": lang, "prompt_id": spec.prompt_id, "row": rows}))
             if lang != "en":
-                refs += [(model, {"benchmark": "term", "lang": lang, "prompt_variant": variant, "row": row})
-                         for variant in (1, 2, 3) for row in range(TERM_ROWS)]
-    by_model: dict[str, list[dict]] = {}
-    for model, ref in refs:
-        by_model.setdefault(model, []).append(ref)
-    backends = {model: ReplayBackend(upstream_name=model, no_think=model == "ds", upstream_root=str(root))
-                for model in by_model}
-    print(f"(c) {len(refs)} published answers (name and term) of {len(models)} models")
+                for variant in (1, 2, 3):
+                    term.append(pd.DataFrame({"benchmark": "term", "lang": lang, "prompt_variant": variant,
+                                              "row": np.arange(TERM_ROWS)}))
+        refs[(model, "name")] = pd.concat(name, ignore_index=True)
+        refs[(model, "term")] = pd.concat(term, ignore_index=True)
+    return refs
+
+
+def part_c(old: Baseline, root: Path, models: list[str], cache_dir: Path) -> None:
+    refs = replay_refs(models)
+    print(f"(c) {sum(map(len, refs.values()))} published answers (name and term) of {len(models)} models")
 
     def old_replay() -> dict:
+        """As the response assets did: a request per row, `generate()`, then the result columns."""
         out = {}
-        for model, model_refs in by_model.items():
+        for (model, benchmark), frame in refs.items():
             backend = old.replay.ReplayBackend(upstream_name=model, no_think=model == "ds", upstream_root=str(root))
-            out[model] = backend.generate([GenerationRequest.user("", **ref) for ref in model_refs])
+            where = "prompt_id" if benchmark == "name" else "prompt_variant"
+            requests = [GenerationRequest.user("", benchmark=benchmark, lang=lang, row=int(row), **{where: int(key)})
+                        for lang, key, row in zip(frame["lang"], frame[where], frame["row"])]
+            out[(model, benchmark)] = pd.DataFrame(result_columns(backend.generate(requests)))
         return out
-
-    old.replay._read_column.cache_clear()  # a new process: nothing parsed yet
-    old_time, old_results = cpu(old_replay)
 
     def new_replay() -> dict:
         out = {}
-        for model, model_refs in by_model.items():
-            frame = pd.DataFrame(model_refs)
-            for benchmark, part in frame.groupby("benchmark", sort=False):
-                codes, results = backends[model].replay(part.dropna(axis=1).reset_index(drop=True))
-                out[(model, benchmark)] = pd.DataFrame(result_columns(results)).take(codes).reset_index(drop=True)
+        for (model, benchmark), frame in refs.items():
+            backend = ReplayBackend(upstream_name=model, no_think=model == "ds", upstream_root=str(root))
+            codes, results = backend.replay(frame)
+            out[(model, benchmark)] = pd.DataFrame(result_columns(results)).take(codes).reset_index(drop=True)
         return out
 
+    old.replay._read_column.cache_clear()  # a new process: nothing parsed yet
+    old_time, before = cpu(old_replay)
     os.environ["SCTC_DATA_DIR"] = str(cache_dir)
     from sctc_assets.backends import replay as replay_module
     replay_module._published_column.cache_clear()
-    cold_time, new = cpu(new_replay)
+    cold_time, after = cpu(new_replay)
     replay_module._published_column.cache_clear()  # a new process: the cache on disk, nothing in memory
     warm_time, _ = cpu(new_replay)
-    same = True
-    for model, results in old_results.items():
-        frame = pd.DataFrame(result_columns(results))
-        kinds = pd.Series([ref["benchmark"] for ref in by_model[model]])
-        for benchmark in ("name", "term"):
-            chosen = frame[kinds.to_numpy() == benchmark].reset_index(drop=True)
-            same &= same_table(chosen[["response", "outcome", "outcome_message"]],
-                               new[(model, benchmark)][["response", "outcome", "outcome_message"]])
+    columns = ["response", "outcome", "outcome_message"]
+    same = all(same_table(before[key][columns], after[key][columns]) for key in refs)
     line("(c) replay, first run (cache written)", old_time, cold_time, same)
     line("(c) replay, later runs (cache read)", old_time, warm_time, same)
 
