@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -47,3 +48,43 @@ class ScriptedBackend(ModelBackend):
 def count_calls(calls_file: str | Path) -> int:
     path = Path(calls_file)
     return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
+# One in ten prompts of each kind of non-answer, the rest answered.
+OUTCOME_KINDS = ("refusal", "refusal_with_text", "error", "empty") + ("answer",) * 6
+
+
+def outcome_kind(prompt: str) -> str:
+    """Which kind of answer `OutcomeBackend` gives to `prompt`: a stable function of the prompt, so that a test
+    can count each kind from the prompts it reads back."""
+    return OUTCOME_KINDS[int(hashlib.sha1(prompt.encode("utf-8")).hexdigest(), 16) % len(OUTCOME_KINDS)]
+
+
+class OutcomeBackend(ModelBackend):
+    """A model that refuses some prompts (HTTP 400 content_filter: no text, or a refusal message), fails on others
+    (an error after retries), answers some with nothing and the rest with its answer for the benchmark
+    (`answers`, else `answer`), chosen by `outcome_kind`."""
+
+    backend_name: ClassVar[str] = "outcomes"
+
+    name: str = "outcomes"
+    answer: str = "不知道"
+    answers: dict[str, str] = {}
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.backend_name, "model": self.name, "params": {"answer": self.answer,
+                                                                             "answers": self.answers}}
+
+    def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+        for index, request in enumerate(requests):
+            answer = self.answers.get(str(request.ref.get("benchmark")), self.answer)
+            result = {
+                "refusal": GenerationResult(text=None, outcome="refusal", message="content_filter",
+                                            finish_reason="content_filter"),
+                "refusal_with_text": GenerationResult(text="I'm sorry, I can't help with that.", outcome="refusal",
+                                                      message="content_filter", finish_reason="content_filter"),
+                "error": GenerationResult(text=None, outcome="error", message="HTTP 503 after 3 retries"),
+                "empty": GenerationResult(text="", outcome="ok", finish_reason="stop"),
+                "answer": GenerationResult(text=answer, outcome="ok", finish_reason="stop"),
+            }[outcome_kind(request.prompt)]
+            on_result(index, result)

@@ -96,7 +96,7 @@ def test_length_groups_and_character_sets_select_their_pairs(table):
     assert chinese.acc_tw == pytest.approx(100 / 3) and chinese.acc_cn == pytest.approx(200 / 3)
     mixed = _row(table, "charset", "Chinese+English")
     assert (mixed.n_pairs, mixed.acc_tw, mixed.acc_cn, mixed.mse_tw, mixed.mse_cn) == (1, 0.0, 100.0, 1.0, 0.0)
-    assert _row(table, "charset", "All").n_pairs == 6
+    assert _row(table, "charset", "all").n_pairs == 6
 
 
 def test_the_translation_control_compares_each_review_with_its_conversion(table):

@@ -48,11 +48,13 @@ def table_metadata(frame: pd.DataFrame, *, preview_rows: int = 10, **extra: Any)
     return metadata
 
 
-def usage_metadata(results: Sequence[GenerationResult], pricing: tuple[float | None, float | None]) -> dict:
-    """Calls, cached answers, tokens, outcomes and (when priced) cost of one partition's model calls."""
+def usage_metadata(results: Sequence[GenerationResult], pricing: tuple[float | None, float | None], *,
+                   repeats: Sequence[int] | None = None) -> dict:
+    """Calls, cached answers, tokens, outcomes and (when priced) cost of one partition's model calls; `repeats[i]`
+    answers share `results[i]` when given (a replay's distinct published answers)."""
     usage = UsageTotals()
-    for result in results:
-        usage.add(result)
+    for result, times in zip(results, repeats if repeats is not None else [1] * len(results)):
+        usage.add(result, int(times))
     cost = usage.cost(*pricing)
     metadata = {
         "calls": usage.calls, "cached_answers": usage.cached, "new_answers": usage.calls - usage.cached,

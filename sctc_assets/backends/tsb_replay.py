@@ -34,6 +34,8 @@ class TSBReplayBackend(ModelBackend):
 
     backend_name: ClassVar[str] = "tsb_replay"
     uses_cache: ClassVar[bool] = False
+    # Its `error` answers are the study's published API errors: data to score, not a failure of this run.
+    replays_published: ClassVar[bool] = True
 
     results_file: str = Field(description="A result file in the Pro study's JSON format.")
 

@@ -1,4 +1,10 @@
-"""Request and result types shared by every model backend, plus the small text helpers scoring needs."""
+"""Request and result types shared by every model backend, plus the small text helpers scoring needs.
+
+Missing text: a stored answer is either a string (possibly "", an empty answer) or missing (no answer at all: a
+refusal or error without text, a replay gap). Tables read back from storage hold missing text as `pd.NA` in a
+`string` column (see `resources/io_manager.py`); frames built in memory may hold None or NaN. Every reader gets
+answer text through `stored_text` (or `strip_reasoning`, which uses it), never by testing the value itself.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 Outcome = Literal["ok", "refusal", "error", "missing"]
@@ -102,14 +109,15 @@ class UsageTotals:
     output_tokens: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
-    def add(self, result: GenerationResult) -> None:
-        self.calls += 1
-        self.outcomes[result.outcome] = self.outcomes.get(result.outcome, 0) + 1
+    def add(self, result: GenerationResult, times: int = 1) -> None:
+        """Count `result` (`times` answers that share it: a replay's repeated published answer)."""
+        self.calls += times
+        self.outcomes[result.outcome] = self.outcomes.get(result.outcome, 0) + times
         if result.cached:
-            self.cached += 1
+            self.cached += times
             return
-        self.input_tokens += result.input_tokens or 0
-        self.output_tokens += result.output_tokens or 0
+        self.input_tokens += (result.input_tokens or 0) * times
+        self.output_tokens += (result.output_tokens or 0) * times
 
     def cost(self, price_input_per_mtok: float | None, price_output_per_mtok: float | None) -> float | None:
         if price_input_per_mtok is None and price_output_per_mtok is None:
@@ -120,12 +128,21 @@ class UsageTotals:
 _THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
 
-def strip_reasoning(text: Any) -> str:
-    """Drop `<think>…</think>` blocks (an unclosed block runs to the end) before an answer is scored.
+def stored_text(value: object) -> str | None:
+    """The text of a stored answer, or None when there is none (None, NaN, pd.NA, NaT); "" stays "" (an empty
+    answer is an answer). A non-string value (a number a CSV reader typed) is its string form."""
+    if isinstance(value, str):
+        return value
+    if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):
+        return None
+    return str(value)
 
-    Anything but a string (a refusal's missing text read back from Parquet as None, NaN or pd.NA) gives "".
-    """
-    if not isinstance(text, str) or not text:
+
+def strip_reasoning(text: object) -> str:
+    """Drop `<think>…</think>` blocks (an unclosed block runs to the end) before an answer is scored; "" for a
+    missing answer."""
+    text = stored_text(text)
+    if not text:
         return ""
     if "</think>" in text and "<think>" not in text:
         # Chat templates that open the block inside the prompt leave only the closing tag in the answer.
@@ -143,7 +160,8 @@ def result_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
         "output_tokens": pd.array([result.output_tokens for result in results], dtype="Int64"),
         "finish_reason": [result.finish_reason for result in results],
         "cached": [result.cached for result in results],
-        "latency_s": [result.latency_s for result in results],
+        "latency_s": np.array([np.nan if result.latency_s is None else result.latency_s for result in results],
+                              dtype=float),
         **provenance_columns(results),
     }
 

@@ -7,7 +7,14 @@ also when only one partition exists; a model with no partition at all (a registr
 benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and named
 once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an unpartitioned
 upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an unpartitioned input declared with
-`AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table.
+`AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table. A table of no
+rows keeps its columns, so a reader across partitions of which all are empty still finds the columns it needs.
+
+Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
+type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
+answer, a replay gap); "" stays an empty answer. Readers take answer text through
+`sctc_assets.lib.generation.stored_text`. A column that Parquet cannot hold (text mixed with numbers, say) is an
+error naming the asset, partition, column and first bad row, before anything is written.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from pathlib import Path
 from typing import Optional
 
 import dagster as dg
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import Field
 
 from sctc_assets.lib.paths import default_storage_dir
@@ -26,6 +36,68 @@ _DIMENSION_ORDER = {"model": 0}
 # (run id, step key) → models a cross-partition read found no partition of, for that step's output metadata
 _without_results: dict[tuple[str, str], set[str]] = {}
 OPTIONAL_INPUT = "sctc/optional"
+_TEXT = pd.StringDtype()
+# Arrow types read back as `string`: text, and a column with no value at all (Arrow's null type).
+_TEXT_TYPES = {pa.string(): _TEXT, pa.large_string(): _TEXT, pa.null(): _TEXT}
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """One stored table as pandas, text columns as `string` with `pd.NA` (the storage rule above)."""
+    return pq.read_table(path).to_pandas(types_mapper=_TEXT_TYPES.get)
+
+
+def _unstorable(frame: pd.DataFrame) -> str | None:
+    """The first column Parquet cannot hold, with the first row whose kind of value differs from the first row's."""
+    for column in frame.columns:
+        try:
+            pa.array(frame[column], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            kinds = [type(value).__name__ for value in frame[column]]
+            row = next((index for index, kind in enumerate(kinds) if kind != kinds[0]), 0)
+            return (f"column {column!r} mixes {', '.join(sorted(set(kinds)))} values (row {row}: "
+                    f"{frame[column].iloc[row]!r}): {exc}")
+    return None
+
+
+def _unfilled(column: pd.Series) -> bool:
+    return column.dtype == _TEXT and bool(column.isna().all())
+
+
+def _missing(dtype: object, index: pd.Index) -> pd.Series:
+    """A column of missing values of `dtype`, or of its nullable form where `dtype` has no missing value."""
+    kind = getattr(dtype, "kind", "O")
+    if kind == "f":
+        return pd.Series(float("nan"), index=index, dtype=dtype)
+    nullable = {"i": "Int64", "u": "Int64", "b": "boolean"}.get(kind) if isinstance(dtype, np.dtype) else None
+    try:
+        return pd.Series(pd.NA, index=index, dtype=object).astype(nullable or dtype)
+    except (TypeError, ValueError):
+        return pd.Series(pd.NA, index=index, dtype=object)
+
+
+def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Partitions as one table; empty partitions are left out unless all are empty (then their columns stay).
+
+    A column that one partition never filled (read back as text of nothing but `pd.NA`) takes the type the
+    other partitions give it, so a replay's empty `latency_s` does not turn a live model's floats into objects."""
+    kept = [frame for frame in frames if not frame.empty] or frames[:1]
+    if not kept:
+        return pd.DataFrame()
+    if len(kept) == 1:
+        return kept[0]
+    typed: dict[str, object] = {}
+    for frame in kept:
+        for name in frame.columns:
+            if name not in typed and not _unfilled(frame[name]):
+                typed[name] = frame[name].dtype
+    aligned = []
+    for frame in kept:
+        retype = {name: typed[name] for name in frame.columns
+                  if name in typed and typed[name] != _TEXT and _unfilled(frame[name])}
+        if retype:
+            frame = frame.assign(**{name: _missing(dtype, frame.index) for name, dtype in retype.items()})
+        aligned.append(frame)
+    return pd.concat(aligned, ignore_index=True)
 
 
 def partition_path_parts(partitions_def: dg.PartitionsDefinition | None, partition_key: str) -> list[str]:
@@ -68,7 +140,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         path = self.path_for(context.asset_key, context.asset_partitions_def if partition_key else None, partition_key)
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = path.with_suffix(".parquet.tmp")
-        obj.to_parquet(staging, index=False)
+        try:
+            obj.to_parquet(staging, index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            staging.unlink(missing_ok=True)
+            where = context.asset_key.to_user_string() + (f" partition {partition_key}" if partition_key else "")
+            raise TypeError(f"{where}: cannot store the table: {_unstorable(obj) or exc}") from exc
         staging.replace(path)  # readers never see a half-written file
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
         without = _without_results.pop((context.run_id, context.step_key), None)
@@ -84,7 +161,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                     context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
                     return pd.DataFrame()
                 raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({path})")
-            return pd.read_parquet(path)
+            return read_table(path)
         partitions_def = context.asset_partitions_def
         keys = list(context.asset_partition_keys)
         paths = {key: self.path_for(asset_key, partitions_def, key) for key in keys}
@@ -101,9 +178,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             context.log.warning(
                 f"{asset_key.to_user_string()}: skipping {len(missing)} partition(s) never materialized: "
                 + ", ".join(missing[:20]) + (" …" if len(missing) > 20 else ""))
-        frames = [pd.read_parquet(path) for path in present.values()]
-        frames = [frame for frame in frames if not frame.empty]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return concat_tables([read_table(path) for path in present.values()])
 
     def _skip_models_without_results(self, context: dg.InputContext, partitions_def: dg.PartitionsDefinition,
                                      keys: list[str], missing: list[str]) -> list[str]:

@@ -8,10 +8,12 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
+from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
-from sctc_assets.lib.name.requests import name_requests
+from sctc_assets.lib.name.requests import prompts_to_ask, requests_of
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.partitions import model_and_lang, name_partitions
@@ -47,21 +49,31 @@ def name_responses(
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
     """One model's answers to the name prompts of one language, through its backend and the response cache
-    (replay models: the paper's published answers; rows whose answer file the upstream copy lacks are kept with
-    outcome `missing`, so the published extraction still covers them)."""
+    (replay models: the paper's published answers, read as columns from the parsed upstream files; rows whose
+    answer file the upstream copy lacks are kept with outcome `missing`, so the published extraction still covers
+    them)."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     settings = run_settings(config.experiments, config.lists, config.shuffles, config.list_source,
                             entry.benchmark_settings("name"), where=f"name_responses: model {model!r} (run config, "
                                                                    "else registry benchmarks.name)")
-    selected, notes, requests = name_requests(name_prompts, lang, settings, replay=entry.backend == "replay")
+    selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
     backend = models.backend(model, open_upstream=upstream.open)
-    results: list[GenerationResult] = backend.generate(
-        requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}", context.log.info))
-
     frame = selected[["lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
-    frame = frame.assign(**result_columns(results))[RESPONSE_COLUMNS]
+    if replays(backend):
+        refs = pd.DataFrame({"benchmark": "name", "lang": lang, "row": selected["row"],
+                             "prompt_id": selected["experiment"].map(
+                                 {name: spec.prompt_id for name, spec in EXPERIMENTS.items()})})
+        columns, usage = replayed_columns(backend, refs, context.log.info, f"name_responses {model}/{lang}")
+        frame = frame.assign(**columns.set_axis(frame.index))[RESPONSE_COLUMNS]
+    else:
+        requests = requests_of(selected, lang)
+        results: list[GenerationResult] = backend.generate(
+            requests, cache=models.cache(), progress=ProgressReporter(f"name_responses {model}/{lang}",
+                                                                      context.log.info))
+        frame = frame.assign(**result_columns(results))[RESPONSE_COLUMNS]
+        usage = generation_metadata(context.log, f"name_responses {model}/{lang}", backend, results)
 
     notes += sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"]))
     for note in notes:
@@ -74,8 +86,7 @@ def name_responses(
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),
-        notes=dg.MetadataValue.json(notes), errors=errors,
-        **generation_metadata(context.log, f"name_responses {model}/{lang}", backend, results)))
+        notes=dg.MetadataValue.json(notes), errors=errors, **usage))
 
 
 class NameJudgeConfig(dg.Config):
@@ -101,7 +112,8 @@ def name_judgements(
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     if not judge_key or name_responses.empty:
-        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": "none", "dagster/row_count": 0})
+        return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"row": "int64"}),
+                         metadata={"judge": "none", "dagster/row_count": 0})
     answers = name_responses[name_responses["outcome"].isin(SCORABLE_OUTCOMES)].merge(
         name_candidate_lists[LIST_KEYS + ["candidates"]], on=LIST_KEYS, how="inner")
     answers = answers[[needs_judge(text if isinstance(text, str) else None, list(candidates))

@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.assets.metadata import markdown_table, table_metadata
+from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.name.candidates import EXPERIMENTS
 from sctc_assets.lib.name.selections import (
     SELECTION_COLUMNS, agreement, compared_with_published, judge_selections, rules_selections, upstream_selections,
@@ -45,7 +46,7 @@ def disagreement_examples(selections: pd.DataFrame, responses: pd.DataFrame) -> 
         return "_(none)_"
     texts = responses.set_index(["experiment", "row"])["response"]
     picked = differing.groupby(["experiment", "disagreement"]).head(EXAMPLES_PER_KIND).copy()
-    picked["answer"] = [str(texts.get((experiment, row), ""))[:160] for experiment, row
+    picked["answer"] = [(stored_text(texts.get((experiment, row))) or "")[:160] for experiment, row
                         in zip(picked["experiment"], picked["row"])]
     columns = ["experiment", "row", "disagreement", "status", "rule", "selected_name", "selected_name_published",
                "answer"]

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
@@ -57,14 +58,21 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
             record.update(outcome="error", message=why)
         rows.append(record)
     frame = pd.DataFrame(rows).rename(columns={"text": "response", "message": "outcome_message"})
-    frame = frame.assign(**provenance_columns(results)).reindex(columns=RESPONSE_COLUMNS)
+    # Counts stay integers where a replay has none (nullable), latency a float.
+    frame = frame.assign(**provenance_columns(results)).reindex(columns=RESPONSE_COLUMNS).astype(
+        {"input_tokens": "Int64", "output_tokens": "Int64", "latency_s": "float64", "seed": "Int64"})
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"].dropna()))
     for message in skipped:
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
+    # A replay's errors are the published ones (API errors in the study): scored as its code scores them (FAIL).
+    published_errors = int((frame["outcome"] == "error").sum()) if getattr(backend, "replays_published", False) else 0
+    if published_errors:
+        context.log.warning(f"sovereignty_responses {model}/{lang}: replayed {published_errors} published error(s) "
+                            "(API errors in the study), scored as failures")
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
-        skipped=dg.MetadataValue.json(skipped),
+        skipped=dg.MetadataValue.json(skipped), published_errors=published_errors,
         **generation_metadata(context.log, f"sovereignty_responses {model}/{lang}", backend, results)))
 
 
@@ -85,8 +93,8 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     responses = sovereignty_responses
     answered = responses[responses["response"].map(answer_text).map(has_answer)] if not responses.empty else responses
     if not judge_key or answered.empty:
-        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": judge_key or "none",
-                                                                          "dagster/row_count": 0})
+        return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"sample": "int64", "judge_acknowledges": "boolean"}),
+                         metadata={"judge": judge_key or "none", "dagster/row_count": 0})
     judge = models.backend(judge_key)
     requests = [GenerationRequest.user(judge_prompt(record["prompt"], answer_text(record["response"]), lang))
                 for record in answered.to_dict("records")]

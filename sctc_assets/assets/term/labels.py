@@ -70,7 +70,9 @@ def term_labels(
     models: ModelRegistryResource,
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
-    """Long label table: `model, lang, prompt_variant, term_id, trial, response, label_source, label`.
+    """Long label table: `model, lang, prompt_variant, term_id, trial, response, label_source, label` (+ the
+    misaligned forms found and the answer's `outcome`).
+    A refusal is `incorrect` in every source (`outcome` = refusal tells it apart); errors are left out.
 
     Sources: `rules` (ours, always), `lexicon` (ours: answer extraction, abbreviations and the published-verdict
     lexicon, never with a paper model's own verdicts; without `term_verdict_lexicon` its fixed rules alone),
@@ -104,6 +106,7 @@ def term_labels(
     distribution = (labels.groupby(["label_source", "label"]).size().unstack(fill_value=0).to_dict("index")
                     if not labels.empty else {})
     excluded = int((~term_responses["outcome"].isin(["ok", "refusal"])).sum()) if not term_responses.empty else 0
+    refusals = int((term_responses["outcome"] == "refusal").sum()) if not term_responses.empty else 0
     return dg.Output(labels, metadata=table_metadata(
         labels, label_distribution=dg.MetadataValue.json(distribution), notes=dg.MetadataValue.json(notes),
-        excluded_errors=excluded, judge_without_verdict=without_verdict))
+        excluded_errors=excluded, refusals_labelled_incorrect=refusals, judge_without_verdict=without_verdict))

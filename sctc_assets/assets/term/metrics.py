@@ -15,9 +15,10 @@ GROUP = "term"
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_choice_rates(term_labels: pd.DataFrame, regional_terms: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Percentages (0–100) of correct, misaligned and incorrect answers per lang, prompt variant, label source and
-    subset (`all`, or `no_gpt_definitions` for the Figure 5 robustness check), with the counts behind them."""
+    subset (`all`, or `no_gpt_definitions` for the Figure 5 robustness check), with the counts behind them; a
+    refusal counts as incorrect and also as `n_refusal`."""
     rates = metrics.choice_rates(term_labels, metrics.subset_term_ids(regional_terms)) if not term_labels.empty \
-        else pd.DataFrame(columns=metrics.RATE_COLUMNS)
+        else metrics.empty_rates()
     return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
 
 

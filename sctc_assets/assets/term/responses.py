@@ -8,6 +8,8 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
+from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
@@ -42,19 +44,24 @@ def term_responses(
     upstream: SCTCUpstreamResource,
 ) -> dg.Output[pd.DataFrame]:
     """One model's answers to the term prompts of one language, through the model's backend and the response
-    cache (replay models return the paper's published answers). Errors after retries stay in the table with
+    cache (replay models: the paper's published answers, read as columns from the parsed upstream files). Errors after retries stay in the table with
     outcome `error`; replay gaps (files the upstream copy lacks) are skipped and named in the metadata."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     trials, variants = run_settings(config.trials, config.prompt_variants, entry.benchmark_settings("term"))
     selected, requests = term_requests(term_prompts, lang, trials, variants)
     backend = models.backend(model, open_upstream=upstream.open)
-    progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
-    results = backend.generate(requests, cache=models.cache(), progress=progress)
-
     frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
-    frame = frame.assign(**result_columns(results))
+    if replays(backend):
+        columns, usage = replayed_columns(backend, selected[["lang", "prompt_variant", "row"]].assign(
+            benchmark="term"), context.log.info, f"term_responses {model}/{lang}")
+        frame = frame.assign(**columns.set_axis(frame.index))
+    else:
+        progress = ProgressReporter(f"term_responses {model}/{lang}", context.log.info)
+        results = backend.generate(requests, cache=models.cache(), progress=progress)
+        frame = frame.assign(**result_columns(results))
+        usage = generation_metadata(context.log, f"term_responses {model}/{lang}", backend, results)
 
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"]))
     for message in skipped:
@@ -67,8 +74,7 @@ def term_responses(
     note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
-        skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
-        **generation_metadata(context.log, f"term_responses {model}/{lang}", backend, results),
+        skipped=dg.MetadataValue.json(skipped), errors=errors, note=note, **usage,
     ))
 
 
@@ -78,6 +84,7 @@ class TermJudgeConfig(dg.Config):
 
 
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["model", "judge_model", "judge_answer", "judge_outcome", "judge_correct"]
+JUDGEMENT_DTYPES = {"prompt_variant": "int64", "trial": "int64", "term_id": "int64", "judge_correct": "boolean"}
 
 
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
@@ -94,7 +101,8 @@ def term_judgements(
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     if not judge_key or term_responses.empty:
-        return dg.Output(pd.DataFrame(columns=JUDGEMENT_COLUMNS), metadata={"judge": "none", "dagster/row_count": 0})
+        return dg.Output(empty_table(JUDGEMENT_COLUMNS, JUDGEMENT_DTYPES), metadata={"judge": "none",
+                                                                                 "dagster/row_count": 0})
     answers = scorable(term_responses).merge(term_prompts[ITEM_KEYS + ["gt"]], on=ITEM_KEYS, how="left")
     judge = models.backend(judge_key, open_upstream=upstream.open)
     requests = [GenerationRequest.user(judge_prompt(record["prompt"], record["gt"], strip_reasoning(record["response"])))
@@ -106,7 +114,8 @@ def term_judgements(
     frame["judge_model"] = judge_key
     frame["judge_answer"] = [result.text for result in results]
     frame["judge_outcome"] = [result.outcome for result in results]
-    frame["judge_correct"] = [parse_verdict(result.text) if result.outcome == "ok" else None for result in results]
+    frame["judge_correct"] = pd.array([parse_verdict(result.text) if result.outcome == "ok" else None
+                                       for result in results], dtype="boolean")
     unparsed = int(frame["judge_correct"].isna().sum())
     return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
         frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(results, judge.pricing())))

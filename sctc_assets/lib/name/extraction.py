@@ -14,18 +14,19 @@ Rules (`extract`), applied to the answer without any `<think>` block or fenced b
   someone who is not on the list (`out_of_list`, with `script_variant_of`): the authors counted such answers as
   invalid.
 - No candidate → `refusal/insufficient_information` when the answer declines or asks for more information, else
-  `out_of_list`; no text → `empty`.
+  `out_of_list`; no text → `empty` (rule `no answer`; a blank answer: `empty answer`).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from sctc_assets.lib.conversion import convert, convert_chars
-from sctc_assets.lib.generation import strip_reasoning
+from sctc_assets.lib.generation import stored_text, strip_reasoning
 
 VALID = "valid"
 MULTIPLE = "multiple"
@@ -73,11 +74,33 @@ def fold(text: str) -> str:
     return folded if len(folded) == len(text) else convert_chars(text, "t2s")
 
 
-@dataclass(frozen=True)
-class _Mention:
+class _Mention(NamedTuple):
     position: int
     key: str  # the folded candidate
     exact: str | None  # the candidate as written, when the answer writes it exactly
+
+
+def _trie_pattern(keys: Sequence[str]) -> str:
+    """A regular expression matching the longest of `keys` at the leftmost position, as the alternation of the
+    keys longest first does, but with the keys' common prefixes factored out (352 names share a few hundred
+    surnames), which the regex engine tries far faster."""
+    trie: dict = {}
+    for key in keys:
+        node = trie
+        for char in key:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a key ends here
+
+    def pattern(node: dict) -> str:
+        # Longer continuations first, the end of a key last: the longest key wins, as in the alternation.
+        branches = [re.escape(char) + pattern(child) for char, child in node.items() if char]
+        if "" in node:
+            branches.append("")
+        if len(branches) == 1:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")"
+
+    return pattern(trie)
 
 
 def _alternatives(folded: str, first: _Mention, second: _Mention) -> bool:
@@ -94,17 +117,18 @@ class CandidateMatcher:
         self.by_key: dict[str, set[str]] = {}
         for candidate in candidates:
             self.by_key.setdefault(fold(candidate), set()).add(candidate)
-        keys = sorted(self.by_key, key=len, reverse=True)
-        self.pattern = re.compile("|".join(map(re.escape, keys))) if keys else None
+        self.pattern = re.compile(_trie_pattern(sorted(self.by_key))) if self.by_key else None
 
-    def mentions(self, answer: str) -> list[_Mention]:
+    def mentions(self, answer: str, folded: str | None = None) -> list[_Mention]:
+        """The candidates in `answer`, in order (`folded`: `fold(answer)`, when the caller has it)."""
         if self.pattern is None:
             return []
         found = []
-        for match in self.pattern.finditer(fold(answer)):
-            written = answer[match.start():match.end()]
-            found.append(_Mention(match.start(), match.group(0),
-                                  written if written in self.by_key[match.group(0)] else None))
+        by_key = self.by_key
+        for match in self.pattern.finditer(fold(answer) if folded is None else folded):
+            start, end = match.span()
+            key, written = match.group(), answer[start:end]
+            found.append(_Mention(start, key, written if written in by_key[key] else None))
         return found
 
     def _decide(self, mentions: list[_Mention], rule: str) -> Extraction:
@@ -119,10 +143,11 @@ class CandidateMatcher:
     @staticmethod
     def _cued(folded: str, mentions: list[_Mention]) -> list[_Mention]:
         cued = []
+        positions = [mention.position for mention in mentions]  # increasing: the matches' order
         for pattern, gap in ((_ANSWER_CUE, _CUE_GAP), (_WEAK_CUE, _WEAK_GAP)):
             for cue in pattern.finditer(folded):
-                index = next((i for i, m in enumerate(mentions) if m.position >= cue.end()), None)
-                if index is None:
+                index = bisect_left(positions, cue.end())  # the first mention at or after the cue
+                if index == len(mentions):
                     continue
                 following = mentions[index]
                 if following.position - cue.end() > gap or _SENTENCE_END.search(folded, cue.end(), following.position):
@@ -135,22 +160,26 @@ class CandidateMatcher:
                 cued.append(following)
         return cued
 
-    def extract(self, response: str | None) -> Extraction:
-        if response is None or not str(response).strip():
+    def extract(self, response: object) -> Extraction:
+        text = stored_text(response)
+        if text is None:
             return Extraction(EMPTY, rule="no answer")
-        answer = strip_reasoning(str(response))
+        if not text.strip():
+            return Extraction(EMPTY, rule="empty answer")
+        answer = strip_reasoning(text)
         if not answer:
             return Extraction(EMPTY, rule="reasoning only")
         answer = _without_code(answer).strip()
         if not answer:
             return Extraction(OUT_OF_LIST, rule="code only")
-        mentions = self.mentions(answer)
+        folded = fold(answer)
+        mentions = self.mentions(answer, folded)
         keys = {mention.key for mention in mentions}
         if not keys:
             if _DECLINE.search(answer):
                 return Extraction(REFUSAL, rule="declines")
             return Extraction(OUT_OF_LIST, rule="no candidate")
-        cued = self._cued(fold(answer), mentions)
+        cued = self._cued(folded, mentions)
         if len({mention.key for mention in cued}) == 1:
             return self._decide([cued[-1]], "answer cue")
         if _APOLOGY.search(answer):
@@ -191,9 +220,9 @@ def judge_prompt(candidates: Sequence[str], response: str) -> str:
     return JUDGE_TEMPLATE.format(names=", ".join(candidates), response=response)
 
 
-def parse_judge_answer(answer: str | None, candidates: Sequence[str]) -> Extraction:
+def parse_judge_answer(answer: object, candidates: Sequence[str]) -> Extraction:
     """A judge's reply: a listed name (quotes and a trailing full stop tolerated), `NA`, or anything else."""
-    text = (answer or "").strip().strip("\"'“”「」『』。. ")
+    text = (stored_text(answer) or "").strip().strip("\"'“”「」『』。. ")
     if text in candidates:
         return Extraction(VALID, text, "judge")
     if not text or text.upper() == "NA":

@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sctc_assets.lib import stats
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.name.candidates import LIST_KEYS
 from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL
 
@@ -139,7 +140,7 @@ def male_share_table(selections: pd.DataFrame, names: pd.DataFrame) -> pd.DataFr
     """Table 30: share of male names among valid selections of the gender-balanced lists, tested against 50 %
     (one-sided "larger", as tab_30.py)."""
     if selections.empty:
-        return pd.DataFrame(columns=GENDER_COLUMNS)
+        return _gender_frame([])
     male = set(names.loc[names["gender"] == "male", "name"])
     chosen = selections[selections["experiment"] == "gender_balanced"]
     records = []
@@ -147,7 +148,13 @@ def male_share_table(selections: pd.DataFrame, names: pd.DataFrame) -> pd.DataFr
         valid = group.loc[group["region"].notna(), "selected_name"]
         records.append(_gender_row({"model": model, "lang": lang, "extraction_source": source}, "30", None, "both",
                                    "male_share", int(valid.isin(male).sum()), len(valid), 0.5, "larger"))
-    return pd.DataFrame(records, columns=GENDER_COLUMNS)
+    return _gender_frame(records)
+
+
+def _gender_frame(records: list[dict]) -> pd.DataFrame:
+    # Table 30's rows have no `males_per_region`: a nullable count.
+    return pd.DataFrame(records, columns=GENDER_COLUMNS).astype({"males_per_region": "Int64", "n": "int64",
+                                                                 "successes": "int64"})
 
 
 def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame,
@@ -156,12 +163,12 @@ def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: 
     each: the Mainland share among valid selections against 50 % ("smaller"), and the male share among the
     Mainland and among the Taiwanese selections against k/10 ("larger", stars without NS)."""
     if selections.empty:
-        return pd.DataFrame(columns=GENDER_COLUMNS)
+        return _gender_frame([])
     gender = dict(zip(names["name"], names["gender"]))
     chosen = selections[selections["experiment"] == "popularity"].merge(
         lists[LIST_KEYS + ["mainland_names", "taiwan_names"]], on=LIST_KEYS, how="inner")
     if chosen.empty:
-        return pd.DataFrame(columns=GENDER_COLUMNS)
+        return _gender_frame([])
     chosen["males_mainland"] = [sum(gender.get(n) == "male" for n in names_) for names_ in chosen["mainland_names"]]
     chosen["males_taiwan"] = [sum(gender.get(n) == "male" for n in names_) for names_ in chosen["taiwan_names"]]
     records = []
@@ -175,7 +182,7 @@ def matched_gender_tables(selections: pd.DataFrame, lists: pd.DataFrame, names: 
                 picked = subset.loc[subset["region"] == side, "selected_name"].map(gender)
                 records.append(_gender_row(keys, "27-29", k, side, "male_share", int((picked == "male").sum()),
                                            int(picked.isin(["male", "female"]).sum()), k / 10, "larger", no_ns=True))
-    return pd.DataFrame(records, columns=GENDER_COLUMNS)
+    return _gender_frame(records)
 
 
 STABILITY_COLUMNS = ["model", "lang", "source", "experiment", "shuffles", "n", "n_mainland", "n_taiwan",
@@ -192,16 +199,36 @@ def region_point(regions: pd.Series) -> dict:
 
 
 def shuffle_curve(selections: pd.DataFrame) -> pd.DataFrame:
-    """For each selection group, the Figure 6 value using only the first k shuffles of every list, k = 1…S."""
-    records = []
+    """For each selection group, the Figure 6 value using only the first k shuffles of every list, k = 1…S.
+
+    Linear in the answers: counts per shuffle, then running sums over the shuffles (`region_point` of the answers
+    with shuffle < k, for every k at once)."""
     if selections.empty:
         return pd.DataFrame(columns=STABILITY_COLUMNS)
     keys = ["model", "lang", "extraction_source", "experiment"]
-    for (model, lang, source, experiment), group in selections.groupby(keys, sort=True):
-        for k in range(1, int(group["shuffle"].max()) + 2):
-            records.append({"model": model, "lang": lang, "source": source, "experiment": experiment,
-                            "shuffles": k, **region_point(group.loc[group["shuffle"] < k, "region"])})
-    return pd.DataFrame(records, columns=STABILITY_COLUMNS)
+    region = selections["region"]
+    counted = pd.DataFrame({key: selections[key] for key in keys + ["shuffle"]}).assign(
+        n=1, n_mainland=(region == "mainland").fillna(False).astype("int64").to_numpy(),
+        n_taiwan=(region == "taiwan").fillna(False).astype("int64").to_numpy())
+    per_shuffle = counted.groupby(keys + ["shuffle"], sort=True)[["n", "n_mainland", "n_taiwan"]].sum()
+    frames = []
+    for group_keys, group in per_shuffle.groupby(level=keys, sort=True):
+        by_shuffle = group.droplevel(keys)
+        last = int(by_shuffle.index.max())
+        # Shuffles < 0 count from k = 1 on, as `group["shuffle"] < k` does.
+        below = by_shuffle[by_shuffle.index < 0].sum()
+        running = by_shuffle.reindex(range(0, last + 1), fill_value=0).cumsum() + below
+        frame = pd.DataFrame(dict(zip(["model", "lang", "source", "experiment"], group_keys)),
+                             index=range(len(running)))
+        frame["shuffles"] = np.arange(1, last + 2)
+        n, n_mainland, n_taiwan = (running[column].to_numpy(dtype="int64") for column in ("n", "n_mainland", "n_taiwan"))
+        valid = n_mainland + n_taiwan
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frame["n"], frame["n_mainland"], frame["n_taiwan"] = n, n_mainland, n_taiwan
+            frame["pct_mainland_of_all"] = np.where(n > 0, n_mainland / np.where(n > 0, n, 1) * 100, np.nan)
+            frame["mainland_rate"] = np.where(valid > 0, n_mainland / np.where(valid > 0, valid, 1), 0.0)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)[STABILITY_COLUMNS]
 
 
 CORRELATION_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n_names", "spearman_rho", "p",
@@ -229,7 +256,8 @@ def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFram
     of an experiment and extraction source (models in `exclude_from_bh` are reported but left out, as the paper
     leaves DeepSeek-R1 out). `count_source` says whose counts these are (`project`, `upstream`)."""
     if frequencies.empty:
-        return pd.DataFrame(columns=CORRELATION_COLUMNS)
+        return empty_table(CORRELATION_COLUMNS, {"n_names": "int64", "spearman_rho": "float64", "p": "float64",
+                                                 "in_bh_family": "boolean", "p_bh": "float64"})
     known = set(names["name"])
     count_of = dict(zip(corpus_counts["name"], corpus_counts["records_containing"])) if not corpus_counts.empty else {}
     records = []

@@ -45,12 +45,16 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
     return selected.reset_index(drop=True), notes
 
 
+def requests_of(selected: pd.DataFrame, lang: str) -> list[GenerationRequest]:
+    """The request of each row `prompts_to_ask` selected, in order: a repeated prompt's occurrence is its trial."""
+    return [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat), benchmark="name",
+                                   lang=lang, prompt_id=EXPERIMENTS[name].prompt_id, row=int(row))
+            for prompt, repeat, name, row in zip(selected["prompt"].tolist(), selected["occurrence"].tolist(),
+                                                 selected["experiment"].tolist(), selected["row"].tolist())]
+
+
 def name_requests(name_prompts: pd.DataFrame, lang: str, settings: RunSettings, *,
                   replay: bool) -> tuple[pd.DataFrame, list[str], list[GenerationRequest]]:
-    """`prompts_to_ask` and the request of each selected row, in order: a repeated prompt's occurrence is its trial."""
+    """`prompts_to_ask` and `requests_of` its rows."""
     selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=replay)
-    requests = [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat), benchmark="name",
-                                       lang=lang, prompt_id=EXPERIMENTS[name].prompt_id, row=int(row))
-                for prompt, repeat, name, row in zip(selected["prompt"].tolist(), selected["occurrence"].tolist(),
-                                                     selected["experiment"].tolist(), selected["row"].tolist())]
-    return selected, notes, requests
+    return selected, notes, requests_of(selected, lang)

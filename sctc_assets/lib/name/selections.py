@@ -9,11 +9,12 @@ trial's 20 then counts as selected instead of out of list).
 
 from __future__ import annotations
 
-import math
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
+from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.name.candidates import LIST_KEYS
 from sctc_assets.lib.name.extraction import (
     EMPTY, INVALID, REFUSAL, VALID, Extraction, exact_substring_matches, matcher_for, parse_judge_answer,
@@ -24,10 +25,6 @@ SELECTION_COLUMNS = ["model", "lang", *ROW_KEYS, "extraction_source", "candidate
                      "selected_name", "region", "script_variant_of"]
 PUBLISHED_REGIONS = {1: "mainland", 0: "taiwan", -1: None}
 SCORABLE_OUTCOMES = ("ok", "refusal")
-
-
-def _text(value: object) -> str | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def _with_lists(responses: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
@@ -57,24 +54,75 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=SELECTION_COLUMNS)
 
 
+def _list_signatures(responses: pd.DataFrame, lists: pd.DataFrame) -> tuple[np.ndarray, list[tuple | None]]:
+    """Per response, the code of what its extraction depends on besides the answer: the trial's candidates and
+    their regions, whatever the order a shuffle gives them (code 0: no list, all 352 names), and those
+    signatures, `(candidates, mainland names, taiwan names)` or None."""
+    known = lists.drop_duplicates(LIST_KEYS).reset_index(drop=True)
+    position = pd.MultiIndex.from_frame(known[LIST_KEYS].astype(object)).get_indexer(
+        pd.MultiIndex.from_frame(responses[LIST_KEYS].astype(object)))
+    used, inverse = np.unique(position, return_inverse=True)  # the lists these responses were asked, once each
+    signatures: list[tuple | None] = [None]
+    code_of: dict[tuple, int] = {}
+    used_codes = np.zeros(len(used), dtype=np.int64)
+    columns = [known[name].to_numpy(dtype=object) for name in ("candidates", "mainland_names", "taiwan_names")]
+    for slot, row in enumerate(used.tolist()):
+        if row < 0:
+            continue
+        candidates, mainland, taiwan = (column[row] for column in columns)
+        if candidates is None or isinstance(candidates, float):  # a trial the upstream copy has no list for
+            continue
+        signature = (tuple(sorted(candidates)), frozenset(mainland), frozenset(taiwan))
+        if signature not in code_of:
+            code_of[signature] = len(signatures)
+            signatures.append(signature)
+        used_codes[slot] = code_of[signature]
+    return used_codes[inverse.reshape(-1)], signatures
+
+
 def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
-    """The deterministic extractor on every scorable answer (errors are asked again, replay gaps have no text)."""
+    """The deterministic extractor on every scorable answer (errors are asked again, replay gaps have no text).
+
+    An extraction depends only on the answer text, whether the backend refused, and the trial's candidate set, so
+    each distinct combination is extracted once (the published answers repeat heavily) and the result is given to
+    every answer that shares it."""
+    scorable = responses[responses["outcome"].isin(SCORABLE_OUTCOMES)]
+    if scorable.empty:
+        return _frame([])
     pool = matcher_for(names["name"].tolist())
     region_of = dict(zip(names["name"], names["region"]))
-    records = []
-    for row in _with_lists(responses, lists).to_dict("records"):
-        scope = "trial" if _has_list(row["candidates"]) else "all_names"
-        matcher = matcher_for(list(row["candidates"])) if scope == "trial" else pool
-        if row["outcome"] == "refusal":
+    list_codes, signatures = _list_signatures(scorable, lists)
+    text_codes, uniques = pd.factorize(scorable["response"], use_na_sentinel=True)
+    texts = [stored_text(value) for value in uniques] + [None]  # code -1: no text
+    refused = (scorable["outcome"] == "refusal").to_numpy(dtype=bool)
+    width = len(texts)
+    combined = (list_codes * width + np.where(text_codes < 0, width - 1, text_codes)) * 2 + refused
+    group_of, firsts = pd.factorize(combined)
+    matchers = [pool] + [matcher_for(signature[0]) for signature in signatures[1:]]
+    rows = []
+    for key in firsts.tolist():
+        list_code, text_code = divmod(key // 2, width)
+        signature = signatures[list_code]
+        scope = "trial" if signature is not None else "all_names"
+        if key % 2:
             extraction = Extraction(REFUSAL, rule="backend refusal")
         else:
-            extraction = matcher.extract(_text(row["response"]))
+            extraction = matchers[list_code].extract(texts[text_code])
         if extraction.status != VALID:
             region = None
+        elif signature is None:
+            region = region_of.get(extraction.name)
         else:
-            region = region_of.get(extraction.name) if scope == "all_names" else _list_region(extraction.name, row)
-        records.append(_record(row, "rules", scope, extraction, region))
-    return _frame(records)
+            region = "mainland" if extraction.name in signature[1] else \
+                "taiwan" if extraction.name in signature[2] else None
+        rows.append((scope, extraction.status, extraction.rule, extraction.name, region,
+                     extraction.script_variant_of))
+    per_group = pd.DataFrame(rows, columns=["candidate_scope", "status", "rule", "selected_name", "region",
+                                            "script_variant_of"])
+    frame = scorable[["model", "lang", *ROW_KEYS]].reset_index(drop=True)
+    frame["extraction_source"] = "rules"
+    taken = per_group.take(group_of).reset_index(drop=True)
+    return pd.concat([frame, taken], axis=1)[SELECTION_COLUMNS]
 
 
 def published_regions(codes: pd.Series, *, source_name: str) -> list[str | None]:
@@ -93,17 +141,21 @@ def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experimen
     """The authors' extraction (`extracted_name`, `refine_flag`, `region` 1/0/-1) of one final file
     (`source_name`, for errors), row i being prompt row i as in their scripts; `rows` keeps only the requested
     ones."""
-    records = []
-    regions = published_regions(final["region"], source_name=source_name)
-    for index, (name, refined, region) in enumerate(zip(final["extracted_name"], final["refine_flag"], regions)):
-        if rows is not None and index not in rows:
-            continue
-        extraction = Extraction(VALID if region else INVALID, _text(name),
-                                "gpt-4o-mini" if str(refined) == "True" else "substring")
-        row = {"model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
-               "list_id": index // shuffles, "shuffle": index % shuffles, "row": index}
-        records.append(_record(row, "upstream", "trial", extraction, region))
-    return _frame(records)
+    regions = pd.Series(published_regions(final["region"], source_name=source_name), dtype=object)
+    index = pd.RangeIndex(len(final))
+    chosen = index.isin(sorted(rows)) if rows is not None else np.ones(len(final), dtype=bool)
+    positions = index[chosen].to_numpy()
+    valid = regions[chosen].notna().to_numpy()
+    names = [stored_text(name) for name in final["extracted_name"].to_numpy()[chosen]]
+    refined = [str(flag) == "True" for flag in final["refine_flag"].to_numpy()[chosen]]
+    return pd.DataFrame({
+        "model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
+        "list_id": positions // shuffles, "shuffle": positions % shuffles, "row": positions,
+        "extraction_source": "upstream", "candidate_scope": "trial",
+        "status": np.where(valid, VALID, INVALID).tolist(),
+        "rule": ["gpt-4o-mini" if flag else "substring" for flag in refined],
+        "selected_name": names, "region": regions[chosen].tolist(), "script_variant_of": None,
+    }, index=pd.RangeIndex(len(positions)), columns=SELECTION_COLUMNS)
 
 
 def needs_judge(response: str | None, candidates: list[str]) -> bool:
@@ -116,13 +168,13 @@ def judge_selections(responses: pd.DataFrame, lists: pd.DataFrame, judgements: p
     asked about) stays in n as `invalid` with rule `judge_error: <outcome>`; a backend refusal is a refusal, as
     in the rules."""
     outcomes = judgements["judge_outcome"] if "judge_outcome" in judgements.columns else [None] * len(judgements)
-    verdicts = {tuple(key): (answer, outcome) for key, answer, outcome in
+    verdicts = {tuple(key): (stored_text(answer), stored_text(outcome)) for key, answer, outcome in
                 zip(judgements[LIST_KEYS].itertuples(index=False), judgements["judge_answer"], outcomes)}
     records = []
     for row in _with_lists(responses, lists).to_dict("records"):
         if not _has_list(row["candidates"]):
             continue
-        candidates, text = list(row["candidates"]), _text(row["response"])
+        candidates, text = list(row["candidates"]), stored_text(row["response"])
         if row["outcome"] == "refusal":
             extraction = Extraction(REFUSAL, rule="backend refusal")
         elif text is None:

@@ -23,13 +23,16 @@ from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.reviews.scripts import ENGLISH, SHARED, SIMPLIFIED, TRADITIONAL, composition_elements
 
 PRIMARY_SCRIPT = {"tw": TRADITIONAL, "cn": SIMPLIFIED}
-CHARSETS = ("All", "Chinese", "Chinese+English")
+# `all` as in the length analysis (the paper's Table 9 writes "All").
+CHARSETS = ("all", "Chinese", "Chinese+English")
 METRIC_COLUMNS = [
     "format", "analysis", "subset", "n_pairs", "n_excluded",
     "acc_tw", "acc_cn", "delta_acc", "only_tw_correct", "only_cn_correct", "mcnemar_chi2", "mcnemar_p", "sig_acc",
     "mse_tw", "mse_cn", "delta_mse", "ttest_t", "ttest_p", "sig_mse", "wilcoxon_w", "wilcoxon_p", "sig_wilcoxon",
     "true_mean_tw", "true_mean_cn", "true_t", "true_p",
 ]
+# Counts are integers; nullable where a row has none to give (no valid pair, the confound check).
+COUNT_COLUMNS = ("n_pairs", "n_excluded", "only_tw_correct", "only_cn_correct")
 
 
 def compare(truth_tw, pred_tw, truth_cn, pred_cn) -> dict:
@@ -69,7 +72,7 @@ def true_score_check(truth_tw, truth_cn) -> dict:
 def charset_mask(compositions_tw: pd.Series, compositions_cn: pd.Series, charset: str) -> pd.Series:
     """Pairs whose two reviews both use only their variety's script (Shared Chinese counts as either), plus
     English letters for `Chinese+English` (which then must contain some)."""
-    if charset == "All":
+    if charset == "all":
         return pd.Series(True, index=compositions_tw.index)
 
     def allowed(labels: pd.Series, variety: str) -> pd.Series:
@@ -123,6 +126,8 @@ def review_metrics(predictions: pd.DataFrame, pairs: pd.DataFrame, varieties: pd
         chosen = predictions[predictions["format"] == fmt]
         if not chosen.empty:
             rows += format_metrics(fmt, chosen, pairs, compositions)
-    rows.append({"format": "", "analysis": "confound", "subset": "all pairs", "n_pairs": len(pairs),
+    # The confound check looks at true scores only: no prediction, so no pair is excluded.
+    rows.append({"format": "", "analysis": "confound", "subset": "all pairs", "n_pairs": len(pairs), "n_excluded": 0,
                  **true_score_check(pairs["score_tw"], pairs["score_cn"])})
-    return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
+    table = pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
+    return table.astype({column: "Int64" for column in COUNT_COLUMNS})

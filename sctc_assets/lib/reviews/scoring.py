@@ -43,6 +43,6 @@ def predictions_table(model: str, prompts: pd.DataFrame, results: Sequence[Gener
     frame["input_tokens"] = pd.array([result.input_tokens for result in results], dtype="Int64")
     frame["output_tokens"] = pd.array([result.output_tokens for result in results], dtype="Int64")
     frame["cached"] = [result.cached for result in results]
-    frame["latency_s"] = [result.latency_s for result in results]
+    frame["latency_s"] = pd.array([result.latency_s for result in results], dtype="float64")
     frame = frame.assign(**provenance_columns(results))
     return frame[PREDICTION_COLUMNS]

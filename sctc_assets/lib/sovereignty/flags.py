@@ -10,7 +10,7 @@ from typing import Sequence
 import pandas as pd
 
 from sctc_assets.lib.conversion import convert
-from sctc_assets.lib.generation import strip_reasoning
+from sctc_assets.lib.generation import stored_text, strip_reasoning
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PRO_LANG
 from sctc_assets.lib.sovereignty.upstream import FLAG_TYPES, RedFlagList
 
@@ -25,13 +25,14 @@ FLAGS_TABLE_COLUMNS = ITEM_KEYS + ["outcome", "prompt", "response", "answer", "a
 
 
 def has_answer(text: object) -> bool:
-    # Tables give a missing answer back as None or NaN: only a non-empty string is an answer.
-    return isinstance(text, str) and text != "" and text != ERROR_TEXT
+    # A missing answer (None, NaN, pd.NA), "" and the Pro code's error marker are no answer.
+    text = stored_text(text)
+    return text is not None and text != "" and text != ERROR_TEXT
 
 
 def answer_text(response: object) -> str:
     """What is scored: the answer without reasoning blocks ("" when there is none)."""
-    return strip_reasoning(response) if isinstance(response, str) else ""
+    return strip_reasoning(response)
 
 
 def missing_answer(response: object) -> str:
@@ -101,7 +102,7 @@ def flag_table(responses: pd.DataFrame, red_flags: RedFlagList) -> pd.DataFrame:
     """Per response: the answer without reasoning blocks and its red-flag hits."""
     rows = []
     for record in responses.to_dict("records"):
-        response = record["response"] if isinstance(record["response"], str) else None
+        response = stored_text(record["response"])
         answer = answer_text(response)
         rows.append({**{key: record[key] for key in ITEM_KEYS}, "outcome": record["outcome"], "prompt": record["prompt"],
                      "response": response, "answer": answer, "answer_sha": answer_digest(response),

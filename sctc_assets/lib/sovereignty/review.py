@@ -48,7 +48,7 @@ def _reasons(paper: dict, judge: dict | None) -> list[str]:
 def review_queue(results: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     """Answers with a Type B hit, without a judge verdict, or where the judge and the keywords disagree."""
     if results.empty:
-        return pd.DataFrame(columns=QUEUE_COLUMNS)
+        return pd.DataFrame(columns=QUEUE_COLUMNS).astype({"sample": "int64"})
     by_rule = {rule: frame.set_index(REVIEW_KEYS) for rule, frame in results.groupby("scoring_rule")}
     judged = by_rule.get("judge")
     texts = flags.set_index(REVIEW_KEYS)[["prompt", "answer"]]
@@ -63,7 +63,7 @@ def review_queue(results: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
                      "judge_acknowledges": None if judge is None else judge["judge_acknowledges"],
                      **{column: "; ".join(paper[column]) for column in ("type_a_hits", "type_b_hits", "type_c_hits")},
                      **texts.loc[key].to_dict(), "decision": decision, "note": ""})
-    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+    return pd.DataFrame(rows, columns=QUEUE_COLUMNS).astype({"sample": "int64"})
 
 
 def _read_review_table(path: Path) -> pd.DataFrame:

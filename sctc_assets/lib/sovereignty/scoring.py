@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 
@@ -87,7 +88,7 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None)
     for item in flags.to_dict("records"):
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
         a_all, b_all, c_all = ([hit for suffix in FLAG_SUFFIXES for hit in item[f"type_{x}{suffix}"]] for x in "abc")
-        rows.append(_row(item, "code", code_rule(item["response"], a, b, c), None))
+        rows.append(_row(item, "code", code_rule(stored_text(item["response"]), a, b, c), None))
         paper = paper_rule(item["outcome"], item["answer"], a_all, b_all, c_all)
         rows.append(_row(item, "paper", paper, None))
         if verdicts is not None:

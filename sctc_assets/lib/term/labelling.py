@@ -1,4 +1,9 @@
-"""Frame-level labelling of one (model, lang) partition, for each label source."""
+"""Frame-level labelling of one (model, lang) partition, for each label source.
+
+A refusal (outcome `refusal`, whatever text came with it) is labelled `incorrect` by every source, as the paper
+counts an answer without the term; the `outcome` column keeps it apart, so the rates can count refusals
+(`n_refusal`) among the incorrect answers. An `ok` answer without text is an answer without the term (incorrect).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,15 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from sctc_assets.lib.generation import strip_reasoning
+from sctc_assets.lib.generation import stored_text, strip_reasoning
 from sctc_assets.lib.term.labels import combine_with_judge, find_misaligned, label_answer, term_forms
 from sctc_assets.lib.term.upstream_labels import upstream_label, upstream_misaligned
 
 ITEM_KEYS = ["lang", "prompt_variant", "trial", "term_id"]
 LABEL_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "response", "label_source", "label",
-                 "misaligned_forms"]
+                 "misaligned_forms", "outcome"]
 SCORABLE_OUTCOMES = ("ok", "refusal")
+REFUSAL = "refusal"
 
 
 def scorable(responses: pd.DataFrame) -> pd.DataFrame:
@@ -36,6 +42,10 @@ def rules_labels(responses: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame
     merged = _with_prompts(responses, prompts)
     labels, hits = [], []
     for record in merged.to_dict("records"):
+        if record["outcome"] == REFUSAL:
+            hits.append("")
+            labels.append("incorrect")
+            continue
         forms = term_forms(record["lang"], record["expected"], record["other_region"])
         hits.append(", ".join(find_misaligned(strip_reasoning(record["response"]), forms)))
         labels.append(label_answer(record["response"], forms))
@@ -60,8 +70,12 @@ def upstream_labels(
     frame = frame[frame["prompt_variant"].isin(set(other_region_gt) & set(judged_correct))].copy()
     labels = []
     for record in frame.to_dict("records"):
+        if record["outcome"] == REFUSAL:
+            labels.append("incorrect")
+            continue
         variant, row = int(record["prompt_variant"]), int(record["row"])
-        misaligned = upstream_misaligned(other_region_gt[variant][row], record["response"], record["lang"])
+        misaligned = upstream_misaligned(other_region_gt[variant][row], stored_text(record["response"]),
+                                         record["lang"])
         labels.append(upstream_label(misaligned, judged_correct[variant][row]))
     frame["label_source"] = "upstream"
     frame["label"] = labels
@@ -75,13 +89,17 @@ def judge_labels(
     """The judge's correct/incorrect verdict combined with the rules' misalignment test (misaligned wins).
 
     Answers without a verdict (the judge failed, refused or answered neither 0 nor 1) are left out unless they are
-    misaligned, which needs no verdict; counting them as incorrect would blame the model for the judge. Returns the
-    labels and the number of answers left out.
+    misaligned, which needs no verdict; counting them as incorrect would blame the model for the judge. A refusal
+    of the model is incorrect whatever the judge says. Returns the labels and the number of answers left out.
     """
     verdicts = judgements[ITEM_KEYS + ["judge_correct"]]
     merged = _with_prompts(responses, prompts).merge(verdicts, on=ITEM_KEYS, how="inner")
     labels, hits = [], []
     for record in merged.to_dict("records"):
+        if record["outcome"] == REFUSAL:
+            hits.append("")
+            labels.append("incorrect")
+            continue
         forms = term_forms(record["lang"], record["expected"], record["other_region"])
         found = find_misaligned(strip_reasoning(record["response"]), forms)
         hits.append(", ".join(found))
@@ -90,5 +108,6 @@ def judge_labels(
     merged["label_source"] = "judge"
     merged["label"] = labels
     merged["misaligned_forms"] = hits
-    kept = merged[merged["judge_correct"].notna() | (merged["label"] == "misaligned")]
+    kept = merged[merged["judge_correct"].notna().to_numpy() | (merged["label"] == "misaligned").to_numpy()
+                  | (merged["outcome"] == REFUSAL).to_numpy()]
     return kept[LABEL_COLUMNS], len(merged) - len(kept)

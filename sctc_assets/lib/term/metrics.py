@@ -1,6 +1,8 @@
 """Metric tables of the regional term task, computed from the long label table.
 
-Label table columns: model, lang, prompt_variant, term_id, trial, label_source, label.
+Label table columns: model, lang, prompt_variant, term_id, trial, label_source, label, outcome. A refusal is
+labelled incorrect (as the paper counts it) and counted on its own as `n_refusal` (included in `n_incorrect`).
+Every count column is an integer; an empty input gives an empty table with the columns.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import pandas as pd
 from sctc_assets.lib import stats
 
 RATE_COLUMNS = ["model", "lang", "prompt_variant", "label_source", "subset", "n",
-                "pct_correct", "pct_misaligned", "pct_incorrect", "n_correct", "n_misaligned", "n_incorrect"]
+                "pct_correct", "pct_misaligned", "pct_incorrect", "n_correct", "n_misaligned", "n_incorrect",
+                "n_refusal"]
 SUBSET_ALL = "all"
 SUBSET_NO_GPT = "no_gpt_definitions"
 RATE_KEYS = ["model", "lang", "prompt_variant", "label_source"]
@@ -32,10 +35,22 @@ def _label_counts(labels: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     for label in ("correct", "misaligned", "incorrect"):
         if label not in counts.columns:
             counts[label] = 0
-    counts = counts[["correct", "misaligned", "incorrect"]].reset_index()
+    counts = counts[["correct", "misaligned", "incorrect"]]
+    # Tables written before the `outcome` column have no refusals to count.
+    refused = (labels["outcome"] == "refusal").fillna(False).astype(int) if "outcome" in labels.columns \
+        else pd.Series(0, index=labels.index)
+    counts["refusal"] = refused.groupby([labels[key] for key in keys]).sum().reindex(counts.index, fill_value=0)
+    counts = counts.astype("int64").reset_index()
     counts.columns.name = None
     counts["n"] = counts[["correct", "misaligned", "incorrect"]].sum(axis=1)
     return counts
+
+
+def empty_rates() -> pd.DataFrame:
+    """The rate table of no labels, with its columns typed."""
+    return pd.DataFrame({column: pd.Series(dtype="int64" if column.startswith("n") or column == "prompt_variant"
+                                           else "float64" if column.startswith("pct_") else object)
+                         for column in RATE_COLUMNS})
 
 
 def choice_rates(labels: pd.DataFrame, subsets: dict[str, set[int]]) -> pd.DataFrame:
@@ -50,9 +65,10 @@ def choice_rates(labels: pd.DataFrame, subsets: dict[str, set[int]]) -> pd.DataF
         for label in ("correct", "misaligned", "incorrect"):
             counts[f"pct_{label}"] = counts[label] / counts["n"] * 100
             counts[f"n_{label}"] = counts[label]
+        counts["n_refusal"] = counts["refusal"]
         frames.append(counts)
     if not frames:
-        return pd.DataFrame(columns=RATE_COLUMNS)
+        return empty_rates()
     rates = pd.concat(frames, ignore_index=True)
     return rates[RATE_COLUMNS].sort_values(RATE_KEYS + ["subset"]).reset_index(drop=True)
 
@@ -67,7 +83,7 @@ def choice_tests(rates: pd.DataFrame) -> pd.DataFrame:
     """
     keys = ["model", "prompt_variant", "label_source", "subset"]
     rows = []
-    for group, frame in rates.groupby(keys):
+    for group, frame in (rates.groupby(keys) if not rates.empty else ()):
         by_lang = frame.set_index("lang")
         if not {"zh_hans", "zh_hant"} <= set(by_lang.index):
             continue
@@ -140,7 +156,8 @@ def misalignment_by_term(labels: pd.DataFrame, terms: pd.DataFrame) -> pd.DataFr
     """Per term, model, lang, variant and label source: label counts over trials and the ≥3-of-15 flag."""
     keys = ["model", "lang", "prompt_variant", "label_source", "term_id"]
     counts = _label_counts(labels, keys).rename(
-        columns={"correct": "n_correct", "misaligned": "n_misaligned", "incorrect": "n_incorrect", "n": "n_trials"}
+        columns={"correct": "n_correct", "misaligned": "n_misaligned", "incorrect": "n_incorrect", "n": "n_trials",
+                 "refusal": "n_refusal"}
     )
     counts["misaligned_threshold"] = [misaligned_threshold(n) for n in counts["n_trials"]]
     counts["misaligned_term"] = counts["n_misaligned"] >= counts["misaligned_threshold"]
@@ -170,12 +187,13 @@ def misalignment_summary(by_term: pd.DataFrame, *, majority: float = 0.5) -> pd.
                 "lang": lang, "prompt_variant": variant, "label_source": source, "rule": rule,
                 "n_models": n_models, "mean_terms": values.mean(), "sd_population": values.std(ddof=0),
                 "sd_sample": values.std(ddof=1) if n_models > 1 else math.nan,
-                "min_terms": values.min(), "max_terms": values.max(),
+                "min_terms": int(values.min()), "max_terms": int(values.max()),
                 "per_model": ", ".join(f"{model}={int(count)}" for model, count in per_model[column].items()),
                 "majority_models_needed": needed,
                 "n_majority_terms": int((votes >= needed).sum()) if rule == "at_least_threshold" else None,
             })
-    return pd.DataFrame(rows)
+    # `n_majority_terms` exists for the threshold rule only: a nullable count.
+    return pd.DataFrame(rows).astype({"n_majority_terms": "Int64"}) if rows else pd.DataFrame()
 
 
 def majority_misaligned_terms(by_term: pd.DataFrame, *, majority: float = 0.5) -> pd.DataFrame:
