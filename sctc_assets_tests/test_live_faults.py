@@ -108,9 +108,13 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
         assert responses["served_model"].dropna().eq("stub-model").all()
 
         keys = ["lang", "prompt_variant", "term_id", "trial"]
-        labels = _partitions("term_labels").merge(responses[keys + ["outcome"]], on=keys, validate="one_to_one")
-        assert len(labels) == counts["ok"] + counts["refusal"]  # refusals are labelled, errors left out
-        assert (labels.loc[labels["outcome"] == "refusal", "label"] == "incorrect").all()
+        labels = _partitions("term_labels")
+        assert set(labels["label_source"]) >= {"rules", "lexicon"}
+        for source, labelled in labels.groupby("label_source"):
+            labelled = labelled.drop(columns="outcome", errors="ignore").merge(
+                responses[keys + ["outcome"]], on=keys, validate="one_to_one")
+            assert len(labelled) == counts["ok"] + counts["refusal"], source  # refusals labelled, errors left out
+            assert (labelled.loc[labelled["outcome"] == "refusal", "label"] == "incorrect").all(), source
         rates = _partitions("term_choice_rates")
         overall = rates[(rates["label_source"] == "rules") & (rates["subset"] == "all")].set_index("lang")
         per_lang = responses[responses["outcome"] != "error"].groupby("lang").size()
@@ -186,6 +190,12 @@ def test_kill_9_mid_partition_then_rerun_pays_only_for_what_was_not_stored(live_
     assert responses["cached"].sum() == stored
 
 
+def _ask(runner: Runner, key: dg.MultiPartitionKey) -> dg.ExecuteInProcessResult:
+    """One term_responses partition, through the job `sctc run` uses for it."""
+    job = runner._job(TERM_PLAN.job_name("per_model_lang"), ["term_responses"])
+    return runner._execute(job, ["term_responses"], partition_key=key, tags={})
+
+
 def test_a_run_budget_halts_a_partition_through_dagster_and_a_rerun_continues(live_environment, monkeypatch):
     with StubOpenAIServer() as server, dg.DagsterInstance.ephemeral() as instance:
         monkeypatch.setenv("SCTC_MODELS", str(_registry(live_environment / "models.yaml", server.base_url,
@@ -196,7 +206,7 @@ def test_a_run_budget_halts_a_partition_through_dagster_and_a_rerun_continues(li
         runner.ensure_model_partitions([MODEL])
         runner.run(TERM_PLAN, [], {})  # the model-independent inputs
         key = dg.MultiPartitionKey({"model": MODEL, "lang": "zh_hans"})
-        result = runner._materialize(["term_responses"], partition_key=key)
+        result = _ask(runner, key)
         failures = [event.step_failure_data.error for event in result.all_events if event.is_step_failure]
         assert not result.success and len(failures) == 1
         error = failures[0]
@@ -208,9 +218,9 @@ def test_a_run_budget_halts_a_partition_through_dagster_and_a_rerun_continues(li
 
         # Each rerun (a new `sctc run`: a new scope) with the same budget continues where the last one stopped.
         monkeypatch.setenv("SCTC_BUDGET_SCOPE", "second run")
-        assert not runner._materialize(["term_responses"], partition_key=key).success
+        assert not _ask(runner, key).success
         assert len(server.requests) == 100
         monkeypatch.setenv("SCTC_BUDGET_SCOPE", "third run")
-        assert runner._materialize(["term_responses"], partition_key=key).success
+        assert _ask(runner, key).success
         assert len(server.requests) == 110 and set(server.answered_per_body().values()) == {1}
         assert len(_partitions("term_responses")) == 110

@@ -6,7 +6,7 @@ import pandas as pd
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
-from sctc_assets.lib.term.labelling import LABEL_COLUMNS, judge_labels, rules_labels, scorable, upstream_labels
+from sctc_assets.lib.term.labelling import LABEL_COLUMNS, REFUSAL, judge_labels, rules_labels, scorable, upstream_labels
 from sctc_assets.lib.term.upstream_labels import clean_judgements
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
 from sctc_assets.partitions import model_and_lang, term_partitions
@@ -55,7 +55,10 @@ def lexicon_source_labels(rules: pd.DataFrame, prompts: pd.DataFrame,
     frame = rules.reset_index(drop=True).assign(expected=items["expected"].to_numpy())
     lexicon = lexicon_labels.lexicon_from_table(lexicon_table) if not lexicon_table.empty else None
     decided = lexicon_labels.label_frame(frame, frame["label"], lexicon, exclude_model=exclude_model)
-    labels = frame.assign(label_source="lexicon", label=decided["label"].to_numpy())
+    label = decided["label"].to_numpy(dtype=object)
+    if "outcome" in frame:  # a refusal is incorrect for every source (see lib/term/labelling.py)
+        label[(frame["outcome"] == REFUSAL).to_numpy()] = "incorrect"
+    labels = frame.assign(label_source="lexicon", label=label)
     return labels[LABEL_COLUMNS]
 
 
