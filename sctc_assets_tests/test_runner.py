@@ -539,7 +539,7 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
                                    tags=tags))
     instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="ui-run", status=dg.DagsterRunStatus.STARTED))
     started = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda command: started.append(command) or 0)
+    monkeypatch.setattr(cli, "run_forwarding_signals", lambda command: started.append(command) or 0)
 
     assert cli.main(["ui"]) == 0
 
