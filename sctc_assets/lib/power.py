@@ -130,7 +130,7 @@ def power_row(*, n_units: int, sd_difference: float, cluster_size: float, icc: f
     """One benchmark × model design: both minimum detectable differences and what `effect` would need.
     `baseline` and `effect` are proportions (0–1); the result is in the same scale."""
     return {
-        "n_units": n_units, "unit": unit, "trials_per_unit": cluster_size, "trial": trial, "icc": icc,
+        "n_units": n_units, "unit": unit, "trials_per_unit": cluster_size, "repeated_unit": trial, "icc": icc,
         "design_effect": design_effect(cluster_size, icc), "effective_n_per_group": effective_n(n_units, cluster_size, icc),
         "mde_paired": mde_paired(n_units, sd_difference),
         "mde_clustered": mde_two_proportions(n_units, cluster_size, icc, baseline),
