@@ -9,7 +9,9 @@ Reads the published answers of the 11 paper LLMs from the SC-TC-Bench data (`$SC
 2. per model (both languages): `lexicon_v1` vs `lexicon` leave-one-model-out, with the mean and worst group;
 3. the targets' shortfall in answers, and for every group below 90 % (and the mean) where its disagreements
    come from: the fixed rules' fallback (an answer no three other models gave, or no answer at all), the other
-   models' majority (the same answer judged differently for this model) or the misalignment test;
+   models' majority (the same answer judged differently for this model) or the misalignment test; and how often
+   the judge accepted the fallback's incorrect answers per generic relation to an expected term (contains it,
+   inside it, one edit from it, shares most characters), i.e. whether a similarity rule could help;
 4. an ablation: the current `lexicon` with one setting at a time put back to `lexicon_v1`'s (leave-one-model-out);
 5. a nested choice of `min_models`: for each held-out model, the value (1–5) that labels the other ten models
    best, each of them leave-one-model-out without the held-out model either; then the held-out model with it;
@@ -123,8 +125,8 @@ _CAUSES = {  # (decided_by, published label, our label) → what went wrong
     & (d["upstream_label"] == "correct") & (d["predicted"] == "incorrect"),
     "other models' majority: judge rejected here, accepted for them": lambda d: (d["decided_by"] == "lexicon")
     & (d["upstream_label"] == "incorrect") & (d["predicted"] == "correct"),
-    "misaligned on one side (our test, the authors' exceptions, the majority)": lambda d: (d["upstream_label"] == "misaligned")
-    | (d["predicted"] == "misaligned"),
+    "misaligned on one side (our test, the authors' exceptions, the majority)":
+        lambda d: (d["upstream_label"] == "misaligned") | (d["predicted"] == "misaligned"),
 }
 
 
@@ -161,6 +163,45 @@ def _shortfall(decisions: pd.DataFrame) -> list[str]:
                        ("an answer no three other models gave, not an expected term", other)):
         accepted = int((rows["upstream_label"] == "correct").sum())
         lines.append(f"| {name} | {len(rows)} | {accepted} | {_percent(accepted / max(len(rows), 1))} |")
+    return lines
+
+
+def _edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]
+
+
+def _similarity(answer: str, expected: list[str]) -> str:
+    """The closest generic relation of an answer the fallback calls incorrect to an expected term."""
+    if not answer:
+        return "no extractable answer"
+    if any(term in answer for term in expected):
+        return "contains an expected term"
+    if any(answer in term for term in expected):
+        return "inside an expected term"
+    if any(_edit_distance(answer, term) == 1 for term in expected):
+        return "one edit from an expected term"
+    if max(2 * len(set(answer) & set(term)) / (len(set(answer)) + len(set(term))) for term in expected) >= 0.6:
+        return "shares >= 60 % of its characters"
+    return "none of these"
+
+
+def _similarity_rules(decisions: pd.DataFrame) -> list[str]:
+    """Would a generic similarity rule help the fallback? How often the judge accepted each relation."""
+    from sctc_assets.lib.term import lexicon_labels as lx
+
+    fallback = decisions[(decisions["decided_by"] == "rule") & (decisions["predicted"] == "incorrect")]
+    relation = pd.Series([_similarity(answer, [lx.fold(term) for term in expected]) for answer, expected
+                          in zip(fallback["answer_key"], fallback["expected"])], index=fallback.index)
+    accepted = (fallback["upstream_label"] == "correct")
+    lines = ["| relation to an expected term | answers | judged correct | share |", "|---|---|---|---|"]
+    for name, rows in accepted.groupby(relation):
+        lines.append(f"| {name} | {len(rows)} | {int(rows.sum())} | {_percent(rows.mean())} |")
     return lines
 
 
@@ -303,7 +344,10 @@ def main() -> None:
     print("\n## Per model, lexicon_v1 vs lexicon, leave-one-model-out (%)\n")
     print(_per_model_table(table))
     print("\n## What the targets lack\n")
-    print("\n".join(_shortfall(_decisions(published))))
+    decisions = _decisions(published)
+    print("\n".join(_shortfall(decisions)))
+    print("\nThe fallback's incorrect answers by their relation to an expected term (all 22 groups):\n")
+    print("\n".join(_similarity_rules(decisions)))
     if args.quick:
         return
     print("\n## Ablation (leave-one-model-out, %)\n")
