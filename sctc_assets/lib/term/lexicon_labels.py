@@ -140,12 +140,26 @@ def extract_answer(folded: str, *, cut_marked_answer: bool = True) -> str:
     return clause
 
 
+@lru_cache(maxsize=1 << 17)
+def _text_and_answer(response: str, ascii_stripped: bool, cut_marked_answer: bool) -> tuple[str, str]:
+    """Steps 1–2 for one answer text; cached because a model repeats its answers (25,879 distinct answers among
+    the 108,900 published ones) and the lexicon, the labels and the comparison each read them all (with both
+    settings that is ~60,000 entries, ~40 MB; the cache holds at most 131,072)."""
+    text = answer_text(response, ascii_stripped=ascii_stripped)
+    return text, extract_answer(text, cut_marked_answer=cut_marked_answer)
+
+
+def _read(response: object, ascii_stripped: bool, cut_marked_answer: bool) -> tuple[str, str]:
+    return _text_and_answer(response, ascii_stripped, cut_marked_answer) if isinstance(response, str) else ("", "")
+
+
 def answer_keys(responses: Iterable[object], models: Iterable[str | None],
                 settings: LexiconSettings = CURRENT) -> tuple[list[str], list[str]]:
     """The texts (steps 1–2's input) and extracted answers of `responses`; `models` are upstream names or None."""
-    texts = [answer_text(response, ascii_stripped=settings.judge_view and judge_saw_ascii_stripped(model))
-             for response, model in zip(responses, models)]
-    return texts, [extract_answer(text, cut_marked_answer=settings.cut_marked_answer) for text in texts]
+    responses = responses.tolist() if isinstance(responses, pd.Series) else responses  # not Arrow's slow iterator
+    read = [_read(response, settings.judge_view and judge_saw_ascii_stripped(model), settings.cut_marked_answer)
+            for response, model in zip(responses, models)]
+    return [text for text, _ in read], [answer for _, answer in read]
 
 
 def _is_subsequence(short: str, long: str) -> bool:
@@ -225,8 +239,8 @@ def lexicon_from_table(table: pd.DataFrame, *, min_models: int = MIN_MODELS) -> 
 
 def misaligned_forms(frame: pd.DataFrame) -> list[list[str]]:
     """Step 3 for rows with lang, other_region_term and response: the other-region forms in each answer."""
-    return [authors_misaligned_forms(term, response, lang)
-            for term, response, lang in zip(frame["other_region_term"], frame["response"], frame["lang"])]
+    return [authors_misaligned_forms(term, response, lang) for term, response, lang
+            in zip(frame["other_region_term"].tolist(), frame["response"].tolist(), frame["lang"].tolist())]
 
 
 def fixed_labels(frame: pd.DataFrame, misaligned: Iterable[bool], *, upstream_name: str | None = None,
@@ -241,9 +255,10 @@ def fixed_labels(frame: pd.DataFrame, misaligned: Iterable[bool], *, upstream_na
         raise ValueError(f"{len(flags)} misalignment flags for {len(frame)} rows")
     texts, answers = answer_keys(frame["response"], [upstream_name] * len(frame), settings)
     if settings.judge_view and judge_saw_ascii_stripped(upstream_name):
-        texts = [answer_text(response) for response in frame["response"]]  # step 5 reads the answer's opening
+        # step 5 reads the answer's opening as the model wrote it
+        texts = [_read(response, False, settings.cut_marked_answer)[0] for response in frame["response"].tolist()]
     labels, decided = [], []
-    for answer, text, expected, is_misaligned in zip(answers, texts, frame["expected"], flags):
+    for answer, text, expected, is_misaligned in zip(answers, texts, frame["expected"].tolist(), flags):
         if is_misaligned:
             labels.append("misaligned")
             decided.append("misaligned_rule")
