@@ -31,6 +31,21 @@ def term_verdict_lexicon(term_published_labels: pd.DataFrame) -> dg.Output[pd.Da
         min_models=lexicon.min_models))
 
 
+def lexicon_labels_of_published(published: pd.DataFrame, lexicon: lexicon_labels.VerdictLexicon,
+                                settings: lexicon_labels.LexiconSettings) -> dict[str, pd.Series]:
+    """The `lexicon` labels (with `settings`) of every published answer: `leave_one_model_out` (each model
+    labelled without its own labels) and `in_sample` (with all of them)."""
+    predicted: dict[str, list[pd.Series]] = {"leave_one_model_out": [], "in_sample": []}
+    for model, frame in published.groupby("model", sort=False):
+        misaligned = ([bool(found) for found in lexicon_labels.misaligned_forms(frame)]
+                      if settings.authors_misalignment else frame["rules_label"] == "misaligned")
+        fixed = lexicon_labels.fixed_labels(frame, misaligned, upstream_name=model, settings=settings)
+        for evaluation, excluded in (("leave_one_model_out", (model,)), ("in_sample", ())):
+            predicted[evaluation].append(lexicon_labels.apply_lexicon(
+                fixed, frame, lexicon, exclude_models=excluded, settings=settings)["label"])
+    return {evaluation: pd.concat(labels).reindex(published.index) for evaluation, labels in predicted.items()}
+
+
 AGREEMENT_COLUMNS = ["label_source", "evaluation", "model", "lang", "n", "n_agree", "agreement"]
 
 
@@ -44,23 +59,23 @@ def _rows(truth: pd.Series, predicted: pd.Series, model: pd.Series, lang: pd.Ser
 def label_source_agreement(published: pd.DataFrame, lexicon: pd.DataFrame,
                            labels: pd.DataFrame | None = None) -> pd.DataFrame:
     """Agreement with the authors' label per paper model × lang (their upstream file names) for: `rules`;
-    `lexicon` leave-one-model-out (each model labelled with a lexicon without its own verdicts: what `term_labels`
-    stores for the replay models) and in-sample (the lexicon with every model's verdicts); and, where `labels`
+    `lexicon` leave-one-model-out (each model labelled with a lexicon without its own labels: what `term_labels`
+    stores for the replay models) and in-sample (the lexicon with every model's labels); `lexicon_v1`, the first
+    version's settings (`lexicon_labels.V1`, its own lexicon built here), for comparison only; and, where `labels`
     (the `term_labels` table) holds `judge` rows for replay models, the judge against their `upstream` rows.
     `mean` / `worst` rows per source and evaluation summarise the groups."""
     frames = [_rows(published["upstream_label"], published["rules_label"], published["model"], published["lang"],
                     "rules", "fixed_rules")]
     if not lexicon.empty:
-        full = lexicon_labels.lexicon_from_table(lexicon)
-        for evaluation in ("leave_one_model_out", "in_sample"):
-            predicted = []
-            for model, frame in published.groupby("model", sort=False):
-                exclude = model if evaluation == "leave_one_model_out" else None
-                predicted.append(lexicon_labels.label_frame(frame, frame["rules_label"], full,
-                                                            exclude_model=exclude)["label"])
-            labels_out = pd.concat(predicted).reindex(published.index)
-            frames.append(_rows(published["upstream_label"], labels_out, published["model"], published["lang"],
-                                "lexicon", evaluation))
+        lexicons = {
+            "lexicon": (lexicon_labels.lexicon_from_table(lexicon), lexicon_labels.CURRENT),
+            "lexicon_v1": (lexicon_labels.build_lexicon(published.rename(columns={"upstream_label": "label"}),
+                                                        lexicon_labels.V1), lexicon_labels.V1),
+        }
+        for source, (table, settings) in lexicons.items():
+            for evaluation, predicted in lexicon_labels_of_published(published, table, settings).items():
+                frames.append(_rows(published["upstream_label"], predicted, published["model"], published["lang"],
+                                    source, evaluation))
     if labels is not None and not labels.empty and {"judge", "upstream"} <= set(labels["label_source"]):
         keys = ["model", "lang", "prompt_variant", "term_id", "trial"]
         truth = labels[labels["label_source"] == "upstream"].set_index(keys)["label"].rename("upstream_label")
@@ -87,7 +102,8 @@ def term_label_source_agreement(term_published_labels: pd.DataFrame, term_verdic
                                 term_labels: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Every label source against the authors' published labels (GPT-4o-mini verdicts + their misalignment rule),
     per paper model × lang over all prompt variants, with mean and worst group: `rules` (and a configured `judge`)
-    as fixed rules, `lexicon` leave-one-model-out and in-sample."""
+    as fixed rules, `lexicon` (and, for comparison, its first version `lexicon_v1`) leave-one-model-out and
+    in-sample."""
     table = label_source_agreement(term_published_labels, term_verdict_lexicon, term_labels)
     summary = table[table["model"].isin(["mean", "worst"])]
     return dg.Output(table, metadata=table_metadata(

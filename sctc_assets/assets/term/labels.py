@@ -46,19 +46,24 @@ def published_label_inputs(
     return other_gt, verdicts, missing
 
 
-def lexicon_source_labels(rules: pd.DataFrame, prompts: pd.DataFrame,
-                          lexicon_table: pd.DataFrame, exclude_model: str | None) -> pd.DataFrame:
-    """The `lexicon` source for the rows the `rules` source labelled (same answers, its misalignment test)."""
+def lexicon_source_labels(rules: pd.DataFrame, prompts: pd.DataFrame, lexicon_table: pd.DataFrame,
+                          upstream_name: str | None) -> pd.DataFrame:
+    """The `lexicon` source for the rows the `rules` source labelled (the same answers). `upstream_name`: the paper
+    model a replay partition replays (its own published labels are left out, and its answers are read as the
+    judge saw them), None for any other model."""
     items = rules[["lang", "prompt_variant", "trial", "term_id"]].merge(
-        prompts[["lang", "prompt_variant", "trial", "term_id", "expected"]], how="left",
+        prompts[["lang", "prompt_variant", "trial", "term_id", "expected", "other_region_term"]], how="left",
         on=["lang", "prompt_variant", "trial", "term_id"])
-    frame = rules.reset_index(drop=True).assign(expected=items["expected"].to_numpy())
+    frame = rules.reset_index(drop=True).assign(expected=items["expected"].to_numpy(),
+                                                other_region_term=items["other_region_term"].to_numpy())
     lexicon = lexicon_labels.lexicon_from_table(lexicon_table) if not lexicon_table.empty else None
-    decided = lexicon_labels.label_frame(frame, frame["label"], lexicon, exclude_model=exclude_model)
+    forms = lexicon_labels.misaligned_forms(frame)
+    decided = lexicon_labels.label_frame(frame, [bool(found) for found in forms], lexicon,
+                                         exclude_model=upstream_name, upstream_name=upstream_name)
     label = decided["label"].to_numpy(dtype=object)
     if "outcome" in frame:  # a refusal is incorrect for every source (see lib/term/labelling.py)
         label[(frame["outcome"] == REFUSAL).to_numpy()] = "incorrect"
-    labels = frame.assign(label_source="lexicon", label=label)
+    labels = frame.assign(label_source="lexicon", label=label, misaligned_forms=[", ".join(found) for found in forms])
     return labels[LABEL_COLUMNS]
 
 
@@ -77,8 +82,9 @@ def term_labels(
     misaligned forms found and the answer's `outcome`).
     A refusal is `incorrect` in every source (`outcome` = refusal tells it apart); errors are left out.
 
-    Sources: `rules` (ours, always), `lexicon` (ours: answer extraction, abbreviations and the published-verdict
-    lexicon, never with a paper model's own verdicts; without `term_verdict_lexicon` its fixed rules alone),
+    Sources: `rules` (ours, always), `lexicon` (ours: answer extraction, the authors' misalignment test and the
+    published-label lexicon, never with a paper model's own labels; without `term_verdict_lexicon` its fixed rules
+    alone),
     `upstream` (replay models: the authors' published GPT-4o-mini verdicts with their misalignment rule,
     reproducing the paper's numbers) and `judge` (when `term_judgements` has verdicts).
     Scoring never calls a model; re-materializing this asset only re-reads stored answers."""

@@ -20,7 +20,7 @@ from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
 
 OTHER_LANG = {"zh_hans": "zh_hant", "zh_hant": "zh_hans"}
 PUBLISHED_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "row", "response", "expected",
-                     "upstream_label", "rules_label"]
+                     "other_region_term", "upstream_label", "rules_label"]
 
 
 def published_term_labels(
@@ -56,7 +56,8 @@ def published_term_labels(
                     continue
                 rows = block.iloc[:min(len(responses), len(verdicts), len(block))]
                 answers = [value if isinstance(value, str) else None for value in responses[:len(rows)]]
-                frame = rows[["lang", "prompt_variant", "term_id", "trial", "row", "expected"]].copy()
+                frame = rows[["lang", "prompt_variant", "term_id", "trial", "row", "expected",
+                              "other_region_term"]].copy()
                 frame.insert(0, "model", model)
                 frame["response"] = answers
                 frame["upstream_label"] = [
