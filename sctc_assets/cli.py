@@ -90,6 +90,11 @@ def _run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: not in the registry: {', '.join(unknown)} (see `sctc models`)", file=sys.stderr)
         return 2
+    examples = [model for model in models if not entries[model].enabled]
+    if examples:
+        print(f"error: registry examples, not enabled: {', '.join(examples)} (set `enabled: true` in their entry to"
+              " run them)", file=sys.stderr)
+        return 2
     out_dir = (args.out or default_outputs_dir()).resolve()
     instance = dg.DagsterInstance.get()
     resources = shared_resources()
@@ -146,7 +151,8 @@ def _models(args: argparse.Namespace) -> int:
         except RegistryError as exc:
             problems.append(str(exc))
     rows = [{"key": key, "backend": entry.backend, "default": "yes" if entry.default else "",
-             "description": entry.description} for key, entry in entries.items()]
+             "enabled": "yes" if entry.enabled else "no (example)", "description": entry.description}
+            for key, entry in entries.items()]
     print(f"registry: {registry.path()}")
     print(tabulate(rows, headers="keys", tablefmt="github"))
     for problem in problems:

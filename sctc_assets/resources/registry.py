@@ -27,10 +27,17 @@ class ModelRegistryResource(dg.ConfigurableResource):
     def entries(self) -> dict[str, ModelEntry]:
         return load_registry(self.path())
 
+    def enabled_entries(self) -> dict[str, ModelEntry]:
+        """The entries that are `models` partitions: every entry but the examples (`enabled: false`)."""
+        return {key: entry for key, entry in self.entries().items() if entry.enabled}
+
     def entry(self, key: str) -> ModelEntry:
         entries = self.entries()
         if key not in entries:
             raise RegistryError(f"{self.path()}: no model {key!r} (known: {', '.join(sorted(entries))})")
+        if not entries[key].enabled:
+            raise RegistryError(f"{self._where(entries[key])} is an example (`enabled: false`): set `enabled: true`"
+                                " there to run it")
         return entries[key]
 
     def backend(self, key: str, *, open_upstream: Callable[[], UpstreamSource] | None = None,
