@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.reviews.plan import answers_new_prompts
 from sctc_assets.lib.generation import GenerationRequest
@@ -30,6 +31,7 @@ class ReviewPredictionsConfig(dg.Config):
                                   "`benchmarks.reviews.translation_control`, else yes.")
 
 
+@catalogued
 @dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
@@ -56,12 +58,13 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
                                progress=ProgressReporter(f"review_predictions {model}/{fmt}", context.log.info))
     table = predictions_table(model, selected, results)
     status = table.groupby(["variety", "version", "status"]).size().rename("n").reset_index().to_dict("records")
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, backend=entry.backend, max_pairs=max_pairs if max_pairs is not None else "all",
         translation_control=control, system_role=system_role, status=dg.MetadataValue.json(status),
         **usage_metadata(results, backend.pricing())))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def review_metrics(context: dg.AssetExecutionContext, review_predictions: pd.DataFrame,
                    review_pairs: pd.DataFrame, review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:

@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.generation import GenerationRequest
@@ -33,6 +34,7 @@ class SovereigntyResponsesConfig(dg.Config):
                                   "temperature`, else the model's own setting.")
 
 
+@catalogued
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
@@ -64,7 +66,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     for message in skipped:
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
-    return dg.Output(frame, metadata=table_metadata(
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
         skipped=dg.MetadataValue.json(skipped), **usage_metadata(results, backend.pricing())))
 
@@ -75,6 +77,7 @@ class SovereigntyJudgeConfig(dg.Config):
                                   "unset: no judge rule.")
 
 
+@catalogued
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
                            sovereignty_responses: pd.DataFrame,
@@ -100,6 +103,6 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     frame["judge_acknowledges"] = pd.array(
         [parse_verdict(answer_text(result.text)) if result.outcome == "ok" else None for result in results],
         dtype="boolean")
-    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]), metadata=table_metadata(
         frame, judge=judge_key, no_verdict=int(frame["judge_acknowledges"].isna().sum()),
         **usage_metadata(results, judge.pricing())))

@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
 from sctc_assets.lib.term.labelling import LABEL_COLUMNS, judge_labels, rules_labels, scorable, upstream_labels
@@ -44,6 +45,7 @@ def published_label_inputs(
     return other_gt, verdicts, missing
 
 
+@catalogued
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_labels(
     context: dg.AssetExecutionContext,
@@ -82,6 +84,6 @@ def term_labels(
     distribution = (labels.groupby(["label_source", "label"]).size().unstack(fill_value=0).to_dict("index")
                     if not labels.empty else {})
     excluded = int((~term_responses["outcome"].isin(["ok", "refusal"])).sum()) if not term_responses.empty else 0
-    return dg.Output(labels, metadata=table_metadata(
+    return dg.Output(labels, data_version=content_version(labels), metadata=table_metadata(
         labels, label_distribution=dg.MetadataValue.json(distribution), notes=dg.MetadataValue.json(notes),
         excluded_errors=excluded, judge_without_verdict=without_verdict))

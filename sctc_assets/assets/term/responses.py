@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
@@ -31,6 +32,7 @@ class TermResponsesConfig(dg.Config):
         default=None, description="Prompt variants 1–3; default: the registry's `benchmarks.term.prompt_variants`, else all.")
 
 
+@catalogued
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_responses(
     context: dg.AssetExecutionContext,
@@ -69,7 +71,7 @@ def term_responses(
         context.log.warning(f"term_responses {model}/{lang}: {errors} answers failed after retries; "
                             "they are not cached and will be asked again on the next materialization")
     note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
-    return dg.Output(frame, metadata=table_metadata(
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
         skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
         **usage_metadata(results, backend.pricing()),
@@ -84,6 +86,7 @@ class TermJudgeConfig(dg.Config):
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["model", "judge_model", "judge_answer", "judge_outcome", "judge_correct"]
 
 
+@catalogued
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_judgements(
     context: dg.AssetExecutionContext,
@@ -112,5 +115,5 @@ def term_judgements(
     frame["judge_outcome"] = [result.outcome for result in results]
     frame["judge_correct"] = [parse_verdict(result.text) if result.outcome == "ok" else None for result in results]
     unparsed = int(frame["judge_correct"].isna().sum())
-    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]), metadata=table_metadata(
         frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(results, judge.pricing())))
