@@ -17,6 +17,7 @@ logical version (code version + input versions), so re-materializing an unchange
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import dagster as dg
@@ -25,6 +26,10 @@ import pandas as pd
 from sctc_assets.assets import automation
 from sctc_assets.lib.content_hash import table_hash
 from sctc_assets.lib.schemas import TABLE_SCHEMAS, TableSchemaSpec
+
+# `Output(data_version=...)` is a beta parameter of Dagster 1.13; the content versions rely on it deliberately.
+warnings.filterwarnings("ignore", message="Parameter `data_version` of initializer `Output.__init__`",
+                        category=dg.BetaWarning)
 
 OWNERS = ("team:sctc-assets",)
 PAPERS = {"term": "sc-tc-bench", "name": "sc-tc-bench", "corpus": "sc-tc-bench", "sovereignty": "taiwan-sovereignty",
