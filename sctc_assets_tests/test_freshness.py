@@ -20,6 +20,7 @@ from sctc_assets.benchmarks import TERM_PLAN
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.runner import Runner
 from sctc_assets_tests.fakes import count_calls
+from sctc_assets_tests.schema_check import stored_table_problems
 
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = ("term", "sovereignty")
@@ -151,3 +152,8 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     assert _with_status(statuses, "STALE") == set()
     final = _records(instance)
     assert _of_model({key for key in final if final[key] != after.get(key)}, "fake-b") == set()
+
+    # The stored tables of both benchmarks have the columns and types their schemas declare.
+    problems = stored_table_problems(shared_resources()["io_manager"])
+    assert set(TERM_PLAN.tables) | set(SOVEREIGNTY_PLAN.tables) <= set(problems)
+    assert {table: found for table, found in problems.items() if found} == {}

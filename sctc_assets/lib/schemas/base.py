@@ -127,7 +127,7 @@ def markdown(schemas: Mapping[str, TableSchemaSpec], order: Iterable[str] | None
     for name in order or schemas:
         spec = schemas[name]
         lines += [f"## `{name}`", "", "| column | type | description |", "|---|---|---|"]
-        lines += [f"| `{column.name}` | {column.type} | {column.description.replace('|', '/')}"
+        lines += [f"| `{column.name}` | `{column.type}` | {column.description.replace('|', '/')}"
                   + (" (absent from tables written before it existed)" if column.optional else "")
                   + " |" for column in spec.columns]
         lines.append("")
