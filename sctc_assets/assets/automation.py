@@ -5,8 +5,8 @@ Nothing here ever asks the model under test: its answers (the GENERATION assets)
 UI run or a backfill only, so automation never spends model calls on its own. Everything downstream is automated:
 - per model × lang and per model: `eager()` (when a parent partition updates, or once all parents exist);
 - cross-model tables read every model's partitions, and a registered model that was never run is a missing parent
-  partition for ever: `eager()` without its wait for missing parents (never-run models are skipped when read), and
-  without materializing a table only because it is missing.
+  partition for ever: `eager()` that waits for missing model-independent parents only (never-run models are skipped
+  when read), and that does not materialize a table only because it is missing.
 Model-independent inputs (read from upstream files and registries) are not automated.
 
 The sensor is off unless `SCTC_AUTOMATION=1` is set when the code location loads (or you turn it on in the UI:
@@ -23,8 +23,11 @@ AUTOMATION_ENV_VAR = "SCTC_AUTOMATION"
 AUTOMATION_SENSOR_NAME = "sctc_automation"
 
 PER_PARTITION = dg.AutomationCondition.eager()
+# The per-model stages, whose never-run models are missing partitions (the IO manager skips them when reading).
+MODEL_PARTITIONED = dg.AssetSelection.tag("sctc/stage", "model_lang") | dg.AssetSelection.tag("sctc/stage", "per_model")
 CROSS_MODEL = (
     dg.AutomationCondition.any_deps_updated().since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing().ignore(MODEL_PARTITIONED)
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()
 ).with_label("cross_model_eager")
