@@ -5,13 +5,14 @@ for unpartitioned assets. A downstream asset that reads many partitions gets the
 were never materialized (a registered model nobody ran yet, a corpus shard not counted) are skipped with a warning,
 also when only one partition exists. Missing input is an error for an unpartitioned upstream asset and for a
 partitioned run that reads exactly its one upstream partition, except that an unpartitioned input declared with
-`AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table.
+`AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table. A run over a range of
+partitions (a single-run backfill, `assets/partition_ranges.py`) hands one table per partition key, stored apart.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 import dagster as dg
 import pandas as pd
@@ -45,8 +46,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         parts = partition_path_parts(partitions_def, partition_key)
         return base.joinpath(*parts[:-1], parts[-1] + ".parquet")
 
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | Mapping[str, pd.DataFrame] | None) -> None:
         if obj is None:
+            return
+        if isinstance(obj, Mapping) and context.has_asset_partitions:
+            self._store_partitions(context, obj)
             return
         if not isinstance(obj, pd.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames, got {type(obj).__name__}")
@@ -57,6 +61,20 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         obj.to_parquet(staging, index=False)
         staging.replace(path)  # readers never see a half-written file
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+
+    def _store_partitions(self, context: dg.OutputContext, tables: Mapping[str, pd.DataFrame]) -> None:
+        """A run over a range of partitions (`assets/partition_ranges.py`) hands one table per partition key."""
+        expected = {str(key) for key in context.asset_partition_keys}
+        if set(tables) != expected:
+            raise ValueError(f"{context.asset_key.to_user_string()}: the run covers partitions {sorted(expected)}, "
+                             f"the output holds {sorted(tables)}")
+        for key, frame in tables.items():
+            path = self.path_for(context.asset_key, context.asset_partitions_def, key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staging = path.with_suffix(".parquet.tmp")
+            frame.to_parquet(staging, index=False)
+            staging.replace(path)
+        context.add_output_metadata({"path": dg.MetadataValue.path(str(self._root().joinpath(*context.asset_key.path)))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
         asset_key = context.asset_key

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.extraction import judge_prompt
@@ -76,7 +77,9 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
 
 
 @catalogued
-@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def name_responses(
     context: dg.AssetExecutionContext,
     config: NameResponsesConfig,

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.reviews.plan import answers_new_prompts
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.progress import ProgressReporter
@@ -32,7 +33,9 @@ class ReviewPredictionsConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """The model's score for each paired review in one format, as written and converted: `prediction` (1–10)

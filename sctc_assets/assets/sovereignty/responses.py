@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.progress import ProgressReporter
@@ -35,7 +36,9 @@ class SovereigntyResponsesConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """One model's answers to the prompts of one language, through its backend and the response cache (`tsb-*`

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
@@ -33,7 +34,9 @@ class TermResponsesConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def term_responses(
     context: dg.AssetExecutionContext,
     config: TermResponsesConfig,
