@@ -31,8 +31,9 @@ def test_each_asset_carries_its_entry(name):
     first_line = node.description.split("\n")[0]
     assert first_line == entry.headline
     assert first_line[0].isupper() and first_line.endswith(".") and len(first_line) <= 110, first_line
-    schema = node.metadata["dagster/column_schema"]
-    assert schema.columns and all(column.description for column in schema.columns)
+    if entry.table:
+        schema = node.metadata["dagster/column_schema"]
+        assert schema.columns and all(column.description for column in schema.columns)
 
 
 @pytest.mark.parametrize("name", ASSET_NAMES)
@@ -69,6 +70,16 @@ def test_an_asset_without_an_entry_fails_naming_the_catalog():
 
     with pytest.raises(catalog.CatalogError, match="not_catalogued_yet.*sctc_assets/assets/catalog.py"):
         catalog.catalogued(not_catalogued_yet)
+
+
+def test_a_table_without_a_schema_fails_naming_the_schemas(monkeypatch):
+    @dg.asset(name="term_labels")
+    def schemaless() -> None:
+        return None
+
+    monkeypatch.delitem(catalog.TABLE_SCHEMAS, "term_labels")
+    with pytest.raises(catalog.CatalogError, match="'term_labels' is a table without a column schema.*lib/schemas"):
+        catalog.catalogued(schemaless)
 
 
 def test_every_sensor_has_a_description_and_automation_is_off_by_default(monkeypatch):

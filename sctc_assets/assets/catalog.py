@@ -51,14 +51,16 @@ class AssetEntry:
     headline: str
     code_version: str = "1"
     calls: str | None = None  # GENERATION, JUDGE or None
+    table: bool = True  # a DataFrame with a column schema in sctc_assets/lib/schemas (False: a file, a report)
 
     @property
     def calls_models(self) -> bool:
         return self.calls is not None
 
 
-def _entry(benchmark: str, stage: str, headline: str, code_version: str = "1", calls: str | None = None) -> AssetEntry:
-    return AssetEntry(benchmark, stage, headline, code_version, calls)
+def _entry(benchmark: str, stage: str, headline: str, code_version: str = "1", calls: str | None = None,
+           table: bool = True) -> AssetEntry:
+    return AssetEntry(benchmark, stage, headline, code_version, calls, table)
 
 
 CATALOG: dict[str, AssetEntry] = {
@@ -186,6 +188,9 @@ def catalogued(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     name = assets_def.key.to_user_string()
     entry = catalog_entry(name)
     schema = TABLE_SCHEMAS.get(name)
+    if entry.table and schema is None:
+        raise CatalogError(f"asset {name!r} is a table without a column schema: declare its columns in "
+                           "sctc_assets/lib/schemas/ (or mark its catalog entry `table=False`)")
 
     def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
         metadata = {"dagster/column_schema": column_schema(schema)} if schema is not None else {}
