@@ -3,6 +3,8 @@ left the registry (or were typed into "Add a partition" by mistake) go away unle
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Iterable
 
 import dagster as dg
@@ -63,16 +65,31 @@ def models_in_running_runs(instance: dg.DagsterInstance) -> set[str]:
     return models
 
 
+# A key must stay out of the registry this long before its partition goes: `sctc run --registry OTHER.yaml` adds
+# the partitions of its models before their first run starts, and a registry being edited may lose a key briefly.
+GRACE_SECONDS = 300
+
+
+def _since(cursor: str | None) -> dict[str, float]:
+    try:
+        value = json.loads(cursor) if cursor else {}
+    except json.JSONDecodeError:
+        return {}
+    return {str(key): float(when) for key, when in (value.get("unregistered_since") or {}).items()}
+
+
 @dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Keeps the `models` partitions equal to the registry's enabled entries: adds a partition for"
-                       " each new entry and removes those of keys no longer registered (or `enabled: false`) that"
-                       " have no stored materialization; keys with results are kept and named in the tick's log.")
+                       " each new entry and removes those of keys out of the registry (or `enabled: false`) for 5"
+                       " minutes that have no stored materialization; keys with results are kept and named.")
 def model_registry_sensor(context: dg.SensorEvaluationContext, models: ModelRegistryResource) -> dg.SensorResult:
     """Adds and removes `models` partitions so that they follow the registry's enabled entries.
 
     A key that left the registry but has materializations keeps its partition, so its past results stay visible
-    and the cross-model tables keep them; the sensor names such keys instead of deleting them.
+    and the cross-model tables keep them; the sensor names such keys instead of deleting them. A key without
+    results goes once it has been out of the registry for `GRACE_SECONDS` (the cursor remembers since when).
     """
+    now = time.time()
     registered = set(models.enabled_entries())
     known = set(context.instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
     new = sorted(registered - known)
@@ -89,17 +106,25 @@ def model_registry_sensor(context: dg.SensorEvaluationContext, models: ModelRegi
             context.instance)
         kept = [key for key in gone if key in busy]
         gone = [key for key in gone if key not in busy]
+    previously = _since(context.cursor)
+    since = {key: previously.get(key, now) for key in gone}
+    removable = [key for key in gone if now - since[key] >= GRACE_SECONDS]
+    waiting = [key for key in gone if key not in removable]
+    cursor = json.dumps({"unregistered_since": {key: since[key] for key in waiting}}, sort_keys=True)
     if kept:
         context.log.info(f"kept {len(kept)} partition(s) of models not in the registry, because results are stored"
                          f" under them (or a run is using them): {', '.join(kept)}")
     requests: list = []
     if new:
         requests.append(dg.AddDynamicPartitionsRequest(MODELS_PARTITION_NAME, new))
-    if gone:
-        context.log.info(f"removing {len(gone)} partition(s) of models not in the registry, with no results: "
-                         f"{', '.join(gone)}")
-        requests.append(dg.DeleteDynamicPartitionsRequest(MODELS_PARTITION_NAME, gone))
+    if removable:
+        context.log.info(f"removing {len(removable)} partition(s) of models not in the registry, with no results: "
+                         f"{', '.join(removable)}")
+        requests.append(dg.DeleteDynamicPartitionsRequest(MODELS_PARTITION_NAME, removable))
     if not requests:
-        kept_note = f"; kept without a registry entry (results stored): {', '.join(kept)}" if kept else ""
-        return dg.SensorResult(skip_reason=f"{len(registered)} models, all registered{kept_note}")
-    return dg.SensorResult(dynamic_partitions_requests=requests)
+        notes = [f"kept without a registry entry (results stored): {', '.join(kept)}"] if kept else []
+        notes += [f"not in the registry, removed after {GRACE_SECONDS} s without results: {', '.join(waiting)}"
+                  ] if waiting else []
+        return dg.SensorResult(skip_reason="; ".join([f"{len(registered)} models, all registered", *notes]),
+                               cursor=cursor)
+    return dg.SensorResult(dynamic_partitions_requests=requests, cursor=cursor)

@@ -4,6 +4,7 @@ is not in the registry fails its run naming the key and the registry, then goes 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -14,7 +15,7 @@ from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.registry import RegistryError, load_registry, parse_registry
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.registry import ModelRegistryResource
-from sctc_assets.sensors import model_registry_sensor
+from sctc_assets.sensors import GRACE_SECONDS, model_registry_sensor
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE = "{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: %s, benchmarks: {term: {trials: 1, prompt_variants: [1]}}}"
@@ -33,9 +34,9 @@ def registry(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Pa
     return path
 
 
-def _tick(instance: dg.DagsterInstance) -> dg.SensorResult:
+def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> dg.SensorResult:
     context = dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()},
-                                      definitions=defs)
+                                      definitions=defs, cursor=cursor)
     result = model_registry_sensor(context)
     for request in result.dynamic_partitions_requests or []:
         if isinstance(request, dg.AddDynamicPartitionsRequest):
@@ -49,6 +50,12 @@ def _tick(instance: dg.DagsterInstance) -> dg.SensorResult:
 def _term_inputs(instance: dg.DagsterInstance) -> None:
     assets = [defs.get_assets_def(name) for name in ("regional_terms", "term_prompts")]
     assert dg.materialize(assets, instance=instance, resources=shared_resources()).success
+
+
+def _later(result: dg.SensorResult) -> str:
+    """The cursor of `result` as the sensor reads it once the grace period has passed."""
+    since = json.loads(result.cursor)["unregistered_since"]
+    return json.dumps({"unregistered_since": {key: when - GRACE_SECONDS for key, when in since.items()}})
 
 
 def _partitions(instance: dg.DagsterInstance) -> list[str]:
@@ -98,12 +105,14 @@ def test_the_sensor_follows_the_registry_and_keeps_keys_with_results(registry, t
 
         result = _tick(instance)
         requests = {type(r).__name__: sorted(r.partition_keys) for r in result.dynamic_partitions_requests}
-        assert requests == {"AddDynamicPartitionsRequest": ["fake-c"],
-                            "DeleteDynamicPartitionsRequest": ["fake-a", "typed-by-hand"]}
+        assert requests == {"AddDynamicPartitionsRequest": ["fake-c"]}  # the others wait out the grace period
+        result = _tick(instance, _later(result))
+        requests = {type(r).__name__: sorted(r.partition_keys) for r in result.dynamic_partitions_requests}
+        assert requests == {"DeleteDynamicPartitionsRequest": ["fake-a", "typed-by-hand"]}
         assert _partitions(instance) == ["fake-b", "fake-c"]
         # fake-b stays, with its results, and the tick says why
-        assert _tick(instance).skip_reason.skip_message == ("1 models, all registered; kept without a registry entry (results "
-                                               "stored): fake-b")
+        assert _tick(instance, result.cursor).skip_reason.skip_message == (
+            "1 models, all registered; kept without a registry entry (results stored): fake-b")
 
 
 def test_a_partition_key_not_in_the_registry_fails_naming_it_and_is_then_removed(registry):
@@ -118,5 +127,7 @@ def test_a_partition_key_not_in_the_registry_fails_naming_it_and_is_then_removed
         failure = next(event for event in result.all_events if event.is_step_failure)
         message = str(failure.step_failure_data.error.to_string())
         assert "no model 'fake-typo'" in message and str(registry) in message
-        _tick(instance)
+        waiting = _tick(instance)
+        assert "removed after 300 s without results: fake-typo" in waiting.skip_reason.skip_message
+        _tick(instance, _later(waiting))
         assert _partitions(instance) == ["fake-a", "fake-b"]
