@@ -41,17 +41,44 @@ def _canonical(value: Any) -> Any:
 
 
 _MISSING_TEXT = "\x00<missing>"
+_NUMBER_KINDS = {"boolean", "integer", "floating", "mixed-integer-float", "decimal"}
+
+
+def _digest_numbers(values: pd.Series) -> bytes:
+    numbers = values.astype(object).where(values.notna(), np.nan).astype("float64").to_numpy()
+    return b"n" + hashlib.sha256(np.where(np.isnan(numbers), np.inf, numbers).tobytes()).digest()
+
+
+def _digest_texts(texts: list) -> bytes:
+    """Texts joined by a separator no text of these tables holds, missing ones as a marker no text equals."""
+    joined = "\x1e".join(text if isinstance(text, str) else _MISSING_TEXT for text in texts)
+    return b"s" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).digest()
+
+
+def _item_text(cell: Any) -> str:
+    try:
+        return "\x1d" + "\x1f".join(cell)  # a list of texts, the common case, joined in C
+    except TypeError:
+        return "\x1d" + "\x1f".join(str(_canonical(item)) for item in cell)
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
 
 
 def _column_digest(values: pd.Series) -> bytes:
-    """Numbers (ints, floats, booleans) and texts are hashed vectorized; anything else (lists, dicts) cell by cell."""
+    """Numbers (ints, floats, booleans, however stored) are hashed vectorized, texts and lists (as the text of their
+    items) joined; anything else (dicts, mixed cells) cell by cell as JSON."""
     if pd.api.types.is_bool_dtype(values.dtype) or pd.api.types.is_numeric_dtype(values.dtype):
-        numbers = values.astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
-        return b"n" + hashlib.sha256(np.where(np.isnan(numbers), np.inf, numbers).tobytes()).digest()
-    cells = values.astype(object).tolist()
-    if all(isinstance(cell, str) or _is_missing(cell) for cell in cells):
-        texts = np.array([cell if isinstance(cell, str) else _MISSING_TEXT for cell in cells], dtype=object)
-        return b"s" + hashlib.sha256(pd.util.hash_array(texts).tobytes()).digest()
+        return _digest_numbers(values)
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("string", "empty"):
+        return _digest_texts(values.astype(object).tolist())
+    if kind in _NUMBER_KINDS:
+        return _digest_numbers(values)
+    cells = values.tolist()
+    if all(_is_sequence(cell) or _is_missing(cell) for cell in cells):
+        return b"l" + _digest_texts([_item_text(cell) if _is_sequence(cell) else None for cell in cells])
     digest = hashlib.sha256(b"j")
     for cell in cells:
         digest.update(json.dumps(_canonical(cell), ensure_ascii=False, separators=(",", ":")).encode())
