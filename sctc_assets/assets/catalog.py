@@ -158,7 +158,7 @@ CATALOG: dict[str, AssetEntry] = {
 }
 
 
-class CatalogError(KeyError):
+class CatalogError(LookupError):
     pass
 
 

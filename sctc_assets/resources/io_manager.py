@@ -74,7 +74,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             staging = path.with_suffix(".parquet.tmp")
             frame.to_parquet(staging, index=False)
             staging.replace(path)
-        context.add_output_metadata({"path": dg.MetadataValue.path(str(self._root().joinpath(*context.asset_key.path)))})
+        folder = self._root().joinpath(*context.asset_key.path)
+        context.add_output_metadata({"path": dg.MetadataValue.path(str(folder))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
         asset_key = context.asset_key

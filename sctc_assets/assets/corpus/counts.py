@@ -38,7 +38,8 @@ def corpus_shards(context: dg.AssetExecutionContext, corpora: CorpusRegistryReso
     new = unregistered_shard_keys(entries, set(context.instance.get_dynamic_partitions(CORPUS_SHARDS_PARTITION_NAME)))
     if new:
         context.instance.add_dynamic_partitions(CORPUS_SHARDS_PARTITION_NAME, new)
-    return dg.Output(shards, data_version=content_version(shards), metadata=table_metadata(shards, registry=corpora.path(), partitions_added=len(new)))
+    return dg.Output(shards, data_version=content_version(shards),
+                     metadata=table_metadata(shards, registry=corpora.path(), partitions_added=len(new)))
 
 
 @catalogued

@@ -118,7 +118,8 @@ def name_permutation_stability(context: dg.AssetExecutionContext, name_selection
                             f"e.g. {missing[0]}")
     frames = [frame for frame in frames if not frame.empty]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=metrics.STABILITY_COLUMNS)
-    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(table, permutation_files_missing=len(missing)))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, permutation_files_missing=len(missing)))
 
 
 @catalogued
@@ -177,5 +178,6 @@ def name_popularity_correlation(context: dg.AssetExecutionContext, config: Popul
         context.log.warning(f"name_popularity_correlation: {note}")
     described = {"project": "project c4 (corpus_name_counts, every shard counted)",
                  "upstream": "upstream c4 (source_data/corpus_count/regional_name)"}[count_source]
-    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(table, preview_rows=33, notes=dg.MetadataValue.json(notes),
-                                                    count_source=count_source, corpus_counts=described))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, preview_rows=33, notes=dg.MetadataValue.json(notes),
+                                             count_source=count_source, corpus_counts=described))

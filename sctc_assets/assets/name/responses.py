@@ -161,5 +161,5 @@ def name_judgements(
     frame["judge_model"] = judge_key
     frame["judge_answer"] = [result.text if result.outcome == "ok" else None for result in results]
     frame["judge_outcome"] = [result.outcome for result in results]
-    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]), metadata=table_metadata(
-        frame, judge=judge_key, **usage_metadata(results, judge.pricing())))
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
+                     metadata=table_metadata(frame, judge=judge_key, **usage_metadata(results, judge.pricing())))

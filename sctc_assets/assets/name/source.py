@@ -90,7 +90,8 @@ def name_prompts(name_candidate_lists: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """The job-candidate prompt of every candidate-list row in zh_hans, zh_hant and en (paper Table 1(b))."""
     prompts = build_prompts(name_candidate_lists)
     counts = prompts.groupby(["experiment", "list_source", "lang"]).size().rename("prompts").reset_index()
-    return dg.Output(prompts, data_version=content_version(prompts), metadata=table_metadata(prompts, counts=dg.MetadataValue.md(counts.to_markdown(index=False))))
+    return dg.Output(prompts, data_version=content_version(prompts),
+                     metadata=table_metadata(prompts, counts=dg.MetadataValue.md(counts.to_markdown(index=False))))
 
 
 @dg.asset_check(asset=name_prompts, description="Prompts of the authors' lists equal the upstream prompt files, "

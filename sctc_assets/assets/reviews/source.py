@@ -128,5 +128,6 @@ def review_prompts(config: ReviewPromptsConfig, review_pairs: pd.DataFrame,
     written (`original`) and converted into the other variety with OpenCC (`converted`: tw2sp for Taiwan reviews,
     s2twp for Mainland ones), the stand-in for the paper's Google Translate control (Section 4.1)."""
     table = prompts.review_prompts(review_pairs, review_varieties, seed=config.seed)
-    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(table, preview_rows=6, seed=config.seed,
-                                                    system_prompt=prompts.SYSTEM_PROMPT))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, preview_rows=6, seed=config.seed,
+                                             system_prompt=prompts.SYSTEM_PROMPT))

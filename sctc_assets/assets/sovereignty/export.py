@@ -48,4 +48,5 @@ def sovereignty_pro_export(context: dg.AssetExecutionContext, config: ProExportC
     summary = document["summary"]
     frame = pd.DataFrame([{"model": model, "file": str(path), "prompts": len(document["responses"]),
                            "zh_passed": summary["zh"]["passed"], "en_passed": summary["en"]["passed"]}])
-    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(frame, file=dg.MetadataValue.path(str(path))))
+    return dg.Output(frame, data_version=content_version(frame),
+                     metadata=table_metadata(frame, file=dg.MetadataValue.path(str(path))))

@@ -106,6 +106,7 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     frame["judge_acknowledges"] = pd.array(
         [parse_verdict(answer_text(result.text)) if result.outcome == "ok" else None for result in results],
         dtype="boolean")
-    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]), metadata=table_metadata(
-        frame, judge=judge_key, no_verdict=int(frame["judge_acknowledges"].isna().sum()),
-        **usage_metadata(results, judge.pricing())))
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
+                     metadata=table_metadata(frame, judge=judge_key,
+                                             no_verdict=int(frame["judge_acknowledges"].isna().sum()),
+                                             **usage_metadata(results, judge.pricing())))

@@ -118,5 +118,6 @@ def term_judgements(
     frame["judge_outcome"] = [result.outcome for result in results]
     frame["judge_correct"] = [parse_verdict(result.text) if result.outcome == "ok" else None for result in results]
     unparsed = int(frame["judge_correct"].isna().sum())
-    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]), metadata=table_metadata(
-        frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(results, judge.pricing())))
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
+                     metadata=table_metadata(frame, judge=judge_key, unparsed_verdicts=unparsed,
+                                             **usage_metadata(results, judge.pricing())))

@@ -37,7 +37,8 @@ def term_prompts(regional_terms: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     that count as correct (`expected`) and as the other region's term (`other_region`). Row r of each
     (lang, variant) block asks about term r % 110 in trial r // 110, as in the upstream prompt files."""
     prompts = build_prompts(regional_terms, langs=LANGS, variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)
-    return dg.Output(prompts, data_version=content_version(prompts), metadata=table_metadata(prompts, per_lang_variant=len(regional_terms) * PAPER_TRIALS))
+    return dg.Output(prompts, data_version=content_version(prompts),
+                     metadata=table_metadata(prompts, per_lang_variant=len(regional_terms) * PAPER_TRIALS))
 
 
 @dg.asset_check(asset=term_prompts, description="Generated prompts equal the upstream prompt files, row by row.")
