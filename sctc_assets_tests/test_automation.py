@@ -14,6 +14,8 @@ from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets_tests.fakes import count_calls
 
+# Every cross-model table of the term benchmark, unpartitioned (the corpus-backed one is in the corpus plan).
+CROSS_MODEL = {name: {None} for name in TERM_PLAN.cross_model}
 EVERY_ASSET = list({id(a): a for a in (defs.get_assets_def(key)
                                       for key in defs.resolve_asset_graph().get_all_asset_keys())}.values())
 
@@ -86,8 +88,7 @@ def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_
         model_a = {"zh_hans|fake-a", "zh_hant|fake-a"}
         assert requested == {
             "term_judgements": model_a, "term_labels": model_a,
-            "term_choice_rates": {"fake-a"}, "term_misalignment_by_term": {"fake-a"},
-            "term_choice_tests": {None}, "term_variant_correlations": {None}, "term_misalignment_summary": {None},
+            "term_choice_rates": {"fake-a"}, "term_misalignment_by_term": {"fake-a"}, **CROSS_MODEL,
         }  # corpus_term_frequency_tables waits for the corpus counts it also reads
         assert ticks == 4  # model × lang, then per model, then cross-model, then nothing
         assert count_calls(calls) == answered  # automation asked no model
@@ -101,6 +102,5 @@ def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_
         requested, cursor, _ = _settle(instance, cursor)
         assert requested == {
             "term_judgements": {"zh_hant|fake-b"}, "term_labels": {"zh_hant|fake-b"},
-            "term_choice_rates": {"fake-b"}, "term_misalignment_by_term": {"fake-b"},
-            "term_choice_tests": {None}, "term_variant_correlations": {None}, "term_misalignment_summary": {None},
+            "term_choice_rates": {"fake-b"}, "term_misalignment_by_term": {"fake-b"}, **CROSS_MODEL,
         }  # and nothing of fake-a
