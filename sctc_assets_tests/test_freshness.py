@@ -1,8 +1,9 @@
 """Re-running one model leaves every other model up to date, as Dagster's own staleness reports it to the UI.
 
-Two scripted models run the term benchmark, and one of them the sovereignty benchmark, into a real instance (a
-temporary DAGSTER_HOME, the project's ParquetIOManager, the response cache). The stale statuses are read the way the Dagster UI reads them: the
-GraphQL `staleStatus` / `staleStatusByPartition` fields over an in-process workspace of `sctc_assets.definitions`.
+Two scripted models run the term benchmark into a real instance (a temporary DAGSTER_HOME, the project's
+ParquetIOManager, the response cache). The stale statuses are read the way the
+Dagster UI reads them: the GraphQL `staleStatus` / `staleStatusByPartition` fields over an in-process workspace of
+`sctc_assets.definitions`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dagster._core.test_utils import in_process_test_workspace
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster_graphql.test.utils import execute_dagster_graphql
 
-from sctc_assets.assets.sovereignty.plan import SOVEREIGNTY_PLAN
 from sctc_assets.benchmarks import TERM_PLAN
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.runner import Runner
@@ -23,7 +23,7 @@ from sctc_assets_tests.fakes import count_calls
 from sctc_assets_tests.schema_check import stored_table_problems
 
 REPO = Path(__file__).resolve().parents[1]
-GROUPS = ("term", "sovereignty")
+GROUPS = ("term",)
 ASSETS_QUERY = """
 query AssetStaleStatuses {
   assetNodes { assetKey { path } groupName isPartitioned staleStatus }
@@ -47,12 +47,11 @@ def _registry(path: Path, calls: Path, answer_a: str) -> None:
 
 
 @pytest.fixture
-def instance(isolated_data_dir, extracted_upstream, tsb_location, tmp_path, monkeypatch):
+def instance(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
     registry = tmp_path / "models.yaml"
     _registry(registry, tmp_path / "calls.log", "复印件")
     monkeypatch.setenv("SCTC_MODELS", str(registry))
@@ -128,17 +127,14 @@ def materialize_stale_until_fresh(instance: dg.DagsterInstance, max_rounds: int 
 def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     calls = tmp_path / "calls.log"
     runner = Runner(defs, instance, shared_resources(), log=lambda line: None)
-    # Term for both models; sovereignty for B only (a second benchmark that re-running A in term must not touch).
     assert runner.run(TERM_PLAN, ["fake-a", "fake-b"], {}).ok
-    assert runner.run(SOVEREIGNTY_PLAN, ["fake-b"], {}).ok
     first_calls = count_calls(calls)
 
-    # The inputs were materialized once per benchmark: nothing is stale; missing only what A never ran.
+    # One full run: nothing is stale, nothing missing.
     statuses = ui_stale_statuses(instance)
     assert _with_status(statuses, "STALE") == set()
-    assert _with_status(statuses, "MISSING") == {key for key in _of_model(statuses, "fake-a")
-                                                 if key[0].startswith("sovereignty_")}
-    assert len(_of_model(statuses, "fake-b")) == 3 * 2 + 2 + 4 * 3 + 3  # term: 3×2 langs + 2; sovereignty: 4×3 + 3
+    assert _with_status(statuses, "MISSING") == set()
+    assert len(_of_model(statuses, "fake-b")) == 3 * 2 + 2  # 3 model × lang assets × 2 langs, 2 per-model assets
 
     # 1. The runner path (`sctc run --models fake-a`), model A unchanged: its inputs and A's partitions are
     # materialized again (from the cache); the content hashes are the same, so nothing is stale, and no partition
@@ -163,8 +159,8 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
 
     # "Materialize stale", round after round, as a UI user clicks it: each round materializes exactly what the UI
     # reports stale. The first round is A's per-model tables, whose labels changed (and any cross-model table that
-    # reads the labels directly); the later rounds are the cross-model tables they feed. No partition of B, and no
-    # sovereignty asset, is ever stale or materialized again.
+    # reads the labels directly); the later rounds are the cross-model tables they feed. No partition of B is ever
+    # stale or materialized again.
     rounds = materialize_stale_until_fresh(instance)
     assert _partitioned(rounds[0]) == {("term_choice_rates", "fake-a"), ("term_misalignment_by_term", "fake-a")}
     for stale in rounds:
@@ -177,7 +173,7 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     assert _of_model({key for key in final if final[key] != after.get(key)}, "fake-b") == set()
     assert count_calls(calls) == first_calls + 2 * 110  # scoring asks no model
 
-    # The stored tables of both benchmarks have the columns and types their schemas declare.
-    problems = stored_table_problems(shared_resources()["io_manager"])
-    assert set(TERM_PLAN.tables) | set(SOVEREIGNTY_PLAN.tables) <= set(problems)
+    # The stored tables have the columns and types their schemas declare (sovereignty: test_sovereignty_pipeline).
+    problems = stored_table_problems(shared_resources()["io_manager"], TERM_PLAN.tables)
+    assert set(TERM_PLAN.tables) == set(problems)
     assert {table: found for table, found in problems.items() if found} == {}
