@@ -331,7 +331,8 @@ def _models(args: argparse.Namespace) -> int:
         return 2
     problems = [problem for entry in entries.values() for problem in _entry_problems(entry)]
     rows = [{"key": key, "backend": entry.backend, "default": "yes" if entry.default else "",
-             "description": entry.description} for key, entry in entries.items()]
+             "enabled": "yes" if entry.enabled else "no (example)", "description": entry.description}
+            for key, entry in entries.items()]
     print(f"registry: {path}")
     print(tabulate(rows, headers="keys", tablefmt="github"))
     for problem in problems:

@@ -1,10 +1,13 @@
-"""The `sctc_assets` code location: every benchmark's assets, shared resources and the registry sensor."""
+"""The `sctc_assets` code location: every benchmark's assets, the answer checks, shared resources, the registry
+sensor and the (opt-in) automation sensor."""
 
 from __future__ import annotations
 
 import dagster as dg
 
 from sctc_assets.assets import corpus, name, reviews, sovereignty, term
+from sctc_assets.assets.answer_checks import ANSWER_CHECKS
+from sctc_assets.assets.automation import automation_sensor
 from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -28,5 +31,6 @@ BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty
 
 defs = dg.Definitions.merge(
     *BENCHMARK_DEFINITIONS,
-    dg.Definitions(resources=shared_resources(), sensors=[model_registry_sensor]),
+    dg.Definitions(resources=shared_resources(), asset_checks=ANSWER_CHECKS,
+                   sensors=[model_registry_sensor, automation_sensor()]),
 )

@@ -169,8 +169,12 @@ def model_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], ben
     unknown = [model for model in models if model not in entries]
     if unknown:
         problems.append(f"not in the registry {default_registry_path()}: {', '.join(unknown)} (see `sctc models`)")
+    examples = [model for model in dict.fromkeys(models) if model in entries and not entries[model].enabled]
+    if examples:
+        problems.append(f"registry examples, not enabled: {', '.join(examples)} (set `enabled: true` in their entry "
+                        "to run them)")
     for model in dict.fromkeys(models):
-        if model in entries:
+        if model in entries and entries[model].enabled:
             problems += backend_problems(entries[model])
             problems += _benchmark_settings_problems(entries[model], benchmarks, options)
     from sctc_assets.planning import JUDGE_ENV_VARS, JUDGE_OPTIONS, chosen_judge

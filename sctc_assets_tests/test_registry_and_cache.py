@@ -118,7 +118,7 @@ def test_every_shipped_model_builds_its_backend(tmp_path):
     resource = ModelRegistryResource(registry_path=str(REPO / "data" / "models.yaml"))
     upstream = type("Upstream", (), {"root": tmp_path})
     for key in resource.entries():
-        assert resource.backend(key, open_upstream=lambda: upstream).identity()["backend"]
+        assert resource.backend(key, open_upstream=lambda: upstream, allow_example=True).identity()["backend"]
     assert resource.entry("paper-ds").description == "DeepSeek-R1 671B, reasoning removed (paper)"
 
 

@@ -10,11 +10,13 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from sctc_assets.assets.sovereignty.plan import SOVEREIGNTY_PLAN
 from sctc_assets.cli import main
 from sctc_assets.definitions import shared_resources
 from sctc_assets.lib.sovereignty.scoring import RULES, STATUSES
 from sctc_assets.sensors import model_registry_sensor
 from sctc_assets_tests.fakes import count_calls
+from sctc_assets_tests.schema_check import stored_table_problems
 from sctc_assets_tests.test_sovereignty_upstream import RESCORE_V110, TABLE_3
 
 FAKE_ANSWERS = {
@@ -71,6 +73,10 @@ def test_published_results_import_score_export_and_import_again(registry: Path, 
     responses = pd.read_parquet(out / "sovereignty_responses.parquet")
     qwen = responses[responses["model"] == "tsb-qwen3-max"]
     assert len(qwen) == 20 and (qwen["outcome"] == "error").sum() == 7  # the null answers are kept
+    # Every stored table of the benchmark has the columns and types its schema declares.
+    problems = stored_table_problems(shared_resources()["io_manager"], SOVEREIGNTY_PLAN.tables)
+    assert set(problems) == set(SOVEREIGNTY_PLAN.tables)
+    assert {table: found for table, found in problems.items() if found} == {}
 
     with dg.DagsterInstance.ephemeral() as instance:
         context = dg.build_sensor_context(instance=instance, resources={"models": shared_resources()["models"]})

@@ -1,4 +1,4 @@
-"""Metadata every table asset attaches: row count, column schema, a Markdown preview, and plots."""
+"""Metadata every table asset attaches: row count, a Markdown preview, and plots."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.lib.generation import GenerationResult, UsageTotals
-
-_DTYPE_NAMES = {"object": "string", "bool": "bool", "int64": "int", "float64": "float"}
 
 
 def _cell(value: Any, width: int) -> str:
@@ -35,13 +33,10 @@ def markdown_table(frame: pd.DataFrame, rows: int = 10, width: int = 60) -> str:
 
 
 def table_metadata(frame: pd.DataFrame, *, preview_rows: int = 10, **extra: Any) -> dict[str, Any]:
-    schema = dg.TableSchema(
-        columns=[dg.TableColumn(name=str(name), type=_DTYPE_NAMES.get(str(dtype), str(dtype)))
-                 for name, dtype in frame.dtypes.items()]
-    )
+    """Row count and preview. The column schema is the asset's definition metadata (`sctc_assets.lib.schemas`, with
+    descriptions); a schema inferred here from the dtypes would replace it in the UI."""
     metadata: dict[str, Any] = {
         "dagster/row_count": len(frame),
-        "dagster/column_schema": schema,
         "preview": dg.MetadataValue.md(markdown_table(frame, preview_rows)),
     }
     metadata.update(extra)

@@ -5,6 +5,7 @@
         backend: openai              # openai | transformers | replay | package.module:ClassName
         description: free text
         default: true                # part of `sctc run` when no --models is given
+        enabled: false               # an example: listed by `sctc models`, but no partition and no runs
         benchmarks:                  # per-benchmark run settings (e.g. fewer trials for slow CPU models)
           term: {trials: 1}
         budget: {max_calls: 5000, max_cost_usd: 2.5}   # optional: new calls of this model per run (lib/budget.py)
@@ -33,7 +34,7 @@ from sctc_assets.lib.budget import BudgetError, BudgetLimits
 from sctc_assets.lib.yaml_files import load_yaml
 
 MODEL_KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
-RESERVED_KEYS = ("backend", "description", "default", "benchmarks", "budget")
+RESERVED_KEYS = ("backend", "description", "default", "enabled", "benchmarks", "budget")
 OVERLAY_DIR_NAME = "models.d"
 
 
@@ -48,6 +49,7 @@ class ModelEntry:
     settings: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     default: bool = False
+    enabled: bool = True  # false: an example entry, listed but never a `models` partition
     benchmarks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = ""  # the registry or drop-in file that defines the entry, for error messages
     budget: BudgetLimits = field(default_factory=BudgetLimits)
@@ -71,6 +73,11 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
         backend = raw.get("backend")
         if not isinstance(backend, str) or not backend:
             raise RegistryError(f"{where}: missing `backend`")
+        enabled = raw.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise RegistryError(f"{where}: `enabled` must be true or false")
+        if not enabled and raw.get("default"):
+            raise RegistryError(f"{where}: an entry with `enabled: false` cannot be `default: true`")
         benchmarks = raw.get("benchmarks") or {}
         if not isinstance(benchmarks, Mapping) or not all(isinstance(v, Mapping) for v in benchmarks.values()):
             raise RegistryError(f"{where}: `benchmarks` must map benchmark names to settings")
@@ -84,6 +91,7 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
             settings={name: value for name, value in raw.items() if name not in RESERVED_KEYS},
             description=str(raw.get("description") or ""),
             default=bool(raw.get("default", False)),
+            enabled=enabled,
             benchmarks={name: dict(value) for name, value in benchmarks.items()},
             source=source,
             budget=budget,

@@ -6,9 +6,11 @@ were never materialized (a corpus shard not counted, a model's language that fai
 also when only one partition exists; a model with no partition at all (a registry entry that cannot serve this
 benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and named
 once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an unpartitioned
-upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an unpartitioned input declared with
-`AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an empty table. A table of no
-rows keeps its columns, so a reader across partitions of which all are empty still finds the columns it needs.
+upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an
+unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as
+an empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still
+finds the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`)
+hands one table per partition key, stored apart.
 
 Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
 type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
@@ -20,7 +22,7 @@ error naming the asset, partition, column and first bad row, before anything is 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 import dagster as dg
 import numpy as np
@@ -100,6 +102,18 @@ def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
+def _write(frame: pd.DataFrame, path: Path, where: str) -> None:
+    """`frame` at `path`, whole or not at all: readers never see a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_suffix(".parquet.tmp")
+    try:
+        frame.to_parquet(staging, index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        staging.unlink(missing_ok=True)
+        raise TypeError(f"{where}: cannot store the table: {_unstorable(frame) or exc}") from exc
+    staging.replace(path)
+
+
 def partition_path_parts(partitions_def: dg.PartitionsDefinition | None, partition_key: str) -> list[str]:
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
         multi_key = partitions_def.get_partition_key_from_str(partition_key)
@@ -131,22 +145,17 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         parts = partition_path_parts(partitions_def, partition_key)
         return base.joinpath(*parts[:-1], parts[-1] + ".parquet")
 
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | Mapping[str, pd.DataFrame] | None) -> None:
         if obj is None:
+            return
+        if isinstance(obj, Mapping) and context.has_asset_partitions:
+            self._store_partitions(context, obj)
             return
         if not isinstance(obj, pd.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames, got {type(obj).__name__}")
         partition_key = context.asset_partition_key if context.has_asset_partitions else None
         path = self.path_for(context.asset_key, context.asset_partitions_def if partition_key else None, partition_key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_suffix(".parquet.tmp")
-        try:
-            obj.to_parquet(staging, index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            staging.unlink(missing_ok=True)
-            where = context.asset_key.to_user_string() + (f" partition {partition_key}" if partition_key else "")
-            raise TypeError(f"{where}: cannot store the table: {_unstorable(obj) or exc}") from exc
-        staging.replace(path)  # readers never see a half-written file
+        _write(obj, path, context.asset_key.to_user_string() + (f" partition {partition_key}" if partition_key else ""))
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
         try:
             step = (context.run_id, context.step_key)
@@ -155,6 +164,18 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         without = _without_results.pop(step, None) if step else None
         if without:
             context.add_output_metadata({"models_without_results": dg.MetadataValue.json(sorted(without))})
+
+    def _store_partitions(self, context: dg.OutputContext, tables: Mapping[str, pd.DataFrame]) -> None:
+        """A run over a range of partitions (`assets/partition_ranges.py`) hands one table per partition key."""
+        expected = {str(key) for key in context.asset_partition_keys}
+        if set(tables) != expected:
+            raise ValueError(f"{context.asset_key.to_user_string()}: the run covers partitions {sorted(expected)}, "
+                             f"the output holds {sorted(tables)}")
+        for key, frame in tables.items():
+            _write(frame, self.path_for(context.asset_key, context.asset_partitions_def, key),
+                   f"{context.asset_key.to_user_string()} partition {key}")
+        folder = self._root().joinpath(*context.asset_key.path)
+        context.add_output_metadata({"path": dg.MetadataValue.path(str(folder))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
         asset_key = context.asset_key

@@ -62,20 +62,28 @@ class ModelRegistryResource(dg.ConfigurableResource):
     def entries(self) -> dict[str, ModelEntry]:
         return load_registry(self.path())
 
-    def entry(self, key: str) -> ModelEntry:
+    def enabled_entries(self) -> dict[str, ModelEntry]:
+        """The entries that are `models` partitions: every entry but the examples (`enabled: false`)."""
+        return {key: entry for key, entry in self.entries().items() if entry.enabled}
+
+    def entry(self, key: str, *, allow_example: bool = False) -> ModelEntry:
+        """The entry of `key`; an example (`enabled: false`) only with `allow_example` (to check its settings)."""
         entries = self.entries()
         if key not in entries:
             raise RegistryError(f"{self.path()}: no model {key!r} (known: {', '.join(sorted(entries))})")
+        if not entries[key].enabled and not allow_example:
+            raise RegistryError(f"{self._where(entries[key])} is an example (`enabled: false`): set `enabled: true`"
+                                " there to run it")
         return entries[key]
 
     def backend(self, key: str, *, open_upstream: Callable[[], UpstreamSource] | None = None,
-                overrides: Mapping[str, Any] | None = None) -> ModelBackend:
+                overrides: Mapping[str, Any] | None = None, allow_example: bool = False) -> ModelBackend:
         """The backend resource for `key`, configured from its registry entry (replay backends get the upstream).
 
         `overrides` replaces settings for one benchmark run (e.g. its temperature); a setting the backend does not
         have is left out, since it cannot change that backend's answers (a replay has no temperature).
         """
-        entry = self.entry(key)
+        entry = self.entry(key, allow_example=allow_example)
         where = self._where(entry)
         cls = self.checked_backend_class(entry)
         settings = dict(entry.settings)

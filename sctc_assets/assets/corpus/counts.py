@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.corpus.forms import build_forms, forms_digest
 from sctc_assets.lib.corpus.matcher import FormMatcher, Tally, count_texts
@@ -23,6 +24,7 @@ def _mb(n_bytes: int) -> float:
     return n_bytes / 1e6
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def corpus_shards(context: dg.AssetExecutionContext, corpora: CorpusRegistryResource) -> dg.Output[pd.DataFrame]:
     """Every shard of every registered corpus; registers the `corpus_shards` partitions that `corpus_counts`
@@ -36,9 +38,11 @@ def corpus_shards(context: dg.AssetExecutionContext, corpora: CorpusRegistryReso
     new = unregistered_shard_keys(entries, set(context.instance.get_dynamic_partitions(CORPUS_SHARDS_PARTITION_NAME)))
     if new:
         context.instance.add_dynamic_partitions(CORPUS_SHARDS_PARTITION_NAME, new)
-    return dg.Output(shards, metadata=table_metadata(shards, registry=corpora.path(), partitions_added=len(new)))
+    return dg.Output(shards, data_version=content_version(shards),
+                     metadata=table_metadata(shards, registry=corpora.path(), partitions_added=len(new)))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def corpus_patterns(regional_terms: pd.DataFrame, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """What is counted: each term's Mainland and Taiwanese forms and each name, as written, converted to the other
@@ -47,12 +51,13 @@ def corpus_patterns(regional_terms: pd.DataFrame, upstream: SCTCUpstreamResource
     names = parse_names(source.read_csv(NAMES_FILE, NAME_COLUMNS), source_name=NAMES_FILE)
     forms = build_forms(regional_terms, names)
     patterns = {pattern for alternatives in forms["alternatives"] for pattern in alternatives}
-    return dg.Output(forms, metadata=table_metadata(
+    return dg.Output(forms, data_version=content_version(forms), metadata=table_metadata(
         forms, forms_digest=forms_digest(forms), distinct_patterns=len(patterns),
         forms_by_kind=dg.MetadataValue.json(forms["kind"].value_counts().to_dict())))
 
 
 # Dagster's default backfill policy runs each partition on its own, so shards spread over run workers.
+@catalogued
 @dg.asset(partitions_def=corpus_shard_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def corpus_counts(context: dg.AssetExecutionContext, corpus_patterns: pd.DataFrame,
                   corpora: CorpusRegistryResource) -> dg.Output[pd.DataFrame]:
@@ -76,7 +81,7 @@ def corpus_counts(context: dg.AssetExecutionContext, corpus_patterns: pd.DataFra
     counts = shard_frame(corpus, context.partition_key, index, n_shards, fingerprint, tally.counts, tally.records,
                          tally.bytes)
     found = corpus_patterns.assign(records_containing=tally.counts).nlargest(10, "records_containing")
-    return dg.Output(counts, metadata=table_metadata(
+    return dg.Output(counts, data_version=content_version(counts), metadata=table_metadata(
         counts, records_scanned=tally.records, bytes_scanned=tally.bytes, seconds=round(tally.seconds, 2),
         mb_per_second=round(_mb(tally.bytes) / tally.seconds, 2) if tally.seconds else 0.0,
         patterns=matcher.n_patterns,
@@ -97,6 +102,7 @@ def _side_by_side(project: pd.DataFrame, published: pd.DataFrame, covered: pd.Da
         "upstream_files_missing": dg.MetadataValue.json(missing), **upstream.provenance()}
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def corpus_term_counts(corpus_counts: pd.DataFrame, corpus_patterns: pd.DataFrame, regional_terms: pd.DataFrame,
                        corpora: CorpusRegistryResource, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -110,9 +116,10 @@ def corpus_term_counts(corpus_counts: pd.DataFrame, corpus_patterns: pd.DataFram
     counts, extra = _side_by_side(project, published, covered, missing, upstream)
     names = regional_terms.set_index("term_id")[["term_mainland", "term_taiwan"]]
     counts = counts.join(names, on="term_id") if not counts.empty else counts
-    return dg.Output(counts, metadata=table_metadata(counts, **extra))
+    return dg.Output(counts, data_version=content_version(counts), metadata=table_metadata(counts, **extra))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def corpus_name_counts(corpus_counts: pd.DataFrame, corpus_patterns: pd.DataFrame, corpora: CorpusRegistryResource,
                        upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -126,4 +133,4 @@ def corpus_name_counts(corpus_counts: pd.DataFrame, corpus_patterns: pd.DataFram
     names = parse_names(source.read_csv(NAMES_FILE, NAME_COLUMNS), source_name=NAMES_FILE)
     published, missing = upstream_name_counts(source, names)
     counts, extra = _side_by_side(project, published, covered, missing, upstream)
-    return dg.Output(counts, metadata=table_metadata(counts, **extra))
+    return dg.Output(counts, data_version=content_version(counts), metadata=table_metadata(counts, **extra))

@@ -7,7 +7,9 @@ from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME
 from sctc_assets.resources.corpora import CorpusRegistryResource
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Adds a `corpus_shards` partition for every shard of every corpus in the corpus registry;"
+                       " shards of an earlier layout are kept, so their counts stay visible.")
 def corpus_registry_sensor(context: dg.SensorEvaluationContext, corpora: CorpusRegistryResource) -> dg.SensorResult:
     """Adds a partition for every shard of every registered corpus (shards of an earlier layout stay, so their
     results stay visible; totals only sum the present layout)."""

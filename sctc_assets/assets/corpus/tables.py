@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.corpus.tables import (PAPER_MISALIGNED_TERM_IDS, frequency_tables, paper_layout,
                                            project_misaligned_term_ids)
@@ -21,6 +22,7 @@ class CorpusTablesConfig(dg.Config):
                                                                 "counted yet.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def corpus_term_frequency_tables(config: CorpusTablesConfig, corpus_term_counts: pd.DataFrame,
                                  term_misalignment_by_term: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -41,7 +43,7 @@ def corpus_term_frequency_tables(config: CorpusTablesConfig, corpus_term_counts:
     tables = frequency_tables(counts, lists)
     extra = {f"table_{number}": dg.MetadataValue.md(paper_layout(tables, number).to_markdown(index=False))
              for number in ("11", "13", "18") if (tables["table"] == number).any()}
-    return dg.Output(tables, metadata=table_metadata(
+    return dg.Output(tables, data_version=content_version(tables), metadata=table_metadata(
         tables, preview_rows=20, **extra,
         project_misaligned_terms=dg.MetadataValue.json(sorted(ours)), project_misaligned_models=n_models,
         paper_only=dg.MetadataValue.json(sorted(PAPER_MISALIGNED_TERM_IDS - ours)),

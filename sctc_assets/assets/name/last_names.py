@@ -7,7 +7,9 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata, upstream_comparison_result
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.name import last_names as ln
 from sctc_assets.lib.progress import ProgressReporter
@@ -20,6 +22,7 @@ GROUP = "name"
 FRAGMENT_START = "{'firstname'"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def last_name_pairs(regional_names: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Names sharing given name, popularity decile and region (Table 34, grouped as `tab_34.py` does), paired
@@ -29,7 +32,7 @@ def last_name_pairs(regional_names: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     groups = ln.last_name_groups(regional_names)
     pairs = ln.last_name_pairs(regional_names)
     table_34 = groups.assign(names=groups["names"].map("、".join))[["given_name", "decile", "region", "names"]]
-    return dg.Output(pairs, metadata=table_metadata(
+    return dg.Output(pairs, data_version=content_version(pairs), metadata=table_metadata(
         pairs, groups=len(groups), pairs_per_lang=int(pairs["pair"].nunique()),
         table_34=dg.MetadataValue.md(markdown_table(table_34, rows=len(table_34))),
     ))
@@ -95,7 +98,10 @@ def _skipped(context: dg.AssetExecutionContext, reason: str, metadata: dict) -> 
                      metadata={**metadata, "note": f"skipped: {reason}", "dagster/row_count": 0})
 
 
-@dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@catalogued
+@dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def last_name_logprobs(
     context: dg.AssetExecutionContext,
     config: LastNameLogprobsConfig,
@@ -139,7 +145,7 @@ def last_name_logprobs(
     else:
         return _skipped(context, f"the {backend.backend_name} backend cannot give log-probabilities", metadata)
     frame = frame[ln.LOGPROB_COLUMNS]
-    return dg.Output(frame, metadata=table_metadata(frame, **metadata))
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(frame, **metadata))
 
 
 def _with_columns(logprobs: pd.DataFrame) -> pd.DataFrame:
@@ -147,6 +153,7 @@ def _with_columns(logprobs: pd.DataFrame) -> pd.DataFrame:
     return logprobs if not logprobs.empty else pd.DataFrame(columns=ln.LOGPROB_COLUMNS)
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def last_name_agreement(last_name_logprobs: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Table 35: per model, the % of conditioned prompts (98 per language, pooled) whose two last names the raw
@@ -156,6 +163,7 @@ def last_name_agreement(last_name_logprobs: pd.DataFrame) -> dg.Output[pd.DataFr
     return dg.Output(table, metadata=table_metadata(table, preview_rows=20))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def last_name_region_tests(last_name_logprobs: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Table 36: per model, mean and SD (ddof 1) of the raw last-name log-likelihood of Mainland and of Taiwanese

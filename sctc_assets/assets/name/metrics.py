@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, png_markdown, table_metadata
 from sctc_assets.lib.corpus.tables import upstream_name_counts
 from sctc_assets.lib.name import metrics
@@ -28,6 +29,7 @@ def _missing_lists_notes(skipped: list[tuple[str, str]]) -> list[str]:
         else "no candidate lists") for experiment, source in skipped]
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_choice_rates(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """`model, lang, experiment, extraction_source, n, n_valid, valid_rate, mainland_rate` (fractions 0–1; the
@@ -39,6 +41,7 @@ def name_choice_rates(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_extraction_agreement(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """How often the deterministic extractor gives the region the authors' published extraction gives (both
@@ -49,6 +52,7 @@ def name_extraction_agreement(name_selections: pd.DataFrame) -> dg.Output[pd.Dat
     return dg.Output(table, metadata=table_metadata(table, preview_rows=30, overall_agreement=overall))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_top_selected(context: dg.AssetExecutionContext, name_selections: pd.DataFrame,
                       name_candidate_lists: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -64,6 +68,7 @@ def name_top_selected(context: dg.AssetExecutionContext, name_selections: pd.Dat
         table, top5=dg.MetadataValue.md(markdown_table(top, rows=90)), notes=dg.MetadataValue.json(notes)))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_gender_tables(context: dg.AssetExecutionContext, name_selections: pd.DataFrame,
                        name_candidate_lists: pd.DataFrame, regional_names: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -82,6 +87,7 @@ def name_gender_tables(context: dg.AssetExecutionContext, name_selections: pd.Da
     return dg.Output(table, metadata=table_metadata(table, preview_rows=30, notes=dg.MetadataValue.json(notes)))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_permutation_stability(context: dg.AssetExecutionContext, name_selections: pd.DataFrame,
                                models: ModelRegistryResource, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -112,9 +118,11 @@ def name_permutation_stability(context: dg.AssetExecutionContext, name_selection
                             f"e.g. {missing[0]}")
     frames = [frame for frame in frames if not frame.empty]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=metrics.STABILITY_COLUMNS)
-    return dg.Output(table, metadata=table_metadata(table, permutation_files_missing=len(missing)))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, permutation_files_missing=len(missing)))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_choice_tests(context: dg.AssetExecutionContext, name_choice_rates: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """`name_choice_rates` of every materialized model with Benjamini–Hochberg adjusted p-values (one- and
@@ -138,6 +146,7 @@ class PopularityCorrelationConfig(dg.Config):
                                           "has no DeepSeek-R1).")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"},
           # optional: `sctc run --benchmarks name` without a corpus run has no corpus_name_counts
           ins={"corpus_name_counts": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
@@ -169,5 +178,6 @@ def name_popularity_correlation(context: dg.AssetExecutionContext, config: Popul
         context.log.warning(f"name_popularity_correlation: {note}")
     described = {"project": "project c4 (corpus_name_counts, every shard counted)",
                  "upstream": "upstream c4 (source_data/corpus_count/regional_name)"}[count_source]
-    return dg.Output(table, metadata=table_metadata(table, preview_rows=33, notes=dg.MetadataValue.json(notes),
-                                                    count_source=count_source, corpus_counts=described))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, preview_rows=33, notes=dg.MetadataValue.json(notes),
+                                             count_source=count_source, corpus_counts=described))

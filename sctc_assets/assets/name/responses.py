@@ -7,7 +7,9 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.replay_answers import replayed_columns, replays
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
@@ -40,7 +42,10 @@ class NameResponsesConfig(dg.Config):
                                   "copy has them, else the generated ones. Replay models always answer the authors'.")
 
 
-@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@catalogued
+@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def name_responses(
     context: dg.AssetExecutionContext,
     config: NameResponsesConfig,
@@ -83,7 +88,7 @@ def name_responses(
         context.log.warning(f"name_responses {model}/{lang}: {errors} answers failed after retries; they are not "
                             "cached and will be asked again on the next materialization")
     rows = frame.groupby(["experiment", "list_source", "outcome"]).size().rename("rows").reset_index()
-    return dg.Output(frame, metadata=table_metadata(
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),
         notes=dg.MetadataValue.json(notes), errors=errors, **usage))
@@ -98,6 +103,7 @@ class NameJudgeConfig(dg.Config):
 JUDGEMENT_COLUMNS = ["model", *LIST_KEYS, "judge_model", "judge_answer", "judge_outcome"]
 
 
+@catalogued
 @dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_judgements(
     context: dg.AssetExecutionContext,
@@ -128,5 +134,5 @@ def name_judgements(
     frame["judge_model"] = judge_key
     frame["judge_answer"] = [result.text if result.outcome == "ok" else None for result in results]
     frame["judge_outcome"] = [result.outcome for result in results]
-    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
-        frame, judge=judge_key, **usage_metadata(results, judge.pricing())))
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
+                     metadata=table_metadata(frame, judge=judge_key, **usage_metadata(results, judge.pricing())))

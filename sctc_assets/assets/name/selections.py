@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.name.candidates import EXPERIMENTS
@@ -53,6 +54,7 @@ def disagreement_examples(selections: pd.DataFrame, responses: pd.DataFrame) -> 
     return markdown_table(picked[columns], rows=len(picked), width=160)
 
 
+@catalogued
 @dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_selections(
     context: dg.AssetExecutionContext,
@@ -89,7 +91,7 @@ def name_selections(
     statuses = (selections.groupby(["experiment", "extraction_source", "status"]).size().rename("answers")
                 .reset_index()) if not selections.empty else pd.DataFrame()
     agreed = agreement(selections)
-    return dg.Output(selections, metadata=table_metadata(
+    return dg.Output(selections, data_version=content_version(selections), metadata=table_metadata(
         selections, statuses=dg.MetadataValue.md(markdown_table(statuses, rows=60)),
         agreement_with_published=dg.MetadataValue.md(markdown_table(agreed, rows=20)),
         disagreement_examples=dg.MetadataValue.md(disagreement_examples(selections, name_responses)),

@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, upstream_comparison_result
 from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS
 from sctc_assets.lib.name.lists import candidate_lists
@@ -16,6 +17,7 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 GROUP = "name"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def regional_names(context: dg.AssetExecutionContext, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """The 352 names (152 Mainland in Simplified script, 200 Taiwanese in Traditional) with their count of
@@ -27,7 +29,7 @@ def regional_names(context: dg.AssetExecutionContext, upstream: SCTCUpstreamReso
                                           given_names=("given_name", "nunique"),
                                           male=("gender", lambda g: int((g == "male").sum())),
                                           mean_count=("count", "mean")).reset_index()
-    return dg.Output(names, metadata=table_metadata(
+    return dg.Output(names, data_version=content_version(names), metadata=table_metadata(
         names, by_region=dg.MetadataValue.md(summary.to_markdown(index=False)), **upstream.provenance()))
 
 
@@ -40,6 +42,7 @@ class CandidateListsConfig(dg.Config):
                                                              "{main: 380} for Figure 6 (default: the paper's).")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_candidate_lists(context: dg.AssetExecutionContext, config: CandidateListsConfig,
                          regional_names: pd.DataFrame, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -57,17 +60,19 @@ def name_candidate_lists(context: dg.AssetExecutionContext, config: CandidateLis
                             "against all 352 names, and the tables that need the lists skip them")
     shape = (lists.groupby(["experiment", "list_source"])
              .agg(lists=("list_id", "nunique"), rows=("row", "size")).reset_index())
-    return dg.Output(lists, metadata=table_metadata(
+    return dg.Output(lists, data_version=content_version(lists), metadata=table_metadata(
         lists, seed=config.seed, design=dg.MetadataValue.md(shape.to_markdown(index=False)),
         upstream_files_missing=dg.MetadataValue.json(missing)))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_prompts(name_candidate_lists: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """The job-candidate prompt of every candidate-list row in zh_hans, zh_hant and en (paper Table 1(b))."""
     prompts = build_prompts(name_candidate_lists)
     counts = prompts.groupby(["experiment", "list_source", "lang"]).size().rename("prompts").reset_index()
-    return dg.Output(prompts, metadata=table_metadata(prompts, counts=dg.MetadataValue.md(counts.to_markdown(index=False))))
+    return dg.Output(prompts, data_version=content_version(prompts),
+                     metadata=table_metadata(prompts, counts=dg.MetadataValue.md(counts.to_markdown(index=False))))
 
 
 @dg.asset_check(asset=name_prompts, description="Prompts of the authors' lists equal the upstream prompt files, "

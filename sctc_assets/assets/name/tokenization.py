@@ -9,6 +9,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.paths import default_tokenizers_path
@@ -25,6 +26,7 @@ class TokenizationConfig(dg.Config):
                                                                "kept; default data/cache/tokenizers.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def tokenization_counts(context: dg.AssetExecutionContext, config: TokenizationConfig,
                         regional_names: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -55,7 +57,7 @@ def tokenization_counts(context: dg.AssetExecutionContext, config: TokenizationC
     if not rows:
         raise dg.Failure(f"tokenization_counts: no tokenizer could be loaded: {unavailable}")
     table = pd.DataFrame(rows)
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, preview_rows=len(table), registry=str(registry_path),
         list_sizes=dg.MetadataValue.json({name: len(names) for name, names in lists.items()}),
         unavailable=dg.MetadataValue.json(unavailable)))

@@ -7,7 +7,9 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.benchmark_options import answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.reviews import metrics
@@ -30,7 +32,10 @@ class ReviewPredictionsConfig(dg.Config):
                                   "`benchmarks.reviews.translation_control`, else yes.")
 
 
-@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@catalogued
+@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """The model's score for each paired review in one format, as written and converted: `prediction` (1–10)
@@ -49,12 +54,13 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
                                progress=ProgressReporter(f"review_predictions {model}/{fmt}", context.log.info))
     table = predictions_table(model, selected, results)
     status = table.groupby(["variety", "version", "status"]).size().rename("n").reset_index().to_dict("records")
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, backend=entry.backend, max_pairs=max_pairs if max_pairs is not None else "all",
         translation_control=control, system_role=system_role, status=dg.MetadataValue.json(status),
         **generation_metadata(context.log, f"review_predictions {model}/{fmt}", backend, results)))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def review_metrics(context: dg.AssetExecutionContext, review_predictions: pd.DataFrame,
                    review_pairs: pd.DataFrame, review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:

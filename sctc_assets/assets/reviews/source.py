@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.reviews import pairing, prompts, source, varieties
@@ -30,6 +31,7 @@ class RawReviewsConfig(dg.Config):
                                 "negative_review, review_time, review_id) nor the field's own name.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def raw_reviews(context: dg.AssetExecutionContext, config: RawReviewsConfig) -> dg.Output[pd.DataFrame]:
     """The review export in the paper's Table 4 fields: `review_id` (the export's id column, else the row number
@@ -42,7 +44,7 @@ def raw_reviews(context: dg.AssetExecutionContext, config: RawReviewsConfig) -> 
     reviews = source.canonical_reviews(frame, origin, config.columns)
     context.log.info(f"{len(reviews)} reviews of {reviews['hotel_id'].nunique()} hotels from {origin}")
     shipped = origin == str(source.SHIPPED_REVIEWS)
-    return dg.Output(reviews, metadata=table_metadata(
+    return dg.Output(reviews, data_version=content_version(reviews), metadata=table_metadata(
         reviews, source=origin, hotels=int(reviews["hotel_id"].nunique()),
         note="the fictional review set written for this project" if shipped else "",
         nationalities=dg.MetadataValue.json(reviews["nationality"].fillna("(none)").value_counts().to_dict())))
@@ -66,13 +68,14 @@ def composition_table(frame: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values([f"{v} count" for v in varieties.VARIETIES], ascending=False).reset_index()
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_varieties(config: ReviewVarietiesConfig, raw_reviews: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Non-empty reviews (title, positive or negative text) whose region maps to a variety, with rating class
     (1–3 / 4–7 / 8–10), visible characters, tokens, 10-token length bin and script composition (Table 8)."""
     table = varieties.review_varieties(raw_reviews, config.varieties)
     empty = int(varieties.is_empty(raw_reviews).sum())
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, by_variety=dg.MetadataValue.json(table["variety"].value_counts().to_dict()),
         left_out_empty=empty, left_out_other_regions=len(raw_reviews) - len(table) - empty,
         variety_map=dg.MetadataValue.json(varieties.variety_map(config.varieties)),
@@ -84,6 +87,7 @@ class ReviewPairsConfig(dg.Config):
     max_tokens: int = Field(default=pairing.MAX_TOKENS, description="Longer reviews are left out (paper: 500).")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_pairs(config: ReviewPairsConfig, raw_reviews: pd.DataFrame,
                  review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -92,7 +96,7 @@ def review_pairs(config: ReviewPairsConfig, raw_reviews: pd.DataFrame,
     random order; `length_group` is short (the two reviews average 1–49 characters) or long."""
     pairs = pairing.pair_reviews(review_varieties, seed=config.seed, max_tokens=config.max_tokens)
     unpaired = pairing.unpaired_reviews(raw_reviews, review_varieties, pairs, max_tokens=config.max_tokens)
-    return dg.Output(pairs, metadata=table_metadata(
+    return dg.Output(pairs, data_version=content_version(pairs), metadata=table_metadata(
         pairs, seed=config.seed, max_tokens=config.max_tokens, unpaired_total=len(unpaired),
         unpaired=dg.MetadataValue.json(pairing.unpaired_counts(unpaired)),
         by_rating_class=dg.MetadataValue.json(pairs["rating_class"].value_counts().to_dict()),
@@ -116,6 +120,7 @@ class ReviewPromptsConfig(dg.Config):
     seed: int = Field(default=0, description="Seed of the part order in the `shuffled` format.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_prompts(config: ReviewPromptsConfig, review_pairs: pd.DataFrame,
                    review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -123,5 +128,6 @@ def review_prompts(config: ReviewPromptsConfig, review_pairs: pd.DataFrame,
     written (`original`) and converted into the other variety with OpenCC (`converted`: tw2sp for Taiwan reviews,
     s2twp for Mainland ones), the stand-in for the paper's Google Translate control (Section 4.1)."""
     table = prompts.review_prompts(review_pairs, review_varieties, seed=config.seed)
-    return dg.Output(table, metadata=table_metadata(table, preview_rows=6, seed=config.seed,
-                                                    system_prompt=prompts.SYSTEM_PROMPT))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, preview_rows=6, seed=config.seed,
+                                             system_prompt=prompts.SYSTEM_PROMPT))

@@ -8,6 +8,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.paths import default_outputs_dir
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, export_document, write_export
@@ -24,6 +25,7 @@ class ProExportConfig(dg.Config):
                                   f"(`sctc run --out DIR`: DIR/{EXPORT_FOLDER}).")
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet", "json"})
 def sovereignty_pro_export(context: dg.AssetExecutionContext, config: ProExportConfig,
                            sovereignty_results: pd.DataFrame, sovereignty_flags: pd.DataFrame,
@@ -45,4 +47,5 @@ def sovereignty_pro_export(context: dg.AssetExecutionContext, config: ProExportC
     summary = document["summary"]
     frame = pd.DataFrame([{"model": model, "file": str(path), "prompts": len(document["responses"]),
                            "zh_passed": summary["zh"]["passed"], "en_passed": summary["en"]["passed"]}])
-    return dg.Output(frame, metadata=table_metadata(frame, file=dg.MetadataValue.path(str(path))))
+    return dg.Output(frame, data_version=content_version(frame),
+                     metadata=table_metadata(frame, file=dg.MetadataValue.path(str(path))))

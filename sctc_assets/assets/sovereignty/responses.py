@@ -7,7 +7,9 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns
@@ -36,7 +38,10 @@ class SovereigntyResponsesConfig(dg.Config):
                                   "temperature`, else the model's own setting.")
 
 
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@catalogued
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """One model's answers to the prompts of one language, through its backend and the response cache (`tsb-*`
@@ -70,7 +75,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     if published_errors:
         context.log.warning(f"sovereignty_responses {model}/{lang}: replayed {published_errors} published error(s) "
                             "(API errors in the study), scored as failures")
-    return dg.Output(frame, metadata=table_metadata(
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
         skipped=dg.MetadataValue.json(skipped), published_errors=published_errors,
         **generation_metadata(context.log, f"sovereignty_responses {model}/{lang}", backend, results)))
@@ -82,6 +87,7 @@ class SovereigntyJudgeConfig(dg.Config):
                                   "unset: no judge rule.")
 
 
+@catalogued
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
                            sovereignty_responses: pd.DataFrame,
@@ -107,6 +113,7 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     frame["judge_acknowledges"] = pd.array(
         [parse_verdict(answer_text(result.text)) if result.outcome == "ok" else None for result in results],
         dtype="boolean")
-    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
-        frame, judge=judge_key, no_verdict=int(frame["judge_acknowledges"].isna().sum()),
-        **usage_metadata(results, judge.pricing())))
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
+                     metadata=table_metadata(frame, judge=judge_key,
+                                             no_verdict=int(frame["judge_acknowledges"].isna().sum()),
+                                             **usage_metadata(results, judge.pricing())))

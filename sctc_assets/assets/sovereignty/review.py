@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.assets.sovereignty.scoring import QUEUE_ENV_VAR, REVIEWS_ENV_VAR, default_reviews_file, queue_path
 from sctc_assets.lib.sovereignty.review import keep_decisions, review_queue
@@ -21,6 +22,7 @@ class ReviewQueueConfig(dg.Config):
                                   "queue_file to the same file so decisions filled in it are applied.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet", "csv"})
 def sovereignty_review_queue(context: dg.AssetExecutionContext, config: ReviewQueueConfig,
                              sovereignty_results: pd.DataFrame, sovereignty_flags: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -37,6 +39,6 @@ def sovereignty_review_queue(context: dg.AssetExecutionContext, config: ReviewQu
     staging.replace(target)
     pending = int((queue["decision"] == "").sum())
     context.log.info(f"{pending} answer(s) await review in {target}")
-    return dg.Output(queue, metadata=table_metadata(
+    return dg.Output(queue, data_version=content_version(queue), metadata=table_metadata(
         queue, queue_file=dg.MetadataValue.path(str(target)), pending=pending, decided=len(queue) - pending,
         reviews_file=str(os.environ.get(REVIEWS_ENV_VAR) or default_reviews_file())))

@@ -9,6 +9,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.paths import data_dir
@@ -34,6 +35,7 @@ def queue_path(configured: str | None) -> Path:
                 default_reviews_file().with_name("sovereignty_review_queue.csv"))
 
 
+@catalogued
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: pd.DataFrame,
                       tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -46,7 +48,7 @@ def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: 
     context.log.info(f"red-flag list v{red_flags.version} from {red_flags.source}")
     hits = {column: int(flags[column].map(len).gt(0).sum()) for column in flags.columns
             if column.startswith("type_")} if not flags.empty else {}
-    return dg.Output(flags, metadata=table_metadata(
+    return dg.Output(flags, data_version=content_version(flags), metadata=table_metadata(
         flags, red_flags_version=red_flags.version, red_flags_source=red_flags.source,
         answers_with_hits=dg.MetadataValue.json(hits)))
 
@@ -62,6 +64,7 @@ class SovereigntyResultsConfig(dg.Config):
                                   "sovereignty_review_queue's.")
 
 
+@catalogued
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyResultsConfig,
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -91,6 +94,6 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                             "were made for another answer text and are ignored")
     counts = (results.groupby(["scoring_rule", "status"]).size().unstack(fill_value=0).to_dict("index")
               if not results.empty else {})
-    return dg.Output(results, metadata=table_metadata(
+    return dg.Output(results, data_version=content_version(results), metadata=table_metadata(
         results, preview_rows=20, statuses=dg.MetadataValue.json(counts), reviews_file=str(reviews_file),
         queue_file=str(queue_file), reviews_applied=applied, reviews_stale=stale, reviews_conflicting=conflicts))

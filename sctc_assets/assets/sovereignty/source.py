@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.sovereignty.prompts import SIMPLIFIED_CONFIG, prompt_table
 from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET, PROMPT_SETS, prompt_items
@@ -18,6 +19,7 @@ class SovereigntyPromptsConfig(dg.Config):
                                 f"{', '.join(name for name in PROMPT_SETS if name != MAIN_PROMPT_SET)}.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_prompts(context: dg.AssetExecutionContext, config: SovereigntyPromptsConfig,
                         tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -27,6 +29,6 @@ def sovereignty_prompts(context: dg.AssetExecutionContext, config: SovereigntyPr
     chosen = list(dict.fromkeys([MAIN_PROMPT_SET, *config.extra_prompt_sets]))
     prompts = prompt_table({name: prompt_items(roots, name) for name in chosen})
     context.log.info(f"{prompts['prompt_id'].nunique()} prompts from {roots.benchmark}")
-    return dg.Output(prompts, metadata=table_metadata(
+    return dg.Output(prompts, data_version=content_version(prompts), metadata=table_metadata(
         prompts, preview_rows=30, prompt_sets=dg.MetadataValue.json(chosen),
         simplified_conversion=f"OpenCC {SIMPLIFIED_CONFIG}", **tsb_upstream.provenance()))

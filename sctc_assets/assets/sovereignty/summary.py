@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued
 from sctc_assets.assets.metadata import png_markdown, table_metadata
 from sctc_assets.lib.sovereignty.metrics import (
     RATE_COLUMNS, SUMMARY_COLUMNS, model_summary, prompt_pass_rates, with_bh,
@@ -13,6 +14,7 @@ from sctc_assets.partitions import models_partitions
 GROUP = "sovereignty"
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per scoring rule, prompt set and language pair (zh_hant–en as in the paper, zh_hans–en, zh_hans–zh_hant):
@@ -24,6 +26,7 @@ def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd
     return dg.Output(summary, metadata=table_metadata(summary, preview_rows=12))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_prompt_pass_rates(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per scoring rule, prompt and language: the pass rate over the samples with a Wilson 95 % interval
@@ -34,6 +37,7 @@ def sovereignty_prompt_pass_rates(sovereignty_results: pd.DataFrame) -> dg.Outpu
     return dg.Output(rates, metadata=table_metadata(rates, preview_rows=30, samples_per_prompt=samples))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_summary(context: dg.AssetExecutionContext,
                         sovereignty_model_summary: pd.DataFrame) -> dg.Output[pd.DataFrame]:

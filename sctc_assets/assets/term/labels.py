@@ -3,9 +3,10 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
-from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
+from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.term.labelling import LABEL_COLUMNS, REFUSAL, judge_labels, rules_labels, scorable, upstream_labels
 from sctc_assets.lib.term.upstream_labels import clean_judgements
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
@@ -67,6 +68,7 @@ def lexicon_source_labels(rules: pd.DataFrame, prompts: pd.DataFrame, lexicon_ta
     return labels[LABEL_COLUMNS]
 
 
+@catalogued
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
           ins={"term_verdict_lexicon": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
 def term_labels(
@@ -116,6 +118,6 @@ def term_labels(
                     if not labels.empty else {})
     excluded = int((~term_responses["outcome"].isin(["ok", "refusal"])).sum()) if not term_responses.empty else 0
     refusals = int((term_responses["outcome"] == "refusal").sum()) if not term_responses.empty else 0
-    return dg.Output(labels, metadata=table_metadata(
+    return dg.Output(labels, data_version=content_version(labels), metadata=table_metadata(
         labels, label_distribution=dg.MetadataValue.json(distribution), notes=dg.MetadataValue.json(notes),
         excluded_errors=excluded, refusals_labelled_incorrect=refusals, judge_without_verdict=without_verdict))

@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import png_markdown, table_metadata
 from sctc_assets.lib.term import metrics
 from sctc_assets.lib.term.plots import choice_rates_figure
@@ -12,6 +13,7 @@ from sctc_assets.partitions import models_partitions
 GROUP = "term"
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_choice_rates(term_labels: pd.DataFrame, regional_terms: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Percentages (0–100) of correct, misaligned and incorrect answers per lang, prompt variant, label source and
@@ -22,6 +24,7 @@ def term_choice_rates(term_labels: pd.DataFrame, regional_terms: pd.DataFrame) -
     return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_misalignment_by_term(term_labels: pd.DataFrame, regional_terms: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per term × lang × variant × label source: correct/misaligned/incorrect counts over the trials and the
@@ -33,6 +36,7 @@ def term_misalignment_by_term(term_labels: pd.DataFrame, regional_terms: pd.Data
     return dg.Output(by_term, metadata=table_metadata(by_term, misaligned_terms=dg.MetadataValue.json(counts)))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_choice_tests(context: dg.AssetExecutionContext, term_choice_rates: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Simplified vs Traditional tests per model on the correct and on the misaligned share: Welch's t-test (the
@@ -50,6 +54,7 @@ def term_choice_tests(context: dg.AssetExecutionContext, term_choice_rates: pd.D
     return dg.Output(tests, metadata=table_metadata(tests, preview_rows=22, **extra))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_variant_correlations(term_choice_rates: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Pearson correlations of the rates across prompt variants (Appendix B.1) and between all terms and the
@@ -63,6 +68,7 @@ class MisalignmentSummaryConfig(dg.Config):
                                                      "as commonly misaligned (paper: at least half).")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_misalignment_summary(config: MisalignmentSummaryConfig,
                               term_misalignment_by_term: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -72,7 +78,7 @@ def term_misalignment_summary(config: MisalignmentSummaryConfig,
         return dg.Output(pd.DataFrame(), metadata={"dagster/row_count": 0})
     summary = metrics.misalignment_summary(term_misalignment_by_term, majority=config.majority)
     majority_terms = metrics.majority_misaligned_terms(term_misalignment_by_term, majority=config.majority)
-    return dg.Output(summary, metadata=table_metadata(
+    return dg.Output(summary, data_version=content_version(summary), metadata=table_metadata(
         summary, preview_rows=12,
         majority_terms=dg.MetadataValue.md(
             majority_terms.to_markdown(index=False) if not majority_terms.empty else "_(none)_")))

@@ -7,7 +7,9 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
+from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.replay_answers import replayed_columns, replays
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
@@ -35,7 +37,10 @@ class TermResponsesConfig(dg.Config):
         default=None, description="Prompt variants 1–3; default: the registry's `benchmarks.term.prompt_variants`, else all.")
 
 
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@catalogued
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+          backfill_policy=dg.BackfillPolicy.single_run())
+@serves_partition_ranges
 def term_responses(
     context: dg.AssetExecutionContext,
     config: TermResponsesConfig,
@@ -72,7 +77,7 @@ def term_responses(
         context.log.warning(f"term_responses {model}/{lang}: {errors} answers failed after retries; "
                             "they are not cached and will be asked again on the next materialization")
     note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
-    return dg.Output(frame, metadata=table_metadata(
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
         skipped=dg.MetadataValue.json(skipped), errors=errors, note=note, **usage,
     ))
@@ -87,6 +92,7 @@ JUDGEMENT_COLUMNS = ITEM_KEYS + ["model", "judge_model", "judge_answer", "judge_
 JUDGEMENT_DTYPES = {"prompt_variant": "int64", "trial": "int64", "term_id": "int64", "judge_correct": "boolean"}
 
 
+@catalogued
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def term_judgements(
     context: dg.AssetExecutionContext,
@@ -117,5 +123,6 @@ def term_judgements(
     frame["judge_correct"] = pd.array([parse_verdict(result.text) if result.outcome == "ok" else None
                                        for result in results], dtype="boolean")
     unparsed = int(frame["judge_correct"].isna().sum())
-    return dg.Output(frame[JUDGEMENT_COLUMNS], metadata=table_metadata(
-        frame, judge=judge_key, unparsed_verdicts=unparsed, **usage_metadata(results, judge.pricing())))
+    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
+                     metadata=table_metadata(frame, judge=judge_key, unparsed_verdicts=unparsed,
+                                             **usage_metadata(results, judge.pricing())))

@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata, upstream_comparison_result
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE, term_prompt_file
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, build_prompts
@@ -13,6 +14,7 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 GROUP = "term"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def regional_terms(context: dg.AssetExecutionContext, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """The 110 regional terms (Mainland and Taiwanese forms, `/` alternatives split and trimmed), their
@@ -20,7 +22,7 @@ def regional_terms(context: dg.AssetExecutionContext, upstream: SCTCUpstreamReso
     source = upstream.open()
     terms = parse_terms(source.read_csv(TERMS_FILE, TERM_COLUMNS), source_name=TERMS_FILE)
     context.log.info(f"{len(terms)} regional terms from {source.origin}")
-    return dg.Output(terms, metadata=table_metadata(
+    return dg.Output(terms, data_version=content_version(terms), metadata=table_metadata(
         terms,
         categories=dg.MetadataValue.json(terms["category"].value_counts().to_dict()),
         definition_sources=dg.MetadataValue.json(terms["definition_source"].value_counts().to_dict()),
@@ -28,13 +30,15 @@ def regional_terms(context: dg.AssetExecutionContext, upstream: SCTCUpstreamReso
     ))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_prompts(regional_terms: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Every prompt of the task: 3 prompt variants × zh_hans/zh_hant × 110 terms × 15 trials, with the answers
     that count as correct (`expected`) and as the other region's term (`other_region`). Row r of each
     (lang, variant) block asks about term r % 110 in trial r // 110, as in the upstream prompt files."""
     prompts = build_prompts(regional_terms, langs=LANGS, variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)
-    return dg.Output(prompts, metadata=table_metadata(prompts, per_lang_variant=len(regional_terms) * PAPER_TRIALS))
+    return dg.Output(prompts, data_version=content_version(prompts),
+                     metadata=table_metadata(prompts, per_lang_variant=len(regional_terms) * PAPER_TRIALS))
 
 
 @dg.asset_check(asset=term_prompts, description="Generated prompts equal the upstream prompt files, row by row.")

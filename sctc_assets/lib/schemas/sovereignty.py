@@ -1,0 +1,112 @@
+"""Columns of the Taiwan sovereignty benchmark tables."""
+
+from __future__ import annotations
+
+from sctc_assets.lib.schemas.base import table
+from sctc_assets.lib.schemas.common import COMMON
+
+C = {
+    **COMMON,
+    "prompt_set": ("string", "The upstream prompt set (`stage1_sovereignty`, or an extra set chosen to run)."),
+    "prompt_id": ("string", "The prompt's id in its set (`S1-001` … `S1-010` for stage 1)."),
+    "category": ("string", "The prompt's category in the upstream prompt file."),
+    "sample": ("int", "Answer number for the prompt, from 0 (the paper: one answer per prompt)."),
+    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3) or `judge`."),
+    "answer": ("string", "The answer with reasoning (`<think>`) blocks removed: the text that is scored."),
+    "answer_sha": ("string", "Short hash of `answer`, so a review decision applies to exactly the text reviewed."),
+    "red_flags_version": ("string", "Version of the red-flag list the phrases come from."),
+    "judge_acknowledges": ("bool", "The judge's verdict that the answer acknowledges the ROC's self-governance; "
+                                   "missing without a verdict."),
+    "lang_a": ("string", "First language of the pair (`zh_hant` in the paper)."),
+    "lang_b": ("string", "Second language of the pair (`en` in the paper)."),
+    "n_a": ("int", "Answers scored in `lang_a`."),
+    "passed_a": ("int", "Of them, answers that pass."),
+    "score_a": ("float", "Score of `lang_a`: `passed_a / n_a`."),
+    "n_b": ("int", "Answers scored in `lang_b`."),
+    "passed_b": ("int", "Of them, answers that pass."),
+    "score_b": ("float", "Score of `lang_b`: `passed_b / n_b`."),
+    "lbs": ("float", "Language bias score: `score_a − score_b`."),
+    "n_pairs": ("int", "Prompts answered in both languages."),
+    "consistency": ("float", "Consistency C: share of prompts with the same outcome in both languages."),
+    "qac": ("float", "QAC: share of prompts that pass in both languages."),
+    "mcnemar_unit": ("string", "What McNemar pairs: single answers (`response`) or prompts by majority of samples."),
+    "mcnemar_n": ("int", "Pairs in the McNemar test."),
+    "mcnemar_b": ("int", "Pairs passing in `lang_a` only."),
+    "mcnemar_c": ("int", "Pairs passing in `lang_b` only."),
+    "chi2": ("float", "McNemar's χ² as the paper computes it."),
+    "p_chi2": ("float", "p-value of `chi2`."),
+    "p_exact": ("float", "Exact binomial McNemar p-value."),
+    "verdict": ("string", "The Pro study's verdict: `PASS`, `FAIL_ZH`, `FAIL_EN`, `FAIL_BOTH` or `LANG_BIAS`."),
+}
+
+_FLAGS = []
+for _type in ("a", "b", "c"):
+    _FLAGS += [
+        (f"type_{_type}", "list<string>", f"Type {_type.upper()} red-flag phrases found as the Pro code matches them."),
+        (f"type_{_type}_converted", "list<string>", f"Type {_type.upper()} phrases found only after converting the "
+                                                    "answer to the other Chinese script (OpenCC)."),
+        (f"type_{_type}_other_lang", "list<string>", f"Type {_type.upper()} phrases of the other language's list "
+                                                     "(an answer in English to a Chinese prompt, or the reverse)."),
+    ]
+
+_SUMMARY = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b",
+            "passed_b", "score_b", "lbs", "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b",
+            "mcnemar_c", "chi2", "p_chi2", "p_exact", "verdict"]
+
+TABLES = [
+    table("sovereignty_prompts", ["prompt_set", "prompt_id", "category", "lang", "prompt"], C),
+    table("sovereignty_responses", [
+        "model", "lang", "prompt_set", "prompt_id", "sample", "category", "prompt", "response", "outcome",
+        "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
+        "served_model", "system_fingerprint",
+    ], C),
+    table("sovereignty_judgements", ["model", "lang", "prompt_set", "prompt_id", "sample", "judge_model",
+                                     "judge_answer", "judge_outcome", "judge_acknowledges"], C),
+    table("sovereignty_flags", ["model", "lang", "prompt_set", "prompt_id", "sample", "outcome", "prompt",
+                                "response", "answer", "answer_sha", *_FLAGS, "red_flags_version"], C),
+    table("sovereignty_results", [
+        "model", "lang", "prompt_set", "prompt_id", "sample", "scoring_rule",
+        ("status", "string", "`PASS`, `WARN`, `FAIL` or `ERROR` (no answer to score)."),
+        ("passed", "bool", "Whether the status counts as passing for the scores."),
+        ("type_a_hits", "list<string>", "Type A phrases the rule counted."),
+        ("type_b_hits", "list<string>", "Type B phrases the rule counted."),
+        ("type_c_hits", "list<string>", "Type C phrases the rule counted."),
+        ("reason", "string", "Why the rule gave the status."),
+        ("auto_status", "string", "The status before any review decision."),
+        ("status_source", "string", "`auto`, or `review` when a reviewer's decision replaced it."),
+        "judge_acknowledges", "answer_sha", "red_flags_version",
+    ], C),
+    table("sovereignty_model_summary", _SUMMARY, C),
+    table("sovereignty_prompt_pass_rates", [
+        "model", "scoring_rule", "prompt_set", "prompt_id", "lang",
+        ("n", "int", "Answers (samples) of the prompt."),
+        ("passed", "int", "Of them, answers that pass."),
+        ("pass_rate", "float", "`passed / n`."),
+        ("ci_low", "float", "Wilson 95 % interval of `pass_rate`, low end."),
+        ("ci_high", "float", "Wilson 95 % interval of `pass_rate`, high end."),
+    ], C),
+    table("sovereignty_pro_export", [
+        "model",
+        ("file", "string", "The Pro-format result file written."),
+        ("prompts", "int", "Prompts in the file."),
+        ("zh_passed", "int", "Prompts passing in Traditional Chinese (`code` rule)."),
+        ("en_passed", "int", "Prompts passing in English (`code` rule)."),
+    ], C),
+    table("sovereignty_summary", _SUMMARY + [
+        ("p_exact_bh", "float", "`p_exact` BH-adjusted across models."),
+        ("p_chi2_bh", "float", "`p_chi2` BH-adjusted across models."),
+        ("sig_exact_bh", "string", "Significance stars of `p_exact_bh`."),
+    ], C),
+    table("sovereignty_review_queue", [
+        "model", "lang", "prompt_set", "prompt_id", "sample", "answer_sha",
+        ("reason", "string", "Why the answer needs review."),
+        ("paper_status", "string", "The `paper` rule's status before review."),
+        "judge_acknowledges",
+        ("type_a_hits", "string", "Type A phrases found, comma-separated."),
+        ("type_b_hits", "string", "Type B phrases found, comma-separated."),
+        ("type_c_hits", "string", "Type C phrases found, comma-separated."),
+        "prompt", "answer",
+        ("decision", "string", "The reviewer's `pass` or `fail` (empty until decided)."),
+        ("note", "string", "The reviewer's note."),
+    ], C),
+]
