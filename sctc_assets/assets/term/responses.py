@@ -12,7 +12,7 @@ from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
-from sctc_assets.lib.term.prompts import PAPER_TRIALS, run_settings
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings
 from sctc_assets.partitions import model_and_lang, term_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
@@ -45,9 +45,10 @@ def term_responses(
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     trials, variants = run_settings(config.trials, config.prompt_variants, entry.benchmark_settings("term"))
+    overrides = generation_overrides(entry.benchmark_settings("term"))
     selected = term_prompts[(term_prompts["lang"] == lang) & term_prompts["prompt_variant"].isin(variants)
                             & (term_prompts["trial"] < trials)].reset_index(drop=True)
-    backend = models.backend(model, open_upstream=upstream.open)
+    backend = models.backend(model, open_upstream=upstream.open, overrides=overrides)
     requests = [
         GenerationRequest.user(record["prompt"], trial=record["trial"], benchmark="term", lang=lang,
                                prompt_variant=record["prompt_variant"], row=record["row"])
@@ -71,6 +72,7 @@ def term_responses(
     note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
     return dg.Output(frame, metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
+        overrides=dg.MetadataValue.json(overrides),
         skipped=dg.MetadataValue.json(skipped), errors=errors, note=note,
         **usage_metadata(results, backend.pricing()),
     ))
