@@ -99,11 +99,13 @@ def same_model(model: Any, tokenizer: Any, other_model: Any, other_tokenizer: An
             return f"parameter {name} differs"
     if other_model.config.to_diff_dict().get("quantization_config"):
         return "the saved config is still quantized"
-    for attribute in ("chat_template", "eos_token_id", "pad_token_id", "bos_token_id"):
+    for attribute in ("chat_template", "eos_token_id", "pad_token_id", "bos_token_id", "all_special_tokens",
+                      "clean_up_tokenization_spaces"):
         if getattr(tokenizer, attribute, None) != getattr(other_tokenizer, attribute, None):
             return f"tokenizer {attribute} differs"
-    if tokenizer.get_vocab() != other_tokenizer.get_vocab():
-        return "tokenizer vocabularies differ"
+    # The whole pipeline (normalizer, pre-tokenizer, vocabulary, merges, decoder, added tokens).
+    if tokenizer.backend_tokenizer.to_str() != other_tokenizer.backend_tokenizer.to_str():
+        return "the tokenizers differ"
     return None
 
 

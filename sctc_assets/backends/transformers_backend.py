@@ -173,7 +173,11 @@ def load_model(
         return AutoModelForCausalLM.from_pretrained(source, **model_kwargs, **extra), tokenizer
 
     def from_folder(folder: Path) -> tuple[Any, Any]:
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+        from transformers import PreTrainedTokenizerFast
+
+        # The saved tokenizer.json as it is: AutoTokenizer would rebuild it as the architecture's own class, which
+        # may add steps the GGUF's tokenizer does not have (Qwen2Tokenizer adds NFC normalization).
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
         return AutoModelForCausalLM.from_pretrained(str(folder), **model_kwargs), tokenizer
 
     # The cached tokenizer is the GGUF's own; a separately configured tokenizer is loaded as usual.
