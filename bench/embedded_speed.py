@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -36,12 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 MODEL_KEY = "qwen2.5-coder-0.5b-instruct"
 PATHS = ("before", "new", "loop")
-BEFORE = {"engine": "generate", "cache_converted_weights": False, "max_new_tokens": 64}
+BEFORE = {"engine": "generate", "cache_converted_weights": False, "max_new_tokens": 64, "batch_size": 16}
 
 
 def term_prompts(upstream: str | None, count: int):
-    """`count` of the registry run's term prompts (1 trial × 3 variants × 110 terms × 2 languages = 660), spread
-    evenly over languages, variants and terms."""
+    """`count` of the registry run's term prompts (1 trial × 3 variants × 110 terms × 2 languages = 660)."""
     from sctc_assets.lib.registry import load_registry
     from sctc_assets.lib.paths import default_registry_path
     from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
@@ -54,19 +54,18 @@ def term_prompts(upstream: str | None, count: int):
     source = SCTCUpstreamResource(location=upstream).open()
     terms = parse_terms(source.read_csv(TERMS_FILE, TERM_COLUMNS), source_name=TERMS_FILE)
     prompts = build_prompts(terms, langs=LANGS, variants=variants, trials=trials).reset_index(drop=True)
-    if count < len(prompts):
-        step = len(prompts) / count
-        prompts = prompts.iloc[[int(i * step) for i in range(count)]].reset_index(drop=True)
+    if count < len(prompts):  # a seeded sample, the same for every path
+        prompts = prompts.iloc[sorted(random.Random(0).sample(range(len(prompts)), count))].reset_index(drop=True)
     return prompts
 
 
-def backend_settings(path: str) -> dict:
+def backend_settings(path: str, new_settings: dict | None = None) -> dict:
     from sctc_assets.lib.paths import default_registry_path
     from sctc_assets.lib.registry import load_registry
     from sctc_assets.lib.term.prompts import generation_overrides
 
     entry = load_registry(default_registry_path())[MODEL_KEY]
-    settings = {**entry.settings, **generation_overrides(entry.benchmark_settings("term"))}
+    settings = {**entry.settings, **generation_overrides(entry.benchmark_settings("term")), **(new_settings or {})}
     if path == "before":
         settings.update(BEFORE)
     elif path == "loop":
@@ -79,14 +78,16 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def worker(path: str, upstream: str | None, count: int, answers: Path) -> dict:
+def worker(path: str, upstream: str | None, count: int, answers: Path, new_settings: dict) -> dict:
     """Runs in the child process: load, answer, and report timings measured from the process start."""
+    if path == "before" and "OMP_WAIT_POLICY" not in os.environ:
+        import torch  # noqa: F401 - loaded first, so the backend leaves the OpenMP wait policy unset, as before
     from sctc_assets.backends.transformers_backend import TransformersBackend
     from sctc_assets.lib.generation import GenerationRequest
 
     started = float(os.environ["SCTC_BENCH_STARTED"])
     prompts = term_prompts(upstream, count)
-    settings = backend_settings(path)
+    settings = backend_settings(path, new_settings)
     backend = TransformersBackend(**settings)
     load_started = time.time()
     loaded = backend._loaded()
@@ -117,22 +118,34 @@ def worker(path: str, upstream: str | None, count: int, answers: Path) -> dict:
     return {"path": path, "answers": len(rows), "load_wall": load_wall, "weights": loaded.info.get("weights", ""),
             "first_answer": first[0] if first else None, "generate_wall": generate_wall,
             "total_wall": time.time() - started, "cpu_load": cpu_loaded, "cpu": cpu_generate,
-            "settings": {k: settings.get(k) for k in ("engine", "batch_size", "max_new_tokens",
-                                                      "cache_converted_weights")}}
+            "settings": {k: getattr(backend, k) for k in ("engine", "batch_size", "max_new_tokens",
+                                                          "cache_converted_weights")}}
 
 
 def run_path(path: str, args: argparse.Namespace, folder: Path) -> dict:
     answers = folder / f"{path}.jsonl"
-    command = [sys.executable, __file__, "--worker", path, "--prompts", str(args.prompts), "--answers", str(answers)]
+    command = [sys.executable, __file__, "--worker", path, "--prompts", str(args.prompts), "--answers", str(answers),
+               "--new-settings", json.dumps(new_settings(args))]
     if args.upstream:
         command += ["--upstream", args.upstream]
     env = {**os.environ, "SCTC_BENCH_STARTED": repr(time.time())}
+    # Each path's own OpenMP wait policy unless one is forced: `before` as today's code ran (unset: the OpenMP
+    # runtime's spinning default), `new` and `loop` the backend's PASSIVE default.
+    env.pop("OMP_WAIT_POLICY", None)
+    if args.omp_wait_policy:
+        env["OMP_WAIT_POLICY"] = args.omp_wait_policy
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"path {path!r} failed:\n{done.stderr[-4000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])
     report["answers_file"] = str(answers)
     return report
+
+
+def new_settings(args: argparse.Namespace) -> dict:
+    """Settings that override the registry entry on the `new` and `loop` paths."""
+    chosen = {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens}
+    return {name: value for name, value in chosen.items() if value is not None}
 
 
 def read_answers(path: str | Path) -> dict[tuple, dict]:
@@ -174,23 +187,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--upstream", default=None, help="SC-TC-Bench copy (default: $SCTC_UPSTREAM, else download)")
     parser.add_argument("--prompts", type=int, default=120, help="how many of the 660 term prompts each path answers")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
+    parser.add_argument("--batch-size", type=int, default=None, help="new path: rows decoded at once (default: registry)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="new and loop paths: answer length (default: the registry's benchmarks.term setting)")
+    parser.add_argument("--omp-wait-policy", choices=["PASSIVE", "ACTIVE"], default=None,
+                        help="force one OMP_WAIT_POLICY on every path (default: before unset, as today's code ran;"
+                        " new and loop the backend's PASSIVE)")
     parser.add_argument("--save", default=None, help="folder that keeps each path's answers (<path>.jsonl)")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two saved answer files and exit")
     parser.add_argument("--worker", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--answers", help=argparse.SUPPRESS)
+    parser.add_argument("--new-settings", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.compare:
         print(compare(*args.compare, args.upstream))
         return
     if args.worker:
-        print(json.dumps(worker(args.worker, args.upstream, args.prompts, Path(args.answers))))
+        print(json.dumps(worker(args.worker, args.upstream, args.prompts, Path(args.answers),
+                                json.loads(args.new_settings))))
         return
 
     folder = Path(args.save) if args.save else Path(tempfile.mkdtemp(prefix="embedded-speed-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"{MODEL_KEY}: {args.prompts} term prompts per path, each path in a fresh process; "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start, OMP_WAIT_POLICY="
+          f"{args.omp_wait_policy or 'per path'}, new-path overrides {new_settings(args) or 'none'}")
     reports = {}
     for path in args.paths:
         reports[path] = report = run_path(path, args, folder)

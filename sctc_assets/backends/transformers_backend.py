@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -50,6 +52,14 @@ class LoadedModel:
     load_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
+
+# torch's OpenMP threads spin while they wait for work. On a machine with more busy threads than cores (a shared CI
+# runner, a UI backfill running partitions side by side) the spinning takes CPU from the threads doing the work: on
+# 2 shared cores it cost 2.5x the CPU seconds (bench/embedded_speed.py --omp-wait-policy). Sleeping instead costs
+# little on an idle machine, and never changes an answer. The OpenMP runtime reads the setting once, when torch
+# loads, so it is set before the first `import torch`, and only when the user has not chosen.
+if "torch" not in sys.modules:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _MODELS: dict[tuple, LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
