@@ -4,7 +4,9 @@ Builds a model with random weights and the architecture of Qwen2.5-0.5B-Instruct
 `--tiny`), so it runs anywhere without downloading weights; random weights rarely stop early, so every answer runs
 to `--max-new-tokens`, which makes the batch sizes comparable. The tokenizer comes from `--tokenizer DIR` (a saved
 Hugging Face tokenizer; `--tokenizer embedded` takes it from the embedded Qwen GGUF) so prompts are tokenised as
-the real model would. Prints answers per second per batch size and the speed-up over batch size 1.
+the real model would. Prints answers per second per batch size and the speed-up over batch size 1, for the
+backend's `--engine` (continuous batching by default, or `generate`, transformers' padded batches). For the real
+embedded model on the term prompts see `bench/embedded_speed.py`.
 
     python bench/transformers_throughput.py --tokenizer embedded --prompts 64 --batch-sizes 1 8 16
 """
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model instead of Qwen2.5-0.5B's shape")
+    parser.add_argument("--engine", choices=["continuous", "generate"], default="continuous")
     args = parser.parse_args()
 
     import torch
@@ -73,14 +76,15 @@ def main() -> None:
         requests = [GenerationRequest.user(prompt) for prompt in term_like_prompts(args.prompts)]
         device = "cuda" if torch.cuda.is_available() and args.device == "auto" else args.device
         print(f"model: random {'tiny' if args.tiny else 'Qwen2.5-0.5B-shaped'} Qwen2, device={device}, "
-              f"dtype={args.dtype}, prompts={args.prompts}, max_new_tokens={args.max_new_tokens}")
+              f"dtype={args.dtype}, engine={args.engine}, prompts={args.prompts}, max_new_tokens={args.max_new_tokens}")
         if torch.cuda.is_available():
             print(f"gpu: {torch.cuda.get_device_name(0)}")
         rates: dict[int, float] = {}
         first_answers = None
         for batch_size in args.batch_sizes:
             backend = TransformersBackend(model=str(model_dir), device=args.device, dtype=args.dtype,
-                                          batch_size=batch_size, max_new_tokens=args.max_new_tokens)
+                                          batch_size=batch_size, max_new_tokens=args.max_new_tokens,
+                                          engine=args.engine)
             backend.generate(requests[: min(len(requests), batch_size)])  # load + warm-up, not timed
             if torch.cuda.is_available():
                 torch.cuda.synchronize()

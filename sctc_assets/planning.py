@@ -40,6 +40,7 @@ class PartitionDesign:
     selected: pd.DataFrame
     request_set: RequestSet
     settings: Any
+    overrides: dict | None = None  # backend settings the benchmark replaces (they are part of the cache key)
 
     @property
     def requests(self) -> list[GenerationRequest]:
@@ -141,7 +142,7 @@ def review_prompts(options: Mapping[str, Any]) -> pd.DataFrame:
 
 def _term_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
     from sctc_assets.lib.languages import TERM_LANGS
-    from sctc_assets.lib.term.prompts import run_settings
+    from sctc_assets.lib.term.prompts import generation_overrides, run_settings
     from sctc_assets.lib.term.requests import term_requests
 
     table = term_prompts()
@@ -149,9 +150,10 @@ def _term_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> li
     for entry in models:
         trials, variants = run_settings(options.get("trials"), options.get("prompt_variants"),
                                         entry.benchmark_settings("term"))
+        overrides = generation_overrides(entry.benchmark_settings("term"))
         for lang in TERM_LANGS:
             selected, requests = shared((lang, trials, tuple(variants)), lang, trials, variants)
-            designs.append(PartitionDesign(entry.key, lang, selected, requests, (trials, variants)))
+            designs.append(PartitionDesign(entry.key, lang, selected, requests, (trials, variants), overrides))
     return designs
 
 
@@ -192,7 +194,7 @@ def _sovereignty_design(models: Sequence[ModelEntry], options: Mapping[str, Any]
         for lang in SOVEREIGNTY_LANGS:
             items, requests = sovereignty_requests(table, entry.key, lang, samples)
             designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
-                                           (samples, overrides)))
+                                           (samples, overrides), overrides))
     return designs
 
 
@@ -309,8 +311,7 @@ def build_plan(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mappin
             continue
         design = BenchmarkDesign(benchmark, options, DESIGNS[benchmark]([entries[key] for key in keys], options))
         for partition in design.partitions:
-            overrides = partition.settings[1] if benchmark == "sovereignty" else None
-            backend = registry.backend(partition.model, open_upstream=_upstream_opener(), overrides=overrides)
+            backend = registry.backend(partition.model, open_upstream=_upstream_opener(), overrides=partition.overrides)
             identity = backend.identity() if backend.uses_cache else None
             if identity is not None and cache is not None:
                 model_key = str(identity.get("model", ""))

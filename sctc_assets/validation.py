@@ -18,7 +18,7 @@ from sctc_assets.lib.term.prompts import PAPER_TRIALS
 # The keys each benchmark reads from a registry entry's `benchmarks:` block (`last_names`: the name benchmark's
 # log-probability experiment). Anything else is a typo the run would silently ignore.
 BENCHMARK_SETTINGS: dict[str, frozenset[str]] = {
-    "term": frozenset({"trials", "prompt_variants"}),
+    "term": frozenset({"trials", "prompt_variants", "max_new_tokens"}),
     "name": frozenset({"experiments", "lists", "shuffles", "list_source"}),
     "sovereignty": frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
     "reviews": frozenset({"max_pairs", "translation_control", "system_role"}),

@@ -78,6 +78,11 @@ def embedded_offline(isolated_data_dir: Path, tmp_path: Path, monkeypatch: pytes
     shipped_models = REPO / "data" / "models"
     if shipped_models.is_dir():  # reuse the verified joined file instead of assembling 0.5 GB again
         (isolated_data_dir / "models").symlink_to(shipped_models)
+    # ... and its converted weights (backends/gguf_cache.py), instead of converting and writing 2 GB per test.
+    shipped_weights = REPO / "data" / "cache" / "weights"
+    shipped_weights.mkdir(parents=True, exist_ok=True)
+    (isolated_data_dir / "cache").mkdir(exist_ok=True)
+    (isolated_data_dir / "cache" / "weights").symlink_to(shipped_weights)
     registry = tmp_path / "shipped-registry" / "models.yaml"
     registry.parent.mkdir()
     registry.write_text((REPO / "data" / "models.yaml").read_text(encoding="utf-8"), encoding="utf-8")

@@ -233,11 +233,14 @@ def test_without_chat_template_falls_back_to_plain_user_text(bigram_model_no_tem
     assert [r.finish_reason for r in results] == ["stop", "length"]
 
 
-def test_batched_generation_matches_unbatched_and_keeps_order(random_model):
+@pytest.mark.parametrize("engine", ["continuous", "generate"])
+def test_batched_generation_matches_unbatched_and_keeps_order(random_model, engine):
     prompts = ["a", "甲乙丙好鼠标滑鼠", "问答", "是什么 xyz abc 123", "用一个词回答", "c"]
     requests = [GenerationRequest.user(p) for p in prompts]
-    single = TransformersBackend(model=str(random_model), batch_size=1, max_new_tokens=6).generate(requests)
-    batched = TransformersBackend(model=str(random_model), batch_size=4, max_new_tokens=6).generate(requests)
+    single = TransformersBackend(model=str(random_model), batch_size=1, max_new_tokens=6,
+                                 engine=engine).generate(requests)
+    batched = TransformersBackend(model=str(random_model), batch_size=4, max_new_tokens=6,
+                                  engine=engine).generate(requests)
     assert [r.text for r in batched] == [r.text for r in single]
     assert [r.output_tokens for r in batched] == [r.output_tokens for r in single]
     assert [r.input_tokens for r in batched] == [r.input_tokens for r in single]
@@ -273,13 +276,18 @@ def test_greedy_generation_is_deterministic_and_quiet(random_model):
 
 
 def test_sampling_is_seeded(random_model):
-    requests = [GenerationRequest.user(p) for p in ["甲乙", "好鼠标"]]
+    requests = [GenerationRequest.user(p) for p in ["甲乙", "好鼠标", "问答", "abc", "鼠标滑鼠"]]
 
-    def run(seed: int) -> list[str]:
-        backend = TransformersBackend(model=str(random_model), temperature=1.5, seed=seed, max_new_tokens=8)
+    def run(seed: int, batch_size: int = 8, top_p: float | None = None) -> list[str]:
+        backend = TransformersBackend(model=str(random_model), temperature=1.5, seed=seed, max_new_tokens=8,
+                                      batch_size=batch_size, top_p=top_p)
         return [r.text for r in backend.generate(requests)]
 
     assert run(1) == run(1)
+    # Continuous batching: each request samples from its own seeded generator, whatever its neighbours.
+    assert run(1, batch_size=2) == run(1, batch_size=8) == run(1, batch_size=1)
+    assert run(1) != run(2)
+    assert run(1, top_p=0.5) == run(1, top_p=0.5, batch_size=2) != run(1)
     kwargs = TransformersBackend(model=str(random_model), temperature=0.8, top_p=0.9)._generation_kwargs(
         tb.LoadedModel(model=None, tokenizer=None, input_device="cpu", eos_token_ids=[3], pad_token_id=0)
     )
@@ -353,6 +361,278 @@ def test_configuration_errors():
         TransformersBackend(embedded="no-such-model")._loaded()
     with pytest.raises(BackendUnavailable, match="device"):
         tb.resolve_device("tpu")
+
+
+# --- the continuous engine ----------------------------------------------------------------------------------------
+
+PREFIXED = ["问答 a", "问答 abc", "问答 甲乙", "问答 xyz 123", "问答 x甲", "问答 b", "问答 甲乙丙好", "问答 c"]
+
+
+def test_continuous_engine_gives_the_answers_of_generate(random_model):
+    """Shared prefixes, token trees and refills change nothing in float32 (clear-cut greedy choices)."""
+    requests = [GenerationRequest.user(p) for p in PREFIXED]
+    reference = TransformersBackend(model=str(random_model), engine="generate", batch_size=1,
+                                    max_new_tokens=7).generate(requests)
+    for batch_size in (1, 3, 8):
+        continuous = TransformersBackend(model=str(random_model), batch_size=batch_size,
+                                         max_new_tokens=7).generate(requests)
+        assert [(r.text, r.output_tokens, r.finish_reason, r.input_tokens) for r in continuous] == \
+            [(r.text, r.output_tokens, r.finish_reason, r.input_tokens) for r in reference]
+
+
+def _batcher(model_dir: Path, **settings):
+    from sctc_assets.backends.continuous_batching import ContinuousBatcher
+
+    loaded = TransformersBackend(model=str(model_dir), use_chat_template=False)._loaded()
+    defaults = dict(batch_size=4, max_new_tokens=4, eos_token_ids=loaded.eos_token_ids, device="cpu",
+                    next_tokens=lambda logits, rows: logits.argmax(dim=-1))
+    return loaded, ContinuousBatcher(loaded.model, **{**defaults, **settings})
+
+
+def test_each_row_stops_at_its_own_end_and_its_slot_is_refilled(bigram_model):
+    loaded, batcher = _batcher(bigram_model, batch_size=2, refill_at=1)
+    prompts = ["x甲", "a", "xb", "c", "甲", "xyzb"]  # 甲 cycles to max_new_tokens, the others end after one token
+    encoded = [loaded.tokenizer(p)["input_ids"] for p in prompts]
+    answers: dict[int, tuple] = {}
+    batcher.run(encoded, lambda index, tokens, reason, seconds: answers.setdefault(
+        index, (loaded.tokenizer.decode(tokens, skip_special_tokens=True), len(tokens), reason)))
+    assert [answers[i] for i in range(len(prompts))] == [
+        ("乙丙甲乙", 4, "length"), ("1", 2, "stop"), ("2", 2, "stop"), ("3", 2, "stop"), ("乙丙甲乙", 4, "length"),
+        ("2", 2, "stop")]
+    # The first new token comes from the prefill; a row is decoded only until its own end, never padded on.
+    assert batcher.stats["decode_rows"] == sum(length - 1 for _, length, _ in answers.values())
+
+
+def test_the_shared_prefix_and_shared_beginnings_are_computed_once(bigram_model):
+    loaded, batcher = _batcher(bigram_model, batch_size=8)
+    prompts = ["xyza", "xyzb", "xyc", "xyzab"]
+    encoded = [loaded.tokenizer(p)["input_ids"] for p in prompts]
+    batcher.run(encoded, lambda *args: None)
+    assert batcher.stats["prefix_tokens"] == 3  # <bos> x y
+    # The token tree of the rest: z, a, b, c, then a and b under "za"/"zb" ("xyzab" extends "xyza").
+    assert batcher.stats["prefill_tokens"] == len({tuple(ids[3:k]) for ids in encoded for k in range(4, len(ids) + 1)})
+
+
+def test_eager_attention_gives_the_answers_of_sdpa(random_model):
+    from transformers import AutoModelForCausalLM
+
+    from sctc_assets.backends.continuous_batching import ContinuousBatcher
+
+    loaded = TransformersBackend(model=str(random_model))._loaded()
+    eager = AutoModelForCausalLM.from_pretrained(str(random_model), attn_implementation="eager")
+    encoded = [loaded.tokenizer(p)["input_ids"] for p in PREFIXED]
+
+    def answers(model) -> dict[int, list[int]]:
+        found: dict[int, list[int]] = {}
+        ContinuousBatcher(model, batch_size=3, max_new_tokens=6, eos_token_ids=loaded.eos_token_ids, device="cpu",
+                          next_tokens=lambda logits, rows: logits.argmax(dim=-1)).run(
+            encoded, lambda index, tokens, reason, seconds: found.setdefault(index, tokens))
+        return found
+
+    assert answers(eager) == answers(loaded.model)
+
+
+def test_a_halt_starts_no_new_prompt_and_finishes_the_running_ones(bigram_model):
+    checks: list[int] = []
+
+    class Halting(TransformersBackend):
+        def halt_reason(self):  # the first check lets the first batch start, every later one halts
+            checks.append(1)
+            return "budget spent" if len(checks) > 1 else None
+
+    requests = [GenerationRequest.user(p) for p in ["x甲", "a", "xb", "c", "甲"]]
+    for engine in ("continuous", "generate"):
+        checks.clear()
+        answered: list[int] = []
+        backend = Halting(model=str(bigram_model), use_chat_template=False, batch_size=2, max_new_tokens=3,
+                          engine=engine)
+        backend._generate_uncached(requests, lambda index, result: answered.append(index))
+        # The first two rows were running when the halt came: both finish, nothing else starts.
+        assert len(answered) == len(set(answered)) == 2, engine
+        checks.clear()
+        with pytest.raises(RuntimeError, match="3 of 5"):  # `generate` stores what arrived, then says what is missing
+            backend.generate(requests)
+
+
+def test_the_engine_is_part_of_the_cache_identity():
+    continuous = TransformersBackend(model="some/model").identity()
+    generate = TransformersBackend(model="some/model", engine="generate").identity()
+    assert continuous["engine"] == tb.CONTINUOUS_ENGINE_VERSION
+    assert "engine" not in generate  # the keys answers had before the engine setting existed
+    request = GenerationRequest.user("你好")
+    assert cache_key(continuous, request) != cache_key(generate, request)
+    with pytest.raises(BackendUnavailable, match="unknown engine"):
+        TransformersBackend(model="some/model", engine="vllm")._loaded()
+
+
+def test_an_unsupported_model_names_the_engine_setting(bigram_model, monkeypatch):
+    from sctc_assets.backends import continuous_batching
+
+    monkeypatch.setattr(continuous_batching, "supports", lambda model: False)
+    with pytest.raises(BackendUnavailable, match="engine: generate"):
+        TransformersBackend(model=str(bigram_model)).generate([GenerationRequest.user("a")])
+
+
+# --- GGUF files and the converted-weights cache -------------------------------------------------------------------
+
+TINY_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _write_tiny_gguf(path: Path) -> Path:
+    """A 2-layer Qwen2 GGUF with random float32 weights and a byte-level vocabulary, written with `gguf`."""
+    import gguf
+    import numpy as np
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    tokens = [*bytes_to_unicode().values(), "ab", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    hidden, layers, ffn, vocab = 64, 2, 128, len(tokens)
+    rng = np.random.default_rng(0)
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_context_length(256)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ffn)
+    writer.add_embedding_length(hidden)
+    writer.add_head_count(4)
+    writer.add_head_count_kv(2)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([1] * (vocab - 3) + [3] * 3)
+    writer.add_token_merges(["a b"])
+    writer.add_bos_token_id(vocab - 3)
+    writer.add_eos_token_id(vocab - 1)
+    writer.add_pad_token_id(vocab - 3)
+    writer.add_chat_template(TINY_CHAT_TEMPLATE)
+
+    def tensor(name: str, *shape: int) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * 0.3).astype(np.float32))
+
+    tensor("token_embd.weight", vocab, hidden)
+    tensor("output.weight", vocab, hidden)
+    writer.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    for layer in range(layers):
+        block = f"blk.{layer}."
+        for name, rows, columns in (("attn_q", hidden, hidden), ("attn_k", 32, hidden), ("attn_v", 32, hidden)):
+            tensor(f"{block}{name}.weight", rows, columns)
+            tensor(f"{block}{name}.bias", rows)
+        tensor(f"{block}attn_output.weight", hidden, hidden)
+        tensor(f"{block}ffn_gate.weight", ffn, hidden)
+        tensor(f"{block}ffn_up.weight", ffn, hidden)
+        tensor(f"{block}ffn_down.weight", hidden, ffn)
+        writer.add_tensor(f"{block}attn_norm.weight", np.ones(hidden, np.float32))
+        writer.add_tensor(f"{block}ffn_norm.weight", np.ones(hidden, np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory) -> Path:
+    return _write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-f32.gguf")
+
+
+def _refuse_gguf_conversion(monkeypatch):
+    import transformers
+
+    original = transformers.AutoModelForCausalLM.from_pretrained
+
+    def loader(*args, **kwargs):
+        assert "gguf_file" not in kwargs, "the GGUF file must not be converted again"
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", loader)
+
+
+# U+F900 is a CJK compatibility ideograph, which NFC normalization (that the GGUF's tokenizer does not do) rewrites.
+TINY_PROMPTS = ["abc 定义", "abc 是什么", "x", "用一个词回答 ab", "請問'\uf900'是指什麼"]
+
+
+def test_a_gguf_is_converted_once_then_loaded_from_safetensors(tiny_gguf, isolated_data_dir, monkeypatch):
+    import torch
+
+    from sctc_assets.backends import gguf_cache
+
+    requests = [GenerationRequest.user(p) for p in TINY_PROMPTS]
+    tb.clear_model_cache()
+    converting = TransformersBackend(model=str(tiny_gguf), max_new_tokens=6, device="cpu")
+    first = converting._loaded()
+    assert first.info["weights"].startswith("converted from GGUF, kept in")
+    answers = [(r.text, r.output_tokens) for r in converting.generate(requests)]
+    [folder] = [p for p in gguf_cache.default_weights_dir().iterdir() if p.is_dir()]
+    assert folder.parent == isolated_data_dir / "cache" / "weights"
+    assert emb.sha256_file(tiny_gguf)[:16] in folder.name and folder.name.endswith("-float32")
+    assert (folder / "model.safetensors").is_file() and (folder / gguf_cache.MANIFEST).is_file()
+
+    tb.clear_model_cache()
+    _refuse_gguf_conversion(monkeypatch)
+    cached = TransformersBackend(model=str(tiny_gguf), max_new_tokens=6, device="cpu")
+    second = cached._loaded()
+    assert second.info["weights"] == f"cached safetensors {folder}"
+    assert [(r.text, r.output_tokens) for r in cached.generate(requests)] == answers
+    reference, restored = first.model.state_dict(), second.model.state_dict()
+    assert reference.keys() == restored.keys() and all(torch.equal(reference[k], restored[k]) for k in reference)
+    assert second.eos_token_ids == first.eos_token_ids and second.pad_token_id == first.pad_token_id
+    for prompt in TINY_PROMPTS:
+        assert cached.render_prompt(second.tokenizer, GenerationRequest.user(prompt)) == \
+            converting.render_prompt(first.tokenizer, GenerationRequest.user(prompt))
+        assert cached._encode(second.tokenizer, GenerationRequest.user(prompt)) == \
+            converting._encode(first.tokenizer, GenerationRequest.user(prompt))
+    tb.clear_model_cache()
+
+
+def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isolated_data_dir, monkeypatch, caplog):
+    from sctc_assets.backends import gguf_cache
+
+    tb.clear_model_cache()
+    TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
+    tb.clear_model_cache()
+    TransformersBackend(model=str(tiny_gguf), device="cpu", dtype="bfloat16")._loaded()
+    folders = sorted(p.name for p in gguf_cache.default_weights_dir().iterdir() if p.is_dir())
+    assert [name.rsplit("-", 1)[1] for name in folders] == ["bfloat16", "float32"]
+    # Another transformers version converts differently: another folder.
+    identity = gguf_cache.cache_identity("ab" * 32, "tiny-f32.gguf", "float32")
+    other = {**identity, "transformers": "0.0.1"}
+    assert gguf_cache.folder_for(identity, Path("/c")) != gguf_cache.folder_for(other, Path("/c"))
+
+    folder = gguf_cache.default_weights_dir() / [n for n in folders if n.endswith("float32")][0]
+    (folder / "model.safetensors").write_bytes(b"not safetensors")
+    tb.clear_model_cache()
+    with caplog.at_level("WARNING"):
+        loaded = TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
+    assert loaded.info["weights"].startswith("converted from GGUF, kept in")
+    assert "cannot be read" in caplog.text
+    tb.clear_model_cache()
+    _refuse_gguf_conversion(monkeypatch)
+    assert TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded().info["weights"].startswith("cached")
+    tb.clear_model_cache()
+
+
+def test_an_unwritable_weights_cache_costs_only_the_speed_up(tiny_gguf, isolated_data_dir, monkeypatch, caplog):
+    from sctc_assets.backends import gguf_cache
+
+    def full_disk(model, tokenizer, folder):
+        (Path(folder) / "model.safetensors").write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(gguf_cache, "save_converted", full_disk)
+        tb.clear_model_cache()
+        with caplog.at_level("WARNING"):
+            backend = TransformersBackend(model=str(tiny_gguf), device="cpu", max_new_tokens=3)
+            [result] = backend.generate([GenerationRequest.user("abc")])
+    assert result.outcome == "ok" and "No space left" in caplog.text
+    assert [p.name for p in gguf_cache.default_weights_dir().iterdir() if not p.name.endswith(".lock")] == []
+    tb.clear_model_cache()
+    off = TransformersBackend(model=str(tiny_gguf), device="cpu", cache_converted_weights=False)
+    assert off._loaded().info["weights"] == "converted from GGUF"
+    tb.clear_model_cache()
 
 
 # --- log-probabilities --------------------------------------------------------------------------------------------
@@ -613,3 +893,34 @@ def test_seed_column_records_the_batch_seed_and_survives_the_cache(random_model,
     again = backend.generate(requests, cache=cache)
     assert all(result.cached for result in again) and [result.seed for result in again] == [expected] * 3
     cache.close()
+
+
+# --- the term benchmark's answer length ---------------------------------------------------------------------------
+
+
+def test_the_term_benchmark_sets_its_own_answer_length(random_model, isolated_data_dir, extracted_upstream,
+                                                       tmp_path, monkeypatch):
+    import dagster as dg
+    import pandas as pd
+
+    from sctc_assets.benchmarks import TERM_PLAN
+    from sctc_assets.definitions import defs, shared_resources
+    from sctc_assets.lib.term.prompts import generation_overrides
+    from sctc_assets.runner import Runner
+
+    registry = tmp_path / "models.yaml"
+    registry.write_text(
+        "models:\n"
+        f"  tiny: {{backend: transformers, model: '{random_model}', max_new_tokens: 8, batch_size: 16,"
+        " benchmarks: {term: {trials: 1, prompt_variants: [2], max_new_tokens: 3}}}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    with dg.DagsterInstance.ephemeral() as instance:
+        report = Runner(defs, instance, shared_resources(), log=lambda message: None).run(TERM_PLAN, ["tiny"], {})
+        assert report.ok, report.failures
+    stored = pd.concat(pd.read_parquet(path) for path in (isolated_data_dir / "storage" / "term_responses").rglob(
+        "*.parquet"))
+    assert len(stored) == 2 * 110 and (stored["outcome"] == "ok").all()
+    assert stored["output_tokens"].max() == 3 and (stored["finish_reason"] == "length").any()
+    assert generation_overrides({"trials": 1, "max_new_tokens": 24}) == {"max_new_tokens": 24}
+    with pytest.raises(ValueError, match="benchmarks.term.max_new_tokens"):
+        generation_overrides({"max_new_tokens": 0})

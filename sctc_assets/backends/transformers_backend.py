@@ -2,15 +2,24 @@
 
 torch and transformers are imported inside the methods, so loading the Dagster definitions stays fast. A model and
 its tokenizer are loaded once per process (module-level cache, guarded by a lock) and shared by every backend
-instance with the same weights, device and dtype. Generation is batched with left padding; prompts are sorted by
-length first so a batch wastes little padding, and each answer is reported (and cached by `ModelBackend.generate`)
-as soon as its batch finishes.
+instance with the same weights, device and dtype. A local GGUF file is de-quantized once and kept as safetensors
+(`gguf_cache.py`), so later process starts load in seconds.
+
+Two generation engines (`engine`):
+- `continuous` (default): continuous batching (`continuous_batching.py`): each answer stops at its own end and its
+  slot is refilled, the prompts' shared beginning is computed once, and each answer is reported (and cached by
+  `ModelBackend.generate`) the moment it ends;
+- `generate`: `model.generate` on left-padded batches of prompts sorted by length, each batch reported when its
+  longest answer ends (the engine before continuous batching; models the continuous engine cannot run fall back to
+  it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +32,9 @@ from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCa
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
+ENGINES = ("continuous", "generate")
+# Part of the cache identity of `continuous` answers; bump it when a change to the engine can change an answer.
+CONTINUOUS_ENGINE_VERSION = "continuous/1"
 # Tokens that end a turn in common chat formats. They count as end-of-sequence when the chat template uses them
 # (GGUF files often record only one eos id, while the hub's generation_config.json lists several).
 _END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|END_OF_TURN_TOKEN|>", "<|eom_id|>")
@@ -40,6 +52,14 @@ class LoadedModel:
     load_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
+
+# torch's OpenMP threads spin while they wait for work. On a machine with more busy threads than cores (a shared CI
+# runner, a UI backfill running partitions side by side) the spinning takes CPU from the threads doing the work: on
+# 2 shared cores it cost 2.5x the CPU seconds (bench/embedded_speed.py --omp-wait-policy). Sleeping instead costs
+# little on an idle machine, and never changes an answer. The OpenMP runtime reads the setting once, when torch
+# loads, so it is set before the first `import torch`, and only when the user has not chosen.
+if "torch" not in sys.modules:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _MODELS: dict[tuple, LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
@@ -134,28 +154,54 @@ def load_model(
     device: str,
     dtype: str,
     trust_remote_code: bool,
+    gguf_sha256: Optional[str] = None,
 ) -> LoadedModel:
-    """Load tokenizer and model (no caching here: see `TransformersBackend._loaded`)."""
+    """Load tokenizer and model (no caching in memory here: see `TransformersBackend._loaded`).
+
+    With `gguf_sha256` (the verified hash of the local GGUF file `source/gguf_file`), the de-quantized weights and
+    the tokenizer come from the on-disk cache of `gguf_cache.py`, filled by the first load.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     started = time.monotonic()
     placement, device_map = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, placement)
-    tokenizer_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
-    if tokenizer_gguf_file:
-        tokenizer_kwargs["gguf_file"] = tokenizer_gguf_file
-    if revision and tokenizer_source == source:
-        tokenizer_kwargs["revision"] = revision
-    try:
+    model_kwargs: dict[str, Any] = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
+    if device_map is not None:
+        model_kwargs["device_map"] = device_map
+
+    def from_source() -> tuple[Any, Any]:
+        tokenizer_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        if tokenizer_gguf_file:
+            tokenizer_kwargs["gguf_file"] = tokenizer_gguf_file
+        if revision and tokenizer_source == source:
+            tokenizer_kwargs["revision"] = revision
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **tokenizer_kwargs)
-        model_kwargs: dict[str, Any] = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
-        if gguf_file:
-            model_kwargs["gguf_file"] = gguf_file
+        extra = {"gguf_file": gguf_file} if gguf_file else {}
         if revision:
-            model_kwargs["revision"] = revision
-        if device_map is not None:
-            model_kwargs["device_map"] = device_map
-        model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
+            extra["revision"] = revision
+        return AutoModelForCausalLM.from_pretrained(source, **model_kwargs, **extra), tokenizer
+
+    def from_folder(folder: Path) -> tuple[Any, Any]:
+        from transformers import PreTrainedTokenizerFast
+
+        # The saved tokenizer.json as it is: AutoTokenizer would rebuild it as the architecture's own class, which
+        # may add steps the GGUF's tokenizer does not have (Qwen2Tokenizer adds NFC normalization).
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
+        return AutoModelForCausalLM.from_pretrained(str(folder), **model_kwargs), tokenizer
+
+    # The cached tokenizer is the GGUF's own; a separately configured tokenizer is loaded as usual.
+    own_tokenizer = tokenizer_source == source and tokenizer_gguf_file == gguf_file
+    weights = "converted from GGUF" if gguf_file else "loaded"
+    try:
+        if gguf_file and gguf_sha256 and own_tokenizer and Path(source, gguf_file).is_file():
+            from sctc_assets.backends.gguf_cache import load_through_cache
+
+            model, tokenizer, weights = load_through_cache(
+                from_source, from_folder, gguf_sha256=gguf_sha256, gguf_name=gguf_file,
+                dtype=str(torch_dtype).removeprefix("torch."))
+        else:
+            model, tokenizer = from_source()
     except (OSError, ValueError, ImportError) as exc:
         raise BackendUnavailable(
             f"cannot load {source!r}{f' ({gguf_file})' if gguf_file else ''} with transformers:"
@@ -178,7 +224,7 @@ def load_model(
         eos_token_ids=eos_ids,
         pad_token_id=int(pad_id),
         load_seconds=time.monotonic() - started,
-        info={"placement": placement, "dtype": str(torch_dtype), "device_map": device_map},
+        info={"placement": placement, "dtype": str(torch_dtype), "device_map": device_map, "weights": weights},
     )
 
 
@@ -200,7 +246,15 @@ class TransformersBackend(ModelBackend):
     device: str = Field(default="auto", description="auto (CUDA with device_map=auto, else CPU), cpu, cuda, cuda:N, mps.")
     dtype: str = Field(default="auto", description="auto (bfloat16 on CUDA, float32 otherwise), float32, float16, bfloat16.")
     trust_remote_code: bool = Field(default=False, description="Run model code from the hub repository. Off unless needed.")
-    batch_size: int = Field(default=8, description="Prompts per forward pass.")
+    engine: str = Field(
+        default="continuous",
+        description="continuous (each answer stops at its own end, its slot is refilled, shared prompt beginnings"
+        " are computed once) or generate (transformers' generate on padded batches).",
+    )
+    cache_converted_weights: bool = Field(
+        default=True, description="Keep a local GGUF file's de-quantized weights as safetensors under"
+        " data/cache/weights, so later starts skip the conversion.")
+    batch_size: int = Field(default=8, description="Prompts per forward pass (continuous: rows decoded at once).")
     max_new_tokens: int = 256
     temperature: float = Field(default=0.0, description="0 means greedy decoding.")
     top_p: Optional[float] = None
@@ -240,6 +294,8 @@ class TransformersBackend(ModelBackend):
         if self.tokenizer:
             identity["tokenizer"] = self.tokenizer
         identity["device"] = device_type
+        if self.engine != "generate":  # `generate` answers keep the keys they had before the engine setting existed
+            identity["engine"] = CONTINUOUS_ENGINE_VERSION
         identity["params"] = params
         return identity
 
@@ -249,7 +305,9 @@ class TransformersBackend(ModelBackend):
         if artifact is not None:
             from sctc_assets.backends.embedded import ensure_artifact
 
-            path = ensure_artifact(artifact)
+            # Verified against artifact.sha256. Resolved, so data folders that link to one models folder (the
+            # tests' isolated data folders) share one loaded model.
+            path = ensure_artifact(artifact).resolve()
             source, gguf_file = str(path.parent), path.name
         elif self.model:
             source, gguf_file = _split_source(self.model, self.gguf_file)
@@ -261,18 +319,31 @@ class TransformersBackend(ModelBackend):
             tokenizer_source, tokenizer_gguf = source, gguf_file
         return source, gguf_file, tokenizer_source, tokenizer_gguf
 
+    def _gguf_sha256(self, source: str, gguf_file: Optional[str]) -> Optional[str]:
+        """The sha256 that keys the converted-weights cache: the embedded file's verified hash, else hashed here."""
+        if not (self.cache_converted_weights and gguf_file and Path(source, gguf_file).is_file()):
+            return None
+        artifact = self._artifact()
+        if artifact is not None:
+            return artifact.sha256
+        from sctc_assets.backends.embedded import sha256_file
+
+        return sha256_file(Path(source, gguf_file))
+
     def _loaded(self) -> LoadedModel:
         if self.temperature < 0:
             raise BackendUnavailable(f"temperature must be >= 0, got {self.temperature}")
         if self.batch_size < 1 or self.max_new_tokens < 1:
             raise BackendUnavailable("batch_size and max_new_tokens must be positive")
+        if self.engine not in ENGINES:
+            raise BackendUnavailable(f"unknown engine {self.engine!r}: use one of {', '.join(ENGINES)}")
         source, gguf_file, tokenizer_source, tokenizer_gguf = self._sources()
         key = (source, gguf_file, self.revision, tokenizer_source, tokenizer_gguf, self.device, self.dtype,
                self.trust_remote_code)
         with _MODELS_LOCK:
             loaded = _MODELS.get(key)
             if loaded is None:
-                loaded = load_model(*key)
+                loaded = load_model(*key, gguf_sha256=self._gguf_sha256(source, gguf_file))
                 _MODELS[key] = loaded
         return loaded
 
@@ -388,6 +459,75 @@ class TransformersBackend(ModelBackend):
         for index, result in zip(batch, results):
             on_result(index, result)
 
+    def _halted(self) -> bool:
+        """Whether a stop was requested (Ctrl-C, budget): `ModelBackend.halt_reason`, where the base class has it."""
+        halt_reason = getattr(self, "halt_reason", None)
+        return bool(halt_reason()) if callable(halt_reason) else False
+
+    def _request_seed(self, request: GenerationRequest) -> int:
+        return self._batch_seed([request])
+
+    def _next_tokens(self, requests: Sequence[GenerationRequest], device: Any):
+        """The continuous engine's token choice: argmax, or a sample from each request's own seeded generator."""
+        import torch
+
+        if self.temperature <= 0:
+            return lambda logits, rows: logits.argmax(dim=-1)
+        generators: dict[int, Any] = {}
+        top_p = self.top_p if self.top_p is not None else 1.0
+
+        def sample(logits, rows):
+            chosen = []
+            for row, index in enumerate(rows):
+                if index not in generators:
+                    generators[index] = torch.Generator(device=logits.device)
+                    generators[index].manual_seed(self._request_seed(requests[index]))
+                scores = logits[row].float() / self.temperature
+                if top_p < 1.0:  # as transformers' TopPLogitsWarper: drop the least likely tokens outside top_p
+                    ordered, order = torch.sort(scores)
+                    outside = ordered.softmax(dim=-1).cumsum(dim=-1) <= 1 - top_p
+                    outside[-1] = False
+                    scores = scores.masked_fill(outside.scatter(0, order, outside), float("-inf"))
+                chosen.append(torch.multinomial(scores.softmax(dim=-1), 1, generator=generators[index]))
+            return torch.cat(chosen)
+
+        return sample
+
+    def _run_continuous(self, loaded: LoadedModel, encoded: list[list[int]], runnable: list[int],
+                        requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+        import torch
+
+        from sctc_assets.backends.continuous_batching import ContinuousBatcher
+
+        batch_size = self.batch_size
+        todo = list(runnable)
+        while todo:
+            batcher = ContinuousBatcher(
+                loaded.model, batch_size=batch_size, max_new_tokens=self.max_new_tokens,
+                eos_token_ids=loaded.eos_token_ids, device=loaded.input_device,
+                next_tokens=self._next_tokens([requests[i] for i in todo], loaded.input_device))
+            answered: set[int] = set()
+
+            def finished(position: int, tokens: list[int], reason: str, seconds: float) -> None:
+                index = todo[position]
+                answered.add(index)
+                on_result(index, GenerationResult(
+                    text=loaded.tokenizer.decode(tokens, skip_special_tokens=True), outcome="ok",
+                    input_tokens=len(encoded[index]), output_tokens=len(tokens), finish_reason=reason,
+                    latency_s=seconds))
+
+            try:
+                batcher.run([encoded[i] for i in todo], finished, should_stop=self._halted)
+                return  # prompts never started (a halt) stay unanswered; `generate` reports them
+            except torch.cuda.OutOfMemoryError as exc:
+                torch.cuda.empty_cache()
+                todo = [index for index in todo if index not in answered]
+                if batch_size == 1:
+                    for index in todo:
+                        on_result(index, GenerationResult(None, "error", message=f"out of memory: {exc}"))
+                    return
+                batch_size = max(1, batch_size // 2)
+
     def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
         if not requests:
             return
@@ -399,9 +539,20 @@ class TransformersBackend(ModelBackend):
                 runnable.append(index)
             else:
                 on_result(index, GenerationResult(None, "error", message="the prompt encodes to no tokens"))
+        if self.engine == "continuous":
+            from sctc_assets.backends.continuous_batching import supports
+
+            if supports(loaded.model):
+                self._run_continuous(loaded, encoded, runnable, requests, on_result)
+                return
+            raise BackendUnavailable(
+                f"the continuous engine cannot run {type(loaded.model).__name__} (it needs sdpa or eager attention"
+                " and a full-attention cache); set `engine: generate` for this model")
         # Longest first: similar lengths share a batch (little padding) and an out-of-memory shows up at once.
         order = sorted(runnable, key=lambda index: (-len(encoded[index]), index))
         for start in range(0, len(order), self.batch_size):
+            if self._halted():
+                return  # the unanswered rest is reported by `generate`
             self._run_batch(loaded, order[start : start + self.batch_size], encoded, requests, on_result)
 
     # --- log-probabilities ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
-from sctc_assets.lib.term.prompts import PAPER_TRIALS, run_settings
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings
 from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.partitions import model_and_lang, term_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -54,8 +54,9 @@ def term_responses(
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     trials, variants = run_settings(config.trials, config.prompt_variants, entry.benchmark_settings("term"))
+    overrides = generation_overrides(entry.benchmark_settings("term"))
     selected, requests = term_requests(term_prompts, lang, trials, variants)
-    backend = models.backend(model, open_upstream=upstream.open)
+    backend = models.backend(model, open_upstream=upstream.open, overrides=overrides)
     frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
     if replays(backend):
@@ -79,6 +80,7 @@ def term_responses(
     note = "" if trials == PAPER_TRIALS else f"reduced run: {trials} of the paper's {PAPER_TRIALS} trials"
     return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, trials=trials, prompt_variants=dg.MetadataValue.json(variants),
+        overrides=dg.MetadataValue.json(overrides),
         skipped=dg.MetadataValue.json(skipped), errors=errors, note=note, **usage,
     ))
 

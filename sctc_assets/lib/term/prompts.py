@@ -13,6 +13,9 @@ from sctc_assets.lib.term.terms import expected_alternatives, other_region_alter
 
 PROMPT_VARIANTS = (1, 2, 3)
 PAPER_TRIALS = 15
+# Backend settings a model's `benchmarks: term:` registry entry may override for this benchmark: the answer length
+# (the prompt asks for one word, so a short limit costs no label while it bounds a rambling answer).
+GENERATION_SETTINGS = ("max_new_tokens", "max_tokens")
 
 TEMPLATES: dict[tuple[str, int], str] = {
     ("zh_hans", 1): "定义为'{definition}'的是什么，请用一个词回答？",
@@ -81,3 +84,13 @@ def run_settings(
     if unknown or not chosen_variants:
         raise ValueError(f"prompt variants must be a non-empty subset of {PROMPT_VARIANTS}, got {chosen_variants}")
     return chosen_trials, sorted(set(int(v) for v in chosen_variants))
+
+
+def generation_overrides(model_settings: dict | None) -> dict:
+    """The backend settings the registry's `benchmarks: term:` entry overrides (see `GENERATION_SETTINGS`)."""
+    model_settings = model_settings or {}
+    overrides = {name: model_settings[name] for name in GENERATION_SETTINGS if name in model_settings}
+    for name, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"benchmarks.term.{name} must be a positive integer, got {value!r}")
+    return overrides
