@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
+from sctc_assets import plan_power
 from sctc_assets.benchmark_options import BENCHMARKS
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.plan import SCRIPT_RULE, Plan, RequestSet, TokenCounter, plan_partition
@@ -71,6 +72,8 @@ class BenchmarkDesign:
 PlanExtra = Callable[[BenchmarkDesign], list[str]]
 # Extra lines per benchmark, printed under its table (issue #15: the minimum detectable S−T difference).
 PLAN_EXTRAS: dict[str, list[PlanExtra]] = {name: [] for name in BENCHMARKS}
+PLAN_EXTRAS["term"].append(plan_power.term_power_lines)
+PLAN_EXTRAS["name"].append(plan_power.name_power_lines)
 
 
 def chosen_judge(benchmark: str, options: Mapping[str, Any]) -> str | None:

@@ -207,3 +207,22 @@ def test_a_halted_run_says_what_is_left_and_a_rerun_continues(fakes, capsys, tmp
     main(["run", "--models", "halting", "--trials", "1", "--prompt-variants", "1", "--out", str(tmp_path / "out")])
     prompts = [json.loads(line)["prompt"] for line in Path(fakes).read_text(encoding="utf-8").splitlines()]
     assert len(prompts) == 12 and len(set(prompts)) == 12
+
+
+def test_the_term_and_name_plans_print_the_power_of_their_design(fakes):
+    from scipy.stats import norm
+
+    entries = load_registry(Path(__import__("os").environ["SCTC_MODELS"]))
+    plan = build_plan({"term": ["fake-a"], "name": ["fake-a"]}, entries, {"trials": 3, "prompt_variants": [1]})
+    term = [line for line in plan.notes["term"] if line.startswith("power")]
+    assert len(term) == 1 and "fake-a: 110 terms × 3 trial(s)" in term[0]
+    # By hand: two groups of n = 110·3 (ICC 0) or 110 (ICC 1) answers, Cohen's h = 2·(z_0.975 + z_0.8)/√(2n)... the
+    # drop from 50 % whose arcsine distance is h.
+    import math
+
+    def drop(n: int) -> float:
+        h = (norm.ppf(0.975) + norm.ppf(0.8)) * math.sqrt(2 / n)
+        return 0.5 - math.sin(math.asin(math.sqrt(0.5)) - h / 2) ** 2
+    assert f"from {100 * drop(330):.1f} pp (independent trials) to {100 * drop(110):.1f} pp" in term[0]
+    name = [line for line in plan.notes["name"] if line.startswith("power")]
+    assert len(name) == 1 and "Mainland share vs 50 %" in name[0] and " lists × " in name[0]
