@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from sctc_assets.benchmarks import PLANS
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
@@ -44,11 +45,43 @@ def _parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="list the registry's models")
     models.add_argument("--registry", metavar="YAML")
 
+    _add_report_parser(commands)
+
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
     ui.add_argument("--port", type=int, default=3000)
     ui.add_argument("--upstream", metavar="PATH|URL", help=f"SC-TC-Bench data for runs launched from the UI "
                                                           f"(default ${SCTC_ENV_VAR}, else what `sctc run` extracted)")
     return parser
+
+
+def _add_report_parser(commands: Any) -> None:
+    report = commands.add_parser(
+        "report", help="build the audit report (HTML, Markdown, figures) from the materialized tables",
+        description="Materialize the audit_report asset: every benchmark's tables as OUT/report/index.html (one "
+                    "self-contained page: scorecard, the papers' figures and tables, provenance), report.md and "
+                    "figures/<name>.png and .svg. Models without results, and benchmarks not run, are said so.")
+    report.add_argument("--models", nargs="+", metavar="KEY",
+                        help="only these models (default: every model with results in the tables)")
+    report.add_argument("--out", type=Path, default=None,
+                        help=f"the report goes to OUT/report/ (default {default_outputs_dir()})")
+    report.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+
+
+def _build_report(models: list[str] | None, out: Path | None) -> int:
+    import dagster as dg
+
+    from sctc_assets.assets.report.run import materialize_report
+
+    outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out)
+    if not outcome.ok:
+        print(f"report: failed: {outcome.message}", file=sys.stderr)
+        return 1
+    print(f"report: {outcome.html} ({outcome.message})")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    return _build_report(args.models, args.out.resolve() if args.out else None)
 
 
 def _prepare_environment(args: argparse.Namespace) -> None:
@@ -124,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
             for model, names in stale_tables(tables, report.stale_models).items():
                 print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
                       " not this one", file=sys.stderr)
-    return status
+    return max(status, _build_report(None, args.out.resolve() if args.out else None))
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -166,7 +199,7 @@ def _ui(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prepare_environment(args)
-    return {"run": _run, "models": _models, "ui": _ui}[args.command](args)
+    return {"run": _run, "models": _models, "report": _report, "ui": _ui}[args.command](args)
 
 
 if __name__ == "__main__":

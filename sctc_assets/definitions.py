@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sctc_assets.assets import corpus, name, reviews, sovereignty, term
+from sctc_assets.assets import corpus, name, report, reviews, sovereignty, term
 from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -25,8 +25,10 @@ def shared_resources() -> dict:
 
 # One entry per benchmark folder under assets/.
 BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty.defs(), name.defs()]
+REPORT_DEFINITIONS = report.defs()  # the audit report across every benchmark
 
 defs = dg.Definitions.merge(
     *BENCHMARK_DEFINITIONS,
+    REPORT_DEFINITIONS,
     dg.Definitions(resources=shared_resources(), sensors=[model_registry_sensor]),
 )

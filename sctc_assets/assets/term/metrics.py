@@ -4,7 +4,8 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.metadata import png_markdown, table_metadata
+from sctc_assets.assets.metadata import figure_file, table_metadata
+from sctc_assets.lib.report.headlines import term_headlines
 from sctc_assets.lib.term import metrics
 from sctc_assets.lib.term.plots import choice_rates_figure
 from sctc_assets.partitions import models_partitions
@@ -18,7 +19,7 @@ def term_choice_rates(term_labels: pd.DataFrame, regional_terms: pd.DataFrame) -
     subset (`all`, or `no_gpt_definitions` for the Figure 5 robustness check), with the counts behind them."""
     rates = metrics.choice_rates(term_labels, metrics.subset_term_ids(regional_terms)) if not term_labels.empty \
         else pd.DataFrame(columns=metrics.RATE_COLUMNS)
-    return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
+    return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24, **term_headlines(rates)))
 
 
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
@@ -45,7 +46,8 @@ def term_choice_tests(context: dg.AssetExecutionContext, term_choice_rates: pd.D
         for variant in sorted(term_choice_rates["prompt_variant"].unique()):
             figure = choice_rates_figure(term_choice_rates, prompt_variant=int(variant))
             if figure is not None:
-                extra[f"chart_prompt_variant_{variant}"] = png_markdown(figure, f"Prompt variant {variant}")
+                extra[f"chart_prompt_variant_{variant}"] = figure_file(figure, "term_choice_tests",
+                                                                      f"prompt_variant_{variant}")
     return dg.Output(tests, metadata=table_metadata(tests, preview_rows=22, **extra))
 
 
