@@ -178,3 +178,26 @@ def test_headline_metadata_is_numeric(full):
     for values in (term, names, sovereignty, reviews):
         assert all(isinstance(value, float) and not math.isnan(value) for value in values.values())
     assert term_headlines(pd.DataFrame()) == {}
+
+
+def test_interval_columns_of_another_table_are_shown(full, tmp_path):
+    """A newer table with bootstrap intervals (any sovereignty_* table with `*_ci_low` columns) is found by its
+    schema and its intervals replace the computed ones."""
+    from sctc_assets.lib.report.inputs import interval_tables
+
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    summary = read_tables(storage, ["sovereignty_summary"])["sovereignty_summary"]
+    keys = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b"]
+    boot = summary[keys].assign(lbs_ci_low=-0.123, lbs_ci_high=0.456, score_a_ci_low=0.111, score_a_ci_high=0.999)
+    extra = tmp_path / "storage"
+    extra.mkdir()
+    boot.to_parquet(extra / "sovereignty_bootstrap_intervals.parquet")
+    summary.to_parquet(extra / "sovereignty_no_intervals.parquet")
+    found = interval_tables(extra)
+    assert list(found) == ["sovereignty_bootstrap_intervals"]
+    tables = {**read_tables(storage), **found}
+    built = build_report(ReportInputs(tables=tables, registry=registry(), models=[TSB]), tmp_path / "out")
+    row = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {TSB} |"))
+    assert "[-0.12, 0.46]" in row and "[0.11, 1.00]" in row
+    assert "bootstrap (table column)" in built.html.read_text()

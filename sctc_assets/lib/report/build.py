@@ -7,6 +7,7 @@ import json
 import math
 import multiprocessing
 import shutil
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -48,7 +49,8 @@ def _render(spec_name: str, draw: Callable[[], Any], figures_dir: Path) -> str |
     try:
         with matplotlib.rc_context(FIGURE_STYLE):
             figure = draw()
-            figure.savefig(figures_dir / f"{spec_name}.png", dpi=PNG_DPI)
+            figure.savefig(figures_dir / f"{spec_name}.png", dpi=PNG_DPI, pil_kwargs={"compress_level": 3})
+            figure.set_layout_engine("none")  # laid out by the PNG's draw; the SVG keeps those positions
             figure.savefig(figures_dir / f"{spec_name}.svg", metadata={"Date": None})
     except Exception as exc:  # one bad figure must not cost the whole report; the section says what failed
         return f"{type(exc).__name__}: {exc}"
@@ -65,9 +67,12 @@ def _save_figures(sections: list[Section], folder: Path, workers: int) -> list[s
     specs = [(section, spec) for section in sections for spec in section.figures]
     errors: list[str | None] | None = None
     if workers > 1 and len(specs) > 1:
-        # spawn, not fork: the caller may be a threaded Dagster process. Spawned workers import the caller's main
-        # module, so a script without an `if __name__ == "__main__":` guard breaks the pool: then draw here.
-        context = multiprocessing.get_context("spawn")
+        # Fork only a single-threaded process (a threaded one, a Dagster run, may hold locks a child would inherit);
+        # else spawn. Spawned workers import the caller's main module, so a script without an
+        # `if __name__ == "__main__":` guard breaks the pool: then the figures are drawn here.
+        method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
+            else "spawn"
+        context = multiprocessing.get_context(method)
         try:
             with ProcessPoolExecutor(max_workers=min(workers, len(specs)), mp_context=context) as pool:
                 errors = list(pool.map(_render, [spec.name for _, spec in specs], [spec.draw for _, spec in specs],

@@ -96,7 +96,7 @@ def scatter_figure(frame: pd.DataFrame, title: str, *, baseline: pd.DataFrame | 
 
         handles += [Line2D([], [], color="#d62728", linestyle="-"), Line2D([], [], color="#1f5fbf", linestyle="--")]
         labels += ["Mainland rate up from baseline", "Mainland rate down from baseline"]
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), fontsize=8, frameon=False)
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 11), fontsize=8, frameon=False)
     figure.suptitle(title, fontsize=10)
     return figure
 
@@ -128,7 +128,7 @@ def permutation_figure(frame: pd.DataFrame, title: str, *, mark: int | None = PA
             if label not in labels:
                 handles.append(handle)
                 labels.append(label)
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 8), fontsize=8, frameon=False)
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 11), fontsize=8, frameon=False)
     figure.suptitle(title, fontsize=10)
     return figure
 
@@ -150,11 +150,19 @@ def density_figure(names: pd.DataFrame):
             axis.plot(grid, density, color=color, linewidth=1.5)
             axis.fill_between(grid, density, color=color, alpha=0.2)
             axis.set_title(f"{label}: n = {len(counts)}, mean {counts.mean():,.0f} (SD {counts.std(ddof=1):,.0f})",
-                           fontsize=9)
+                           fontsize=9, pad=14)  # above the axis' ×1e−5 offset label
         axis.set_xlabel("Number of individuals bearing the name")
         axis.set_ylabel("Density")
         axis.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     return figure
+
+
+def _data_line(frame: pd.DataFrame, experiment: str, inputs: ReportInputs,
+               reduced: dict[tuple[str, str], int]) -> str:
+    present = model_order.ordered(frame["model"].unique())
+    cut = [model for model in present if (model, experiment) in reduced]
+    return model_order.kinds_note(present, inputs.registry) + (f"; reduced or truncated run: {', '.join(cut)}"
+                                                              if cut else "")
 
 
 def _share_interval(row: dict[str, Any]) -> Interval | None:
@@ -201,15 +209,15 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
     return [share_cell(_row(rates, model, lang, "main", source)) for lang in LANGS]
 
 
-def _reduced_notes(rates: pd.DataFrame) -> list[str]:
-    notes = []
+def _reduced(rates: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(model, experiment) → answers per language, where well below the paper's design (reduced or truncated)."""
+    found = {}
     for (model, experiment), frame in rates.groupby(["model", "experiment"]):
         full = FULL_DESIGN.get(str(experiment))
         most = int(frame["n"].max())
         if full and most < full * 0.9:
-            notes.append(f"{model}, {experiment}: {most} answers per language (full design {full}): reduced or "
-                         f"truncated run")
-    return notes
+            found[(str(model), str(experiment))] = most
+    return found
 
 
 def _share_table(rates: pd.DataFrame, experiment: str, source: str, table_source: str) -> TableSpec | None:
@@ -251,7 +259,10 @@ def section(inputs: ReportInputs) -> Section:
     else:
         present = model_order.ordered(rates["model"].unique())
         result.data_note = model_order.kinds_note(present, inputs.registry)
-        result.notes += _reduced_notes(rates)
+        reduced = _reduced(rates)
+        result.notes += [f"{model}, {experiment}: {most} answers per language (full design "
+                         f"{FULL_DESIGN[experiment]}): reduced or truncated run"
+                         for (model, experiment), most in reduced.items()]
         sources = [source for source in SOURCE_PREFERENCE if source in set(rates["extraction_source"])]
         for source in sources:
             by_source = rates[rates["extraction_source"] == source]
@@ -278,7 +289,7 @@ def section(inputs: ReportInputs) -> Section:
                     draw=partial(scatter_figure, frame, f"{paper_figure} — {EXPERIMENT_TITLES[experiment]} ({source} "
                                                  f"extraction)", baseline=baseline),
                     source=f"{table_source}; extraction {source}: {SOURCE_NOTES.get(source, source)}; "
-                           + model_order.kinds_note(model_order.ordered(frame["model"].unique()), inputs.registry)))
+                           + _data_line(frame, experiment, inputs, reduced)))
             for experiment in ("main", "same_name_script"):
                 table = _share_table(rates, experiment, source, table_source)
                 if table is not None:

@@ -48,17 +48,24 @@ def headline_source(rates: pd.DataFrame, model: str) -> str | None:
     return next((source for source in SOURCE_PREFERENCE if source in present), None)
 
 
-def _trials_note(rates: pd.DataFrame) -> list[str]:
-    """Models with fewer than the paper's 15 trials per prompt (reduced runs)."""
+def _reduced(rates: pd.DataFrame) -> dict[str, str]:
+    """Models with fewer than the paper's 15 trials per prompt (reduced runs) → what they ran."""
     full = rates[(rates["subset"] == "all")]
-    notes = []
+    found = {}
     for model, frame in full.groupby("model"):
         trials = sorted({int(n) // N_TERMS for n in frame["n"]})
         variants = sorted(int(v) for v in frame["prompt_variant"].unique())
         if trials and max(trials) < PAPER_TRIALS:
-            notes.append(f"{model}: reduced run, {'/'.join(map(str, trials))} trial(s) per prompt "
-                         f"(paper: {PAPER_TRIALS}), prompt variants {', '.join(map(str, variants))}")
-    return notes
+            found[str(model)] = (f"{'/'.join(map(str, trials))} trial(s) per prompt (paper: {PAPER_TRIALS}), "
+                                 f"prompt variants {', '.join(map(str, variants))}")
+    return found
+
+
+def _data_line(frame: pd.DataFrame, inputs: ReportInputs, reduced: dict[str, str]) -> str:
+    present = model_order.ordered(frame["model"].unique())
+    line = model_order.kinds_note(present, inputs.registry)
+    cut = [model for model in present if model in reduced]
+    return line + (f"; reduced run: {', '.join(cut)}" if cut else "")
 
 
 def stacked_figure(frame: pd.DataFrame, title: str):
@@ -226,7 +233,8 @@ def section(inputs: ReportInputs) -> Section:
                                       "materialize term_choice_tests (part of " + HOW + ")"))
     present = model_order.ordered(rates["model"].unique())
     result.data_note = model_order.kinds_note(present, inputs.registry)
-    result.notes += _trials_note(rates)
+    reduced = _reduced(rates)
+    result.notes += [f"{model}: reduced run, {what}" for model, what in reduced.items()]
     for source in _sources(rates):
         by_source = rates[rates["label_source"] == source]
         for name, paper_figure, variant, subset in FIGURES:
@@ -245,7 +253,7 @@ def section(inputs: ReportInputs) -> Section:
                 draw=partial(stacked_figure, frame,
                              f"{paper_figure} — {source} labels, prompt variant {variant}, {what}"),
                 source=f"term_choice_rates; label source {source}: {SOURCE_NOTES.get(source, source)}; "
-                       + model_order.kinds_note(model_order.ordered(frame["model"].unique()), inputs.registry)))
+                       + _data_line(frame, inputs, reduced)))
         result.tables.append(_tests_table(rates, tests, source))
     misaligned = _misalignment_table(inputs.table("term_misalignment_summary"))
     if misaligned is not None:
