@@ -41,7 +41,7 @@ def test_sctc_report_materializes_the_asset_and_links_the_page(audit_data, tmp_p
 def test_sctc_report_for_chosen_models(audit_data, tmp_path):
     assert cli.main(["report", "--models", TSB, "--out", str(tmp_path / "out")]) == 0
     markdown = (tmp_path / "out" / "report" / "report.md").read_text()
-    assert f"| {TSB} |" in markdown and "| paper-qwen |" not in markdown
+    assert f"| {TSB} " in markdown and "| paper-qwen " not in markdown
 
 
 def test_sctc_run_ends_with_the_report(isolated_data_dir, tmp_path, capsys):

@@ -50,7 +50,6 @@ def _render(spec_name: str, draw: Callable[[], Any], figures_dir: Path) -> str |
         with matplotlib.rc_context(FIGURE_STYLE):
             figure = draw()
             figure.savefig(figures_dir / f"{spec_name}.png", dpi=PNG_DPI, pil_kwargs={"compress_level": 3})
-            figure.set_layout_engine("none")  # laid out by the PNG's draw; the SVG keeps those positions
             figure.savefig(figures_dir / f"{spec_name}.svg", metadata={"Date": None})
     except Exception as exc:  # one bad figure must not cost the whole report; the section says what failed
         return f"{type(exc).__name__}: {exc}"
@@ -86,7 +85,7 @@ def _save_figures(sections: list[Section], folder: Path, workers: int) -> list[s
         if error is None:
             saved.append(spec.name)
             continue
-        section.figures.remove(spec)
+        section.blocks.remove(spec)
         section.missing.append(Missing(f"{spec.title}: could not be drawn ({error})",
                                        "report it as a bug of the audit report (sctc_assets/lib/report)"))
     return saved
@@ -98,8 +97,11 @@ def _usage_rows(inputs: ReportInputs) -> list[dict[str, Any]]:
         entry = inputs.registry.get(record["model"])
         spent = cost(record, entry)
         stored = record.get("stored_at")
-        rows.append({**record, "cost": "–" if spent is None else f"${spent:,.4f}",
-                     "stored_at": stored.strftime("%Y-%m-%d %H:%M UTC") if hasattr(stored, "strftime") else "–"})
+        row = {**record, "cost": "–" if spent is None else f"${spent:,.4f}",
+               "stored_at": stored.strftime("%Y-%m-%d %H:%M UTC") if hasattr(stored, "strftime") else "–"}
+        if model_order.is_replay(entry):  # published answers: nothing was asked, cached or paid
+            row.update(cached="–", new="– (published)", cost="–")
+        rows.append(row)
     return rows
 
 
@@ -121,7 +123,7 @@ def _headline_numbers(table: TableSpec) -> dict[str, float]:
     """`<model>/<column>` → value of the scorecard's numeric cells (for a small metadata summary)."""
     numbers = {}
     for row in table.rows:
-        for column, cell in zip(table.columns[2:], row[2:]):
+        for column, cell in zip(table.columns[1:], row[1:]):
             if isinstance(cell.sort, float) and not math.isnan(cell.sort):
                 numbers[f"{row[0].text}/{column}"] = cell.sort
     return numbers

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, ClassVar
 
 
 @dataclass
@@ -20,6 +20,7 @@ class FigureSpec:
     picklable callable, e.g. a `functools.partial` of a module-level function, so figures can be drawn in worker
     processes)."""
 
+    kind: ClassVar[str] = "figure"
     name: str
     title: str
     caption: str
@@ -35,10 +36,12 @@ class Cell:
     sort: float | str | None = None
     css: str = ""
     title: str = ""  # tooltip: how the value and its interval were computed
+    detail: str = ""  # a second, smaller line: the interval, the valid rate
 
 
 @dataclass
 class TableSpec:
+    kind: ClassVar[str] = "table"
     title: str
     columns: list[str]
     rows: list[list[Cell]]
@@ -56,11 +59,17 @@ class Section:
     title: str
     paper: str
     data_note: str = ""
-    figures: list[FigureSpec] = field(default_factory=list)
-    tables: list[TableSpec] = field(default_factory=list)
+    blocks: list[FigureSpec | TableSpec] = field(default_factory=list)  # in the order they are shown
     notes: list[str] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
 
+    def add(self, *blocks: FigureSpec | TableSpec | None) -> None:
+        self.blocks += [block for block in blocks if block is not None]
+
     @property
-    def empty(self) -> bool:
-        return not self.figures and not self.tables
+    def figures(self) -> list[FigureSpec]:
+        return [block for block in self.blocks if isinstance(block, FigureSpec)]
+
+    @property
+    def tables(self) -> list[TableSpec]:
+        return [block for block in self.blocks if isinstance(block, TableSpec)]

@@ -40,25 +40,30 @@ def stars(mark: Any) -> str:
 
 def value_cell(value: Any, interval: Interval | None = None, *, digits: int = 1, signed: bool = False,
                mark: str = "", suffix: str = "", note: str = "") -> Cell:
-    """`12.3 [10.1, 14.6] ***`, sorting on the value; the tooltip names the interval's method."""
+    """`12.3 ***` over `[10.1, 14.6]`, sorting on the value; the tooltip names the interval's method."""
     text = fixed(value, digits, signed=signed)
     if text != "–" and suffix:
         text += suffix
     ci = interval_text(interval, digits)
-    parts = [part for part in (text, ci, stars(mark)) if part]
     tooltip = "; ".join(part for part in ((f"95 % CI: {interval.method}" if ci else ""), note) if part)
-    return Cell(" ".join(parts), sort=None if is_missing(value) else number(value), title=tooltip)
+    return Cell(" ".join(part for part in (text, stars(mark)) if part),
+                sort=None if is_missing(value) else number(value), title=tooltip, detail=ci)
 
 
 def not_run(text: str = "not run") -> Cell:
     return Cell(text, sort=None, css="not-run")
 
 
-def new_figure(width: float, height: float, **subplots: Any):
-    """A Figure and its axes, drawn by Agg without pyplot's figure registry; constrained layout keeps labels and
-    legends placed `outside` the axes inside the figure."""
+def new_figure(width: float, height: float, *, margins: tuple[float, float, float, float],
+               wspace: float = 0.25, **subplots: Any):
+    """A Figure and its axes, drawn by Agg without pyplot's figure registry, with fixed margins in inches (left,
+    right, top, bottom): the same room for labels and legends at any width, and no layout solver to pay for at
+    every save (it doubled the drawing time of a report)."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), layout="constrained")
+    figure = Figure(figsize=(width, height))
     axes = figure.subplots(**subplots) if subplots else figure.subplots()
+    left, right, top, bottom = margins
+    figure.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height,
+                           wspace=wspace)
     return figure, axes

@@ -14,7 +14,7 @@ PAPER_GROUPS: tuple[tuple[str, ...], ...] = (
     ("paper-ds", "paper-gpt4o", "paper-gpt4", "paper-gpt3.5", "paper-llama3-70b", "paper-llama3-8b"),
 )
 PAPER_ORDER: tuple[str, ...] = tuple(model for group in PAPER_GROUPS for model in group)
-REPLAY_BACKENDS = {"replay": "SC-TC-Bench published answers", "tsb_replay": "Pro study published answers"}
+REPLAY_BACKENDS = {"replay": "SC-TC-Bench", "tsb_replay": "Pro study"}  # whose published answers
 
 
 def ordered(models: Iterable[str]) -> list[str]:
@@ -37,7 +37,7 @@ def is_replay(entry: ModelEntry | None) -> bool:
 
 
 def kind(entry: ModelEntry | None) -> str:
-    """`replay (…)` for published answers, `live (<backend>)` for models this platform asked."""
+    """`replay (<study>)` for published answers, `live (<backend>)` for models this platform asked."""
     if entry is None:
         return "not in the registry"
     if entry.backend in REPLAY_BACKENDS:

@@ -31,6 +31,7 @@ MARKERS = "osD^vP*Xhp<>8"
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39")
 PAPER_PERMUTATION_MARK = 180
+LEGEND_COLUMNS = 7
 
 
 def _rates(inputs: ReportInputs) -> tuple[pd.DataFrame, str]:
@@ -65,7 +66,9 @@ def scatter_figure(frame: pd.DataFrame, title: str, *, baseline: pd.DataFrame | 
     style = _style(models)
     points = _points(frame)
     origins = _points(baseline) if baseline is not None else {}
-    figure, axes = new_figure(13.0, 4.6, nrows=1, ncols=len(LANGS), squeeze=False)
+    legend_rows = -(-(len(models) + (2 if baseline is not None else 0)) // LEGEND_COLUMNS)
+    figure, axes = new_figure(13.0, 4.4 + 0.22 * legend_rows, margins=(0.6, 0.15, 0.6, 0.62 + 0.22 * legend_rows),
+                              nrows=1, ncols=len(LANGS), squeeze=False)
     for axis, (lang, language) in zip(axes[0], LANGS.items()):
         axis.axhline(0.5, color="black", linestyle=(0, (2, 2)), linewidth=1.6)
         for model in models:
@@ -96,7 +99,8 @@ def scatter_figure(frame: pd.DataFrame, title: str, *, baseline: pd.DataFrame | 
 
         handles += [Line2D([], [], color="#d62728", linestyle="-"), Line2D([], [], color="#1f5fbf", linestyle="--")]
         labels += ["Mainland rate up from baseline", "Mainland rate down from baseline"]
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 11), fontsize=8, frameon=False)
+    figure.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=min(len(labels), LEGEND_COLUMNS),
+                  fontsize=8, frameon=False)
     figure.suptitle(title, fontsize=10)
     return figure
 
@@ -107,7 +111,9 @@ def permutation_figure(frame: pd.DataFrame, title: str, *, mark: int | None = PA
     shuffles, one panel per prompting language, the paper's 180 at the dotted line."""
     models = model_order.ordered(frame["model"].unique())
     style = _style(models)
-    figure, axes = new_figure(13.0, 4.2, nrows=1, ncols=len(LANGS), squeeze=False)
+    legend_rows = -(-len(models) // LEGEND_COLUMNS)
+    figure, axes = new_figure(13.0, 4.0 + 0.22 * legend_rows, margins=(0.6, 0.15, 0.6, 0.62 + 0.22 * legend_rows),
+                              nrows=1, ncols=len(LANGS), squeeze=False)
     for axis, (lang, language) in zip(axes[0], LANGS.items()):
         for model in models:
             curve = frame[(frame["model"] == model) & (frame["lang"] == lang)].sort_values("shuffles")
@@ -128,7 +134,8 @@ def permutation_figure(frame: pd.DataFrame, title: str, *, mark: int | None = PA
             if label not in labels:
                 handles.append(handle)
                 labels.append(label)
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 11), fontsize=8, frameon=False)
+    figure.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=min(len(labels), LEGEND_COLUMNS),
+                  fontsize=8, frameon=False)
     figure.suptitle(title, fontsize=10)
     return figure
 
@@ -137,7 +144,7 @@ def density_figure(names: pd.DataFrame):
     """Figure 9: densities (Gaussian KDE) of the number of people bearing each name, Mainland and Taiwan."""
     from scipy.stats import gaussian_kde
 
-    figure, axes = new_figure(10.0, 3.4, nrows=1, ncols=2, squeeze=False)
+    figure, axes = new_figure(10.0, 3.6, margins=(0.7, 0.2, 0.55, 0.55), wspace=0.3, nrows=1, ncols=2, squeeze=False)
     for axis, (region, label, color) in zip(axes[0], (("mainland", "(a) Mainland Chinese names", "#d62728"),
                                                       ("taiwan", "(b) Taiwanese names", "#1f5fbf"))):
         counts = names.loc[names["region"] == region, "count"].astype(float).dropna().to_numpy()
@@ -184,9 +191,9 @@ def share_cell(row: dict[str, Any] | None) -> Cell:
             f"mark: z-test of the Mainland share against 50 % (null SE), two-sided, BH-adjusted across models × "
             f"languages")
     if not row["n_valid"]:
-        return Cell(f"– (no valid answer){valid}", sort=None, title=note)
+        return Cell("– (no valid answer)", sort=None, title=note, detail=valid.removeprefix(" · "))
     cell = value_cell(float(row["mainland_rate"]) * 100, _share_interval(row), mark=mark, note=note)
-    cell.text += valid
+    cell.detail = (cell.detail + valid) if cell.detail else valid.removeprefix(" · ")
     return cell
 
 
@@ -264,9 +271,16 @@ def section(inputs: ReportInputs) -> Section:
                          f"{FULL_DESIGN[experiment]}): reduced or truncated run"
                          for (model, experiment), most in reduced.items()]
         sources = [source for source in SOURCE_PREFERENCE if source in set(rates["extraction_source"])]
+        headline_sources = {headline_source(rates, model) for model in present} - {None}
         for source in sources:
             by_source = rates[rates["extraction_source"] == source]
-            for name, paper_figure, experiment, baseline_experiment, arrows in SCATTERS:
+            # A source no model's headline uses is shown for comparison in Figure 3 and the tables only.
+            scatters = SCATTERS if source in headline_sources else SCATTERS[:1]
+            if source not in headline_sources:
+                result.notes.append(f"{source} extraction (every model here has "
+                                    f"{', '.join(sorted(headline_sources))} extraction too): Figure 3 and the "
+                                    "tables only")
+            for name, paper_figure, experiment, baseline_experiment, arrows in scatters:
                 frame = by_source[by_source["experiment"] == experiment]
                 if frame.empty:
                     if name != "fig4_from_fig3":
@@ -281,8 +295,8 @@ def section(inputs: ReportInputs) -> Section:
                 caption = "Each point: one model's valid-answer rate and Mainland Chinese name rate (among valid " \
                           "answers); dotted line: 50 %."
                 if arrows:
-                    caption += f" {arrows.capitalize()}: red solid = Mainland rate up, blue dashed = down."
-                result.figures.append(FigureSpec(
+                    caption += f" {arrows[0].upper()}{arrows[1:]}: red solid = Mainland rate up, blue dashed = down."
+                result.add(FigureSpec(
                     name=f"name_{name}_{source}",
                     title=f"{paper_figure}: {EXPERIMENT_TITLES[experiment]}",
                     caption=caption,
@@ -293,13 +307,13 @@ def section(inputs: ReportInputs) -> Section:
             for experiment in ("main", "same_name_script"):
                 table = _share_table(rates, experiment, source, table_source)
                 if table is not None:
-                    result.tables.append(table)
+                    result.add(table)
     _permutation_figures(inputs, result)
     if names.empty or not {"count", "region"} <= set(names.columns):
         result.missing.append(Missing("Figure 9: regional_names is not materialized",
                                       "sctc run --benchmarks name (its inputs stage)"))
     else:
-        result.figures.append(FigureSpec(
+        result.add(FigureSpec(
             name="name_fig9", title="Figure 9: number of people bearing each collected name",
             caption="Gaussian kernel density of the name counts of the two official name reports.",
             draw=partial(density_figure, names), source="regional_names (SC-TC-Bench source data)"))
@@ -317,7 +331,7 @@ def _permutation_figures(inputs: ReportInputs, result: Section) -> None:
             "Figure 6: no published permutation runs (they exist for the paper's replay models only)",
             "sctc run --benchmarks name --models paper-qwen … (replay models)"))
     else:
-        result.figures.append(FigureSpec(
+        result.add(FigureSpec(
             name="name_fig6", title="Figure 6: % Mainland names by number of permutations (authors' runs)",
             caption="Mainland selections ÷ all answers × 100 (invalid answers in the denominator, as fig_6.py); "
                     "dotted line: the 180 permutations the paper chose.",
@@ -331,7 +345,7 @@ def _permutation_figures(inputs: ReportInputs, result: Section) -> None:
         source = next((s for s in SOURCE_PREFERENCE if s in set(frame["source"])), None)
         picked.append(frame[frame["source"] == source])
     own = pd.concat(picked, ignore_index=True)
-    result.figures.append(FigureSpec(
+    result.add(FigureSpec(
         name="name_fig6_own_answers",
         title="Figure 6 from each model's own answers: % Mainland names over the first k shuffles",
         caption="The same value over the first k shuffles of every main list a model answered (k = 1 … S); the "

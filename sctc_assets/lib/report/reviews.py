@@ -112,7 +112,9 @@ def gap_figure(metrics: pd.DataFrame):
     """ΔAcc and ΔMSE (cn − tw) per model and format, all pairs, with 95 % intervals."""
     overall = metrics[metrics["subset"] == "all"]
     models = model_order.ordered(overall["model"].unique())
-    figure, axes = new_figure(min(14.0, max(7.0, 1.0 * len(models) + 5)), 3.4, nrows=1, ncols=2, squeeze=False)
+    rotated = len(models) > 3
+    figure, axes = new_figure(min(14.0, max(7.0, 1.0 * len(models) + 5)), 3.6, wspace=0.3, nrows=1, ncols=2,
+                              squeeze=False, margins=(0.75, 0.15, 0.6, 1.0 if rotated else 0.45))
     colors = {"structured": "#7cb9e8", "plain": "#f5c26b", "shuffled": "#9bd18b"}
     width = 0.8 / len(FORMATS)
     for axis, (measure, label, interval_of) in zip(axes[0], (("acc", "ΔAcc (cn − tw), pp", acc_interval),
@@ -133,14 +135,15 @@ def gap_figure(metrics: pd.DataFrame):
                 axis.bar(xs, values, width, color=colors[fmt], edgecolor="black", linewidth=0.4, label=fmt,
                          yerr=[low, high], capsize=2, error_kw={"linewidth": 0.7})
         axis.axhline(0, color="black", linewidth=0.8)
-        axis.set_xticks(range(len(models)), models, rotation=20 if len(models) > 3 else 0,
-                        ha="right" if len(models) > 3 else "center", fontsize=8)
+        axis.set_xticks(range(len(models)), models, rotation=20 if rotated else 0,
+                        ha="right" if rotated else "center", fontsize=8)
         axis.set_xlim(-0.6, len(models) - 0.4)
         axis.set_ylabel(label)
         axis.set_title({"acc": "Accuracy gap (> 0: better on Mainland reviews)",
                         "mse": "MSE gap (< 0: better on Mainland reviews)"}[measure], fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside upper center", ncols=len(FORMATS), fontsize=8, frameon=False)
+    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=len(FORMATS), fontsize=8,
+                  frameon=False)
     return figure
 
 
@@ -164,8 +167,8 @@ def section(inputs: ReportInputs) -> Section:
         result.notes.append(f"{model}: {pairs}")
     result.notes.append("ΔAcc intervals: a paired column where a table has one, else the matched-pairs Wald "
                         "interval from the discordant pairs; ΔMSE: the paired t-test's interval.")
-    result.tables += [paper_table(rows, "acc"), paper_table(rows, "mse")]
-    result.figures.append(FigureSpec(
+    result.add(paper_table(rows, "acc"), paper_table(rows, "mse"))
+    result.add(FigureSpec(
         name="reviews_gaps", title="Performance gap between Mainland and Taiwan Mandarin reviews (all pairs)",
         caption="Δ = cn − tw per model and review format; error bars: 95 % intervals.",
         draw=partial(gap_figure, rows), source="review_metrics, analysis length, subset all; "

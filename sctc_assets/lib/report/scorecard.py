@@ -16,15 +16,14 @@ BENCHMARKS = (  # (group label, module): each module has HEADLINE_COLUMNS and he
 
 
 def scorecard(inputs: ReportInputs) -> TableSpec:
-    columns = ["Model", "Kind"]
-    groups = [("", 2)]
+    columns = ["Model"]
+    groups = [("", 1)]
     for label, module in BENCHMARKS:
         columns += [column.split(": ", 1)[1] for column in module.HEADLINE_COLUMNS]
         groups.append((label, len(module.HEADLINE_COLUMNS)))
     rows = []
     for model in model_order.ordered(inputs.all_models()):
-        kind = model_order.kind(inputs.registry.get(model))
-        row = [Cell(model, sort=model), Cell(kind, sort=kind)]
+        row = [Cell(model, sort=model, detail=model_order.kind(inputs.registry.get(model)))]
         for _, module in BENCHMARKS:
             row += module.headline(inputs, model)
         rows.append(row)

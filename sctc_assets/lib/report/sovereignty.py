@@ -193,7 +193,9 @@ def score_figure(summary: pd.DataFrame, rule: str):
                 scores[key] = (float(r[f"score_{side}"]), score_interval(r, side))
     models = model_order.ordered({model for model, _ in scores})
     langs = [lang for lang in LANG_LABELS if any((model, lang) in scores for model in models)]
-    figure, axis = new_figure(max(7.0, 0.75 * len(models) + 2.5), 3.8)
+    longest = max((len(model.removeprefix("tsb-")) for model in models), default=0)
+    figure, axis = new_figure(max(7.0, 0.75 * len(models) + 2.5), 3.4 + 0.036 * longest,
+                              margins=(0.65, 0.15, 0.45, 0.3 + 0.036 * longest))
     width = 0.8 / max(1, len(langs))
     for index, lang in enumerate(langs):
         xs, values, low, high = [], [], [], []
@@ -212,7 +214,7 @@ def score_figure(summary: pd.DataFrame, rule: str):
     axis.set_ylim(0, 1.05)
     axis.set_ylabel(f"Score ({rule} rule)")
     axis.axhline(0.5, color="gray", linestyle=":", linewidth=1)
-    figure.legend(fontsize=8, ncols=len(langs), loc="outside upper center", frameon=False)
+    figure.legend(fontsize=8, ncols=len(langs), loc="upper center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     return figure
 
 
@@ -235,16 +237,14 @@ def section(inputs: ReportInputs) -> Section:
                         "(one answer per prompt).")
     rules = [rule for rule in ("code", "paper", "judge") if rule in set(summary["scoring_rule"])]
     for rule in rules:
-        for table in (table3(summary, rule, inputs, source), table4(summary, rule, source),
-                      simplified_table(summary, rule, source)):
-            if table is not None:
-                result.tables.append(table)
-        result.figures.append(FigureSpec(
+        result.add(table3(summary, rule, inputs, source))
+        result.add(FigureSpec(
             name=f"sovereignty_scores_{rule}", title=f"Score per prompting language ({rule} rule, stage-1 prompts)",
             caption="Share of passing answers; error bars: 95 % intervals where available; dotted line: 5/10.",
             draw=partial(score_figure, summary, rule),
             source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}; "
                    + model_order.kinds_note(present, inputs.registry)))
+        result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))
     return result

@@ -74,7 +74,8 @@ def stacked_figure(frame: pd.DataFrame, title: str):
     present = model_order.ordered(frame["model"].unique())
     grouped = model_order.groups(present)
     width = max(7.0, 0.62 * len(present) + 1.5)
-    figure, axis = new_figure(width, 3.6)
+    rotated = len(present) > 8
+    figure, axis = new_figure(width, 3.8, margins=(0.65, 0.15, 0.7, 0.9 if rotated else 0.6))
     positions: dict[str, float] = {}
     x = 0.0
     separators = []
@@ -105,14 +106,14 @@ def stacked_figure(frame: pd.DataFrame, title: str):
     axis.tick_params(axis="x", length=0)
     names = axis.secondary_xaxis(0)  # model names on a second row, under their S and T ticks
     names.set_xticks(list(positions.values()), [model.removeprefix("paper-") for model in positions],
-                     fontsize=8, rotation=30 if len(present) > 8 else 0)
+                     fontsize=8, rotation=30 if rotated else 0)
     names.tick_params(axis="x", length=0, pad=14)
     names.spines["bottom"].set_visible(False)
     axis.set_xlim(min(positions.values()) - 0.6, max(positions.values()) + 0.6)
     axis.set_ylim(0, 100)
     axis.set_ylabel("% Responses by Correctness")
     axis.set_title(title, fontsize=9)
-    figure.legend(loc="outside upper center", ncols=3, frameon=False, fontsize=8)
+    figure.legend(loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=3, frameon=False, fontsize=8)
     return figure
 
 
@@ -235,16 +236,23 @@ def section(inputs: ReportInputs) -> Section:
     result.data_note = model_order.kinds_note(present, inputs.registry)
     reduced = _reduced(rates)
     result.notes += [f"{model}: reduced run, {what}" for model, what in reduced.items()]
+    headline_sources = {headline_source(rates, model) for model in present}
     for source in _sources(rates):
         by_source = rates[rates["label_source"] == source]
-        for name, paper_figure, variant, subset in FIGURES:
+        # A source no model's headline uses (the rules next to the authors' labels) is shown for comparison in
+        # Figure 2 and its table; all four figures of it would double the report for little.
+        figures = FIGURES if source in headline_sources else FIGURES[:1]
+        if source not in headline_sources:
+            result.notes.append(f"{source} labels (every model here has {', '.join(sorted(headline_sources))} "
+                                f"labels too): Figure 2 and the S vs T table only")
+        for name, paper_figure, variant, subset in figures:
             frame = by_source[(by_source["prompt_variant"] == variant) & (by_source["subset"] == subset)]
             if frame.empty:
                 result.missing.append(Missing(f"{paper_figure} ({source} labels): no rates for prompt variant "
                                               f"{variant}, {subset}", HOW + " with --prompt-variants 1 2 3"))
                 continue
             what = {"all": "all 110 terms", "no_gpt_definitions": "without the 22 GPT-written definitions"}[subset]
-            result.figures.append(FigureSpec(
+            result.add(FigureSpec(
                 name=f"term_{name}_{source}",
                 title=f"{paper_figure}: correct, misaligned and incorrect responses, prompt variant {variant}, "
                       f"{what}",
@@ -254,8 +262,8 @@ def section(inputs: ReportInputs) -> Section:
                              f"{paper_figure} — {source} labels, prompt variant {variant}, {what}"),
                 source=f"term_choice_rates; label source {source}: {SOURCE_NOTES.get(source, source)}; "
                        + _data_line(frame, inputs, reduced)))
-        result.tables.append(_tests_table(rates, tests, source))
+        result.add(_tests_table(rates, tests, source))
     misaligned = _misalignment_table(inputs.table("term_misalignment_summary"))
     if misaligned is not None:
-        result.tables.append(misaligned)
+        result.add(misaligned)
     return result
