@@ -85,11 +85,17 @@ def time_report(args: argparse.Namespace) -> None:
     wall, cpu = _cli(data_dir, registry, scratch / "cli")
     rows.append(("sctc report (new process, Dagster run)", wall, cpu))
     manifest = json.loads(result.manifest.read_text())
+    load = os.getloadavg()[0]
     print(f"{len(manifest['models'])} models, {len(manifest['figures'])} figures (PNG + SVG), "
-          f"{len(manifest['missing'])} missing parts; {os.cpu_count()} CPUs")
-    print(f"{'build':42} {'wall s':>8} {'CPU s':>8} {'wall ÷ serial':>14}  under {TARGET_S:.0f} s")
+          f"{len(manifest['missing'])} missing parts; {os.cpu_count()} CPUs, load average {load:.1f} at the end")
+    print(f"{'build':42} {'wall s':>8} {'CPU s':>8} {'wall ÷ serial':>14}  wall < {TARGET_S:.0f} s"
+          f"  CPU < {TARGET_S:.0f} s")
     for label, wall, cpu in rows:
-        print(f"{label:42} {wall:8.1f} {cpu:8.1f} {wall / serial_wall:14.2f}  {'yes' if wall < TARGET_S else 'NO'}")
+        print(f"{label:42} {wall:8.1f} {cpu:8.1f} {wall / serial_wall:14.2f}  {'yes' if wall < TARGET_S else 'NO':>10}"
+              f"  {'yes' if cpu < TARGET_S else 'NO':>9}")
+    if load > (os.cpu_count() or 1):
+        print("The machine is loaded by other work: wall times are inflated; CPU seconds below the target mean the "
+              "build fits in it on idle cores even without parallelism.")
     if args.screenshot:
         _screenshot(scratch / "cli" / "report" / "index.html", args.screenshot.resolve())
 

@@ -1,7 +1,8 @@
 """95 % intervals the report shows when a table has none: each from the counts, with the method it used named.
 
 Intervals a table carries (`<column>_ci_low` / `<column>_ci_high`, or the tables' own Wilson columns) always win;
-these fill in only where the counts determine the right interval.
+these fill in only where the counts determine the right interval. scipy and statsmodels are imported where used: the
+processes that draw figures import this module and need neither.
 """
 
 from __future__ import annotations
@@ -9,11 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
-
-from scipy import stats as scipy_stats
-from statsmodels.stats.proportion import confint_proportions_2indep
-
-from sctc_assets.lib.stats import wilson_ci
 
 
 @dataclass(frozen=True)
@@ -46,6 +42,8 @@ def from_columns(row: Mapping[str, Any], column: str, *, scale: float = 1.0, met
 
 def wilson(successes: int, n: int, *, scale: float = 1.0) -> Interval | None:
     """Wilson score interval of one proportion (statsmodels `proportion_confint`)."""
+    from sctc_assets.lib.stats import wilson_ci
+
     if not n or n <= 0:
         return None
     low, high = wilson_ci(int(successes), int(n))
@@ -54,6 +52,8 @@ def wilson(successes: int, n: int, *, scale: float = 1.0) -> Interval | None:
 
 def newcombe_difference(k1: int, n1: int, k2: int, n2: int, *, scale: float = 1.0) -> Interval | None:
     """Newcombe's hybrid score interval of p1 − p2 for two independent proportions (statsmodels)."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
     if not n1 or not n2:
         return None
     low, high = confint_proportions_2indep(int(k1), int(n1), int(k2), int(n2), method="newcomb", compare="diff")
@@ -62,6 +62,8 @@ def newcombe_difference(k1: int, n1: int, k2: int, n2: int, *, scale: float = 1.
 
 def matched_pairs_difference(only_second: int, only_first: int, n: int, *, scale: float = 1.0) -> Interval | None:
     """Wald interval of p_second − p_first over n matched pairs from the discordant counts (Agresti, 2002, §10.1)."""
+    from scipy import stats as scipy_stats
+
     if not n or n <= 0:
         return None
     difference = (only_second - only_first) / n
@@ -73,6 +75,8 @@ def matched_pairs_difference(only_second: int, only_first: int, n: int, *, scale
 
 def paired_t_difference(delta: float, t_statistic: float, n: int) -> Interval | None:
     """The paired t-test's own interval for the mean difference: standard error = Δ / t, n − 1 df."""
+    from scipy import stats as scipy_stats
+
     delta, t_statistic = _number(delta), _number(t_statistic)
     if not n or n < 2 or math.isnan(delta) or math.isnan(t_statistic) or t_statistic == 0 \
             or math.isinf(t_statistic):
