@@ -10,7 +10,11 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+import yaml
+
 from sctc_assets.lib.name import metrics as name_metrics
+from sctc_assets.lib.registry import ModelEntry, parse_registry
+from sctc_assets.lib.report import ReportInputs, ReportResult, build_report, read_tables, response_usage
 from sctc_assets.lib.reviews.metrics import compare
 from sctc_assets.lib.sovereignty.metrics import model_summary, with_bh
 from sctc_assets.lib.term import metrics as term_metrics
@@ -186,3 +190,22 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
         write("review_metrics", review_metrics(LIVE, rng), partitions_def=models_partitions, key=LIVE)
         written.append(LIVE)
     return list(dict.fromkeys(written))
+
+
+def registry() -> dict[str, ModelEntry]:
+    return parse_registry(yaml.safe_load(REGISTRY_YAML), source="registry.yaml")
+
+
+_FULL_REPORTS: dict[Path, tuple[ReportResult, list[str]]] = {}
+
+
+def full_report(base: Path) -> tuple[ReportResult, list[str]]:
+    """The report over every benchmark's tables (written to `base/storage`, built into `base/out`), built once per
+    test session and shared by the modules that only read it: drawing its ~24 figures is the costly part, so it
+    draws them in two processes."""
+    if base not in _FULL_REPORTS:
+        models = write_benchmark_tables(base / "storage")
+        result = build_report(ReportInputs(tables=read_tables(base / "storage"), registry=registry(),
+                                           usage=response_usage(base / "storage")), base / "out", workers=2)
+        _FULL_REPORTS[base] = (result, models)
+    return _FULL_REPORTS[base]

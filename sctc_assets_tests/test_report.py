@@ -9,11 +9,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats as scipy_stats
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from sctc_assets.lib.registry import parse_registry
 from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 from sctc_assets.lib.report.headlines import name_headlines, review_headlines, sovereignty_headlines, term_headlines
 from sctc_assets.lib.report.intervals import (
@@ -21,12 +19,8 @@ from sctc_assets.lib.report.intervals import (
 )
 from sctc_assets.lib.report.provenance import redact
 from sctc_assets_tests.report_tables import (
-    LIVE, REGISTRY_YAML, REPLAYS, SECRET_KEY_VALUE, TSB, URL_PASSWORD, write_benchmark_tables,
+    LIVE, REPLAYS, SECRET_KEY_VALUE, TSB, URL_PASSWORD, full_report, registry,
 )
-
-
-def registry():
-    return parse_registry(yaml.safe_load(REGISTRY_YAML), source="registry.yaml")
 
 
 def test_intervals_are_the_libraries_own():
@@ -71,11 +65,7 @@ def test_redaction_keeps_variable_names_and_drops_credentials():
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
-    root = tmp_path_factory.mktemp("full")
-    models = write_benchmark_tables(root / "storage")
-    result = build_report(ReportInputs(tables=read_tables(root / "storage"), registry=registry(),
-                                       usage=response_usage(root / "storage")), root / "out")
-    return result, models
+    return full_report(tmp_path_factory.getbasetemp() / "full-report")
 
 
 def test_a_full_report_has_every_benchmarks_figures_and_one_row_per_model(full):
@@ -142,8 +132,9 @@ def test_chosen_models_only_and_a_model_without_results_gets_a_row(full, tmp_pat
     result, _ = full
     storage = result.folder.parent.parent / "storage"
     chosen = build_report(ReportInputs(tables=read_tables(storage), registry=registry(),
-                                       models=["paper-qwen", "unknown-model"]), tmp_path / "out")
-    assert chosen.models == ["paper-qwen", "unknown-model"]
+                                       models=[TSB, "unknown-model"]), tmp_path / "out")
+    assert chosen.models == [TSB, "unknown-model"]
+    assert "| paper-qwen " not in chosen.markdown.read_text()
     unknown = next(line for line in chosen.markdown.read_text().splitlines() if line.startswith("| unknown-model "))
     assert "not in the registry" in unknown and unknown.count("not run") == 14
 

@@ -10,37 +10,36 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from sctc_assets.lib.registry import parse_registry
 from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 from sctc_assets_tests.chromium import Browser, find_chromium
-from sctc_assets_tests.report_tables import REGISTRY_YAML, write_benchmark_tables
+from sctc_assets_tests.report_tables import full_report, registry
 
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install "
                                                           "chromium; .ci/run installs it)")
 
 
+IMAGES_SETTLED = ("Promise.all(Array.from(document.images).map(i => i.complete ? null : "
+                  "new Promise(r => { i.onload = i.onerror = r; })))")
+
+
+def _open(browser: Browser, html: Path) -> None:
+    browser.open(html.resolve().as_uri())
+    browser.evaluate(IMAGES_SETTLED)  # every image has loaded (or failed) once `complete` holds for all of them
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("report")
-    storage = root / "storage"
-    models = write_benchmark_tables(storage, benchmarks=("term", "name", "sovereignty"))
-    registry = parse_registry(yaml.safe_load(REGISTRY_YAML), source="registry.yaml")
-    result = build_report(ReportInputs(tables=read_tables(storage), registry=registry,
-                                       usage=response_usage(storage)), root / "out")
-    return result, models
+    """The report over every benchmark (the one test_report.py reads, built once per session)."""
+    return full_report(tmp_path_factory.getbasetemp() / "full-report")
 
 
 @pytest.fixture(scope="module")
 def page(report):
     result, _ = report
     with Browser(CHROMIUM) as browser:
-        browser.open(result.html.resolve().as_uri())
-        # Every image has loaded (or failed) once `complete` holds for all of them.
-        browser.evaluate("Promise.all(Array.from(document.images).map(i => i.complete ? null : "
-                         "new Promise(r => { i.onload = i.onerror = r; })))")
+        _open(browser, result.html)
         yield browser
 
 
@@ -61,17 +60,15 @@ def test_every_image_is_drawn(page):
     assert broken == []
 
 
-def test_one_scorecard_row_per_model_and_sections_say_what_is_missing(page, report):
+def test_one_scorecard_row_per_model(page, report):
     _, models = report
     rows = page.evaluate("Array.from(document.querySelectorAll('#scorecard tbody tr')).map(r => "
                          "r.cells[0].getAttribute('data-sort'))")
     assert sorted(rows) == sorted(models)
-    # Reviews were not written: its scorecard cells say so and its section says how to produce them.
-    cells = page.evaluate("Array.from(document.querySelectorAll('#scorecard tbody tr')).map(r => "
-                          "r.cells[r.cells.length - 1].innerText)")
-    assert set(cells) == {"not run"}
-    missing = page.evaluate("document.querySelector('#reviews .missing').innerText")
-    assert "review_metrics" in missing and "sctc run --benchmarks reviews" in missing
+    # The Pro-study replay ran sovereignty only: its reviews cells say so.
+    cells = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('#scorecard tbody tr')).map(r => "
+                          "[r.cells[0].getAttribute('data-sort'), r.cells[r.cells.length - 1].innerText]))")
+    assert cells["tsb-demo"] == "not run" and cells["my-gpt"] != "not run"
 
 
 def test_every_listed_figure_is_on_the_page_with_its_svg(page, report):
@@ -121,8 +118,23 @@ def test_a_missing_figure_file_is_caught(page, report, tmp_path):
     copy = tmp_path / "report"
     shutil.copytree(result.folder, copy)
     (copy / "figures" / f"{result.figures[0]}.png").unlink()
-    page.open((copy / "index.html").resolve().as_uri())
-    page.evaluate("Promise.all(Array.from(document.images).map(i => i.complete ? null : "
-                  "new Promise(r => { i.onload = i.onerror = r; })))")
+    _open(page, copy / "index.html")
     assert any("failed load" in problem for problem in page.problems())
     assert page.evaluate("Array.from(document.images).filter(i => i.naturalWidth === 0).length") == 1
+
+
+def test_an_empty_audit_says_what_is_missing_without_errors(page, report, tmp_path):
+    """Nothing materialized: every section says which table is missing and the command that produces it; the page
+    has no image and no error."""
+    empty = build_report(ReportInputs(tables=read_tables(tmp_path / "nothing"), registry=registry(),
+                                      usage=response_usage(tmp_path / "nothing")), tmp_path / "out")
+    _open(page, empty.html)
+    assert page.problems() == []
+    assert page.evaluate("document.images.length") == 0
+    assert page.evaluate("document.querySelectorAll('#scorecard tbody tr').length") == 0
+    assert "sctc run" in page.evaluate("document.querySelector('#scorecard-section .missing').innerText")
+    missing = page.evaluate("document.querySelector('#reviews .missing').innerText")
+    assert "review_metrics" in missing and "sctc run --benchmarks reviews" in missing
+    for section in ("term", "name", "sovereignty"):
+        assert page.evaluate(f"document.querySelector('#{section} .missing').innerText")
+    _open(page, report[0].html)  # back to the full report for any test after this one
