@@ -139,12 +139,24 @@ def test_chosen_models_only_and_a_model_without_results_gets_a_row(full, tmp_pat
     assert "not in the registry" in unknown and unknown.count("not run") == 14
 
 
-def test_figures_drawn_in_worker_processes_are_the_same_files(full, tmp_path):
+def test_figures_drawn_in_worker_processes_are_the_same_files(full, tmp_path, monkeypatch):
+    from sctc_assets.lib.report import build
+
     result, _ = full
     storage = result.folder.parent.parent / "storage"
+    monkeypatch.setattr(build, "FIGURES_PER_WORKER", 1)  # three figures alone would be drawn in this process
+    pools = []
+
+    class RecordedPool(build.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(kwargs["max_workers"])
+
+    monkeypatch.setattr(build, "ProcessPoolExecutor", RecordedPool)
     parallel = build_report(ReportInputs(tables=read_tables(storage), registry=registry(), models=[TSB]),
                             tmp_path / "out", workers=2)
     assert parallel.figures == ["name_fig9", "sovereignty_scores_code", "sovereignty_scores_paper"]
+    assert pools == [2]
     serial = build_report(ReportInputs(tables=read_tables(storage), registry=registry(), models=[TSB]),
                           tmp_path / "serial")
     for name in serial.figures:

@@ -28,6 +28,9 @@ SECTION_BUILDERS: tuple[Callable[[ReportInputs], Section], ...] = (
 PNG_DPI = 110
 # SVG text as text (small files, searchable) and fixed ids (and no date), so identical data give identical files.
 FIGURE_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sctc-report"}
+# A spawned worker process costs about as much CPU to start (its imports, ~1 s) as drawing a few figures, so each
+# worker must have at least this many figures to draw, else they are drawn in this process.
+FIGURES_PER_WORKER = 4
 
 
 @dataclass
@@ -57,15 +60,16 @@ def _render(spec_name: str, draw: Callable[[], Any], figures_dir: Path) -> str |
 
 
 def _save_figures(sections: list[Section], folder: Path, workers: int) -> list[str]:
-    """Draw every figure (in `workers` processes when > 1) into `folder/figures/`; a figure that fails is dropped
-    from its section, which says so."""
+    """Draw every figure (in up to `workers` processes, each with `FIGURES_PER_WORKER` or more figures) into
+    `folder/figures/`; a figure that fails is dropped from its section, which says so."""
     figures_dir = folder / "figures"
     if figures_dir.exists():
         shutil.rmtree(figures_dir)  # a figure the data no longer supports must not linger from an earlier build
     figures_dir.mkdir(parents=True)
     specs = [(section, spec) for section in sections for spec in section.figures]
     errors: list[str | None] | None = None
-    if workers > 1 and len(specs) > 1:
+    workers = min(workers, len(specs) // FIGURES_PER_WORKER)
+    if workers > 1:
         # Fork only a single-threaded process (a threaded one, a Dagster run, may hold locks a child would inherit);
         # else spawn. Spawned workers import the caller's main module, so a script without an
         # `if __name__ == "__main__":` guard breaks the pool: then the figures are drawn here.
@@ -73,7 +77,7 @@ def _save_figures(sections: list[Section], folder: Path, workers: int) -> list[s
             else "spawn"
         context = multiprocessing.get_context(method)
         try:
-            with ProcessPoolExecutor(max_workers=min(workers, len(specs)), mp_context=context) as pool:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
                 errors = list(pool.map(_render, [spec.name for _, spec in specs], [spec.draw for _, spec in specs],
                                        [figures_dir] * len(specs)))
         except BrokenProcessPool:
@@ -132,8 +136,9 @@ def _headline_numbers(table: TableSpec) -> dict[str, float]:
 def build_report(inputs: ReportInputs, out_dir: Path, *, workers: int = 1) -> ReportResult:
     """Write `<out_dir>/report/` (index.html, report.md, manifest.json, figures/) and say what it holds.
 
-    Figures are drawn in `workers` processes when > 1 (the caller's main module must be import-safe: guarded
-    by `if __name__ == "__main__":`); by default in this process.
+    Figures are drawn in up to `workers` processes when > 1 and there are enough of them to pay for starting the
+    processes (the caller's main module must be import-safe: guarded by `if __name__ == "__main__":`); by default
+    in this process.
     """
     folder = Path(out_dir) / "report"
     folder.mkdir(parents=True, exist_ok=True)
