@@ -122,7 +122,7 @@ def responses(model: str, lang: str, n: int, *, live: bool) -> pd.DataFrame:
     })
 
 
-class _Writer:
+class TableWriter:
     """Writes tables through the IO manager's `handle_output`, as an asset's output would be."""
 
     def __init__(self, storage: Path):
@@ -141,7 +141,7 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
     """Write every report input of the chosen benchmarks for two replay models, one live model (a reduced term
     run, two name experiments) and a Pro-study replay (sovereignty only); returns the models written."""
     rng = np.random.default_rng(seed)
-    write = _Writer(storage)
+    write = TableWriter(storage)
     benchmarks = set(benchmarks)
     written: list[str] = []
     term_models = [*REPLAYS, LIVE]

@@ -3,6 +3,8 @@ from the tables in the storage, with some benchmarks absent."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 import pytest
 
@@ -56,3 +58,45 @@ def test_sctc_run_ends_with_the_report(isolated_data_dir, tmp_path, capsys):
     assert status == 0, printed
     assert f"report: {tmp_path / 'out' / 'report' / 'index.html'}" in printed
     assert "0 model(s)" in printed
+
+
+def test_per_model_tables_carry_numeric_headlines_and_link_their_chart_files(isolated_data_dir):
+    """What the Plots tab charts: each materialization of a per-model table carries its headline numbers as float
+    metadata; the cross-model chart is a PNG file the metadata links, not inline base64."""
+    import numpy as np
+
+    from sctc_assets.assets.sovereignty.summary import sovereignty_model_summary, sovereignty_summary
+    from sctc_assets.definitions import shared_resources
+    from sctc_assets.partitions import MODELS_PARTITION_NAME, models_partitions
+    from sctc_assets_tests.report_tables import TableWriter, sovereignty_results
+
+    write = TableWriter(isolated_data_dir / "storage")
+    results = sovereignty_results([LIVE, TSB], np.random.default_rng(3))
+    for model in (LIVE, TSB):
+        write("sovereignty_results", results[results["model"] == model], partitions_def=models_partitions, key=model)
+    source = dg.SourceAsset(dg.AssetKey("sovereignty_results"), partitions_def=models_partitions)
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION_NAME, [LIVE, TSB])
+        for model in (LIVE, TSB, LIVE):  # LIVE twice: two points on its chart
+            assert dg.materialize([source, sovereignty_model_summary], partition_key=model, instance=instance,
+                                  resources=shared_resources()).success
+        assert dg.materialize([source, sovereignty_model_summary, sovereignty_summary],
+                              selection=[sovereignty_summary], instance=instance,
+                              resources=shared_resources()).success
+        events = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("sovereignty_model_summary"), asset_partitions=[LIVE]),
+            limit=10).records
+        summary = instance.get_latest_materialization_event(dg.AssetKey("sovereignty_summary"))
+    assert len(events) == 2
+    expected = results[(results["model"] == LIVE) & (results["scoring_rule"] == "code")
+                       & (results["lang"] == "en")]["passed"].mean()
+    for record in events:
+        metadata = record.asset_materialization.metadata
+        for key in ("code_score_zh_hant", "code_score_en", "code_lbs", "code_qac"):
+            assert isinstance(metadata[key], dg.FloatMetadataValue), key
+        assert metadata["code_score_en"].value == pytest.approx(expected)
+    chart = summary.asset_materialization.metadata["chart"]
+    assert isinstance(chart, dg.PathMetadataValue)
+    path = Path(chart.value)
+    assert path.is_relative_to(isolated_data_dir / "figures") and path.read_bytes()[:4] == b"\x89PNG"
+    assert all(len(str(value.value)) < 20_000 for value in summary.asset_materialization.metadata.values())
