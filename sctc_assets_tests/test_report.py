@@ -204,3 +204,20 @@ def test_interval_columns_of_another_table_are_shown(full, tmp_path):
     row = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {TSB} "))
     assert "[-0.12, 0.46]" in row and "[0.11, 1.00]" in row
     assert "bootstrap (table column)" in built.html.read_text()
+
+
+def test_a_table_missing_a_column_gives_a_section_saying_so(full, tmp_path):
+    """A term table from an older version (no `subset` column): the term section names the table and the error,
+    its scorecard cells say not run, and every other benchmark is still reported."""
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    tables = read_tables(storage, ["term_choice_rates", "term_choice_tests", "sovereignty_summary",
+                                   "sovereignty_model_summary"])
+    tables["term_choice_rates"] = tables["term_choice_rates"].drop(columns=["subset"])
+    built = build_report(ReportInputs(tables=tables, registry=registry()), tmp_path / "out")
+    assert built.missing[0].startswith("term: term_choice_rates could not be read (KeyError: 'subset')")
+    assert "sctc run --benchmarks term" in built.html.read_text()
+    assert built.figures == ["sovereignty_scores_code", "sovereignty_scores_paper"]
+    assert not any(item.startswith("sovereignty:") for item in built.missing)
+    live = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {LIVE} "))
+    assert live.split(" | ")[1:5] == ["not run"] * 4

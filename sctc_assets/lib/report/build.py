@@ -15,16 +15,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jinja2
+import pandas as pd
+
 from sctc_assets.lib.report import names, reviews, sovereignty, term
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
-from sctc_assets.lib.report.inputs import ReportInputs
+from sctc_assets.lib.report.inputs import BENCHMARK_TABLES, ReportInputs
 from sctc_assets.lib.report.provenance import cost, model_details, platform_info, registry_entry
 from sctc_assets.lib.report.scorecard import scorecard
 
 TEMPLATES = Path(__file__).parent / "templates"
-SECTION_BUILDERS: tuple[Callable[[ReportInputs], Section], ...] = (
-    term.section, names.section, sovereignty.section, reviews.section)
+# Each benchmark's part of the report (a `section(inputs)` and the scorecard's `headline(inputs, model)`), by the
+# key of its tables in BENCHMARK_TABLES; a table of another name with the prefix (intervals found by schema) too.
+BENCHMARK_PARTS = {"term": (term, "term_"), "name": (names, "name_"), "sovereignty": (sovereignty, "sovereignty_"),
+                   "reviews": (reviews, "review_")}
 PNG_DPI = 110
 # SVG text as text (small files, searchable) and fixed ids (and no date), so identical data give identical files.
 FIGURE_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sctc-report"}
@@ -95,6 +99,35 @@ def _save_figures(sections: list[Section], folder: Path, workers: int) -> list[s
     return saved
 
 
+def _readable_sections(inputs: ReportInputs) -> tuple[list[Section], ReportInputs]:
+    """Every benchmark's section, and the inputs the scorecard may read. A benchmark whose tables cannot be read (a
+    column missing: written by an older version of the platform, or not by it) is reported as missing, saying
+    which tables and why; its tables are left out, so the rest of the report still comes."""
+    sections = []
+    for key, (module, prefix) in BENCHMARK_PARTS.items():
+        try:
+            section = module.section(inputs)
+            for model in inputs.all_models():
+                module.headline(inputs, model)
+            sections.append(section)
+            continue
+        except Exception as exc:  # noqa: BLE001 — any unreadable table: the section says so instead of a crash
+            error = f"{type(exc).__name__}: {exc}"
+            column = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
+        own = [name for name in inputs.tables
+               if name in BENCHMARK_TABLES[key] or name.startswith(prefix)]
+        present = [name for name in own if not inputs.table(name).empty]
+        blamed = [name for name in present if column is not None and column not in inputs.table(name).columns]
+        inputs = replace(inputs, tables={**inputs.tables, **{name: pd.DataFrame() for name in own}})
+        section = module.section(inputs)
+        section.missing.insert(0, Missing(
+            f"{' / '.join(blamed or present)} could not be read ({error}): a table written by an older version "
+            "of the platform, or not by it; this section leaves it out",
+            f"{module.HOW}, which rewrites it with this version"))
+        sections.append(section)
+    return sections, inputs
+
+
 def _usage_rows(inputs: ReportInputs) -> list[dict[str, Any]]:
     rows = []
     for record in inputs.usage.to_dict("records") if not inputs.usage.empty else []:
@@ -145,7 +178,7 @@ def build_report(inputs: ReportInputs, out_dir: Path, *, workers: int = 1) -> Re
     if "model_details" not in inputs.provenance:  # Table 3's origin column reads it
         details = {model: model_details(inputs.registry.get(model)) for model in inputs.all_models()}
         inputs = replace(inputs, provenance={**inputs.provenance, "model_details": details})
-    sections = [builder(inputs) for builder in SECTION_BUILDERS]
+    sections, inputs = _readable_sections(inputs)
     card = scorecard(inputs)
     figures = _save_figures(sections, folder, workers)
     models = [row[0].text for row in card.rows]
