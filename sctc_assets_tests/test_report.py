@@ -106,6 +106,8 @@ def test_the_scorecard_says_what_was_not_run_and_the_live_model_is_reduced(full)
     assert "gpt-4o-mini-2024-07-18" in live and "fp_test123" in live
     # 40 answers per language, every other one cached: 2 × 20 new ones of 20 input and 5 output tokens.
     assert f"${(40 * 20 * 0.15 + 40 * 5 * 0.60) / 1e6:,.4f}" in live
+    replay = next(line for line in markdown.splitlines() if line.startswith("| term | paper-qwen |"))
+    assert "– (published)" in replay and replay.count("– (–)") == 2  # nothing asked: no tokens, no cost
 
 
 def test_scorecard_values_are_the_tables(full, tmp_path):

@@ -137,7 +137,8 @@ def _usage_rows(inputs: ReportInputs) -> list[dict[str, Any]]:
         row = {**record, "cost": "–" if spent is None else f"${spent:,.4f}",
                "stored_at": stored.strftime("%Y-%m-%d %H:%M UTC") if hasattr(stored, "strftime") else "–"}
         if model_order.is_replay(entry):  # published answers: nothing was asked, cached or paid
-            row.update(cached="–", new="– (published)", cost="–")
+            row.update(cached="–", new="– (published)", cost="–", input_tokens="–", input_tokens_new="–",
+                       output_tokens="–", output_tokens_new="–")
         rows.append(row)
     return rows
 
