@@ -65,7 +65,7 @@ def _screenshot(html: Path, target: Path) -> None:
         return
     profile = target.parent / ".chromium-profile"
     flags = [flag for flag in FLAGS if not flag.startswith("--remote-debugging")]
-    subprocess.run([executable, *flags, f"--user-data-dir={profile}", "--window-size=1400,1500",
+    subprocess.run([executable, *flags, f"--user-data-dir={profile}", "--window-size=1920,1100",
                     "--hide-scrollbars", f"--screenshot={target}", html.resolve().as_uri()],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     shutil.rmtree(profile, ignore_errors=True)
