@@ -55,11 +55,17 @@ def test_a_tables_interval_columns_win():
 
 
 def test_redaction_keeps_variable_names_and_drops_credentials():
-    settings = {"api_key_env": "OPENAI_API_KEY", "api_key": "sk-1", "headers": {"Authorization": "Bearer x"},
-                "base_url": "https://me:pw@host.example:8443/v1", "model": "m", "tokens": ["a"]}
+    settings = {"api_key_env": "OPENAI_API_KEY", "api_key": "sk-1", "headers": {"Authorization": "Bearer x",
+                "X-Api-Key": "k"}, "base_url": "https://me:pw@host.example:8443/v1", "model": "m", "tokens": ["a"],
+                "hf_token": "hf_x", "password": "p", "max_tokens": 512, "max_new_tokens": 64,
+                "tokenizer": "Qwen/Qwen2.5-0.5B", "keep_alive": "5m"}
     shown = redact(settings)
     assert shown["api_key_env"] == "OPENAI_API_KEY" and shown["model"] == "m"
-    assert shown["api_key"] == shown["headers"]["Authorization"] == shown["tokens"] == "(redacted)"
+    assert {shown["api_key"], shown["headers"]["Authorization"], shown["headers"]["X-Api-Key"], shown["tokens"],
+            shown["hf_token"], shown["password"]} == {"(redacted)"}
+    # Generation settings that merely look alike are provenance, not secrets.
+    assert (shown["max_tokens"], shown["max_new_tokens"], shown["tokenizer"], shown["keep_alive"]) == \
+        (512, 64, "Qwen/Qwen2.5-0.5B", "5m")
     assert shown["base_url"] == "https://(redacted)@host.example:8443/v1"
 
 

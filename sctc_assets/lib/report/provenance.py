@@ -22,8 +22,10 @@ from sctc_assets.lib.report.inputs import RESPONSE_TABLES, USAGE_COLUMNS
 
 KEY_PACKAGES = ("dagster", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "matplotlib", "jinja2",
                 "opencc", "chinese-converter", "transformers", "torch", "openai", "httpx")
-# Setting names that could hold a credential; `*_env` settings hold the NAME of a variable and are kept.
-_SECRET_NAME = re.compile(r"(api_?key|token|secret|passw|authoriz|credential|cookie|bearer)", re.IGNORECASE)
+# Setting names that could hold a credential, as whole parts of the name (`access_token`, `X-Api-Key`, not
+# `tokenizer`); `*_env` settings hold the NAME of a variable and are kept, and so are numbers (`max_tokens: 512`).
+_SECRET_NAME = re.compile(r"(^|[_\-.])(api[_\-]?key|key|tokens?|secrets?|passwords?|passwd|pass|auth|authorization|"
+                          r"credentials?|cookies?|bearer)($|[_\-.])", re.IGNORECASE)
 REDACTED = "(redacted)"
 _USAGE_READ = ["model", "outcome", "status", "cached", "input_tokens", "output_tokens", "served_model",
                "system_fingerprint"]
@@ -77,7 +79,8 @@ def _clean_url(value: str) -> str:
 
 def redact(value: Any, name: str = "") -> Any:
     """Settings as they may be shown: credential-like settings replaced, URLs without user info, recursively."""
-    if name and _SECRET_NAME.search(name) and not name.endswith("_env"):
+    if name and _SECRET_NAME.search(name) and not name.endswith("_env") \
+            and not isinstance(value, (bool, int, float, type(None))):
         return REDACTED
     if isinstance(value, Mapping):
         return {str(key): redact(item, str(key)) for key, item in value.items()}
@@ -139,7 +142,8 @@ def response_usage(storage_dir: Path, models: list[str] | None = None) -> pd.Dat
             continue
         answers = pd.concat(frames, ignore_index=True)
         for model, frame in answers.groupby("model", sort=True):
-            cached = frame["cached"].astype(bool) if "cached" in frame else pd.Series(False, index=frame.index)
+            cached = frame["cached"].fillna(False).astype(bool) if "cached" in frame \
+                else pd.Series(False, index=frame.index)
             failed = frame["outcome"].eq("error") if "outcome" in frame else (
                 frame["status"].eq("error") if "status" in frame else pd.Series(False, index=frame.index))
             tokens = {}
