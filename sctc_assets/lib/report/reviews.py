@@ -94,7 +94,7 @@ def paper_table(metrics: pd.DataFrame, measure: str) -> TableSpec:
     return TableSpec(
         title=f"{name} by length", columns=["Text length (#characters)", "Model"] + [
             column for _ in FORMATS for column in ("tw", "cn", f"Δ{measure.upper() if measure == 'mse' else 'Acc'} "
-                                                              "(cn−tw)", "")],
+                                                              "(cn−tw)", "sig.")],
         groups=[("", 2)] + [(fmt, 4) for fmt in FORMATS], rows=rows,
         caption=f"Pairs whose two predictions are valid; stars: {test} (* p < .05, ** < .01, *** < .001). "
                 "Shading: red = better in CN, green = worse in CN, as in the paper.",
