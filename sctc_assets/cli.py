@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None,
                      help=f"folder for the Parquet tables (default {default_outputs_dir()})")
     run.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    run.add_argument("--no-report", action="store_true",
+                     help="skip the audit report at the end (OUT/report/; `sctc report` builds it later)")
     for plan in PLANS.values():
         plan.add_arguments(run)
 
@@ -157,6 +159,8 @@ def _run(args: argparse.Namespace) -> int:
             for model, names in stale_tables(tables, report.stale_models).items():
                 print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
                       " not this one", file=sys.stderr)
+    if args.no_report:
+        return status
     return max(status, _build_report(None, args.out.resolve() if args.out else None))
 
 

@@ -52,12 +52,15 @@ def test_sctc_report_for_chosen_models(audit_data, tmp_path):
 
 
 def test_sctc_run_ends_with_the_report(isolated_data_dir, tmp_path, capsys):
-    """The reviews benchmark without models runs its inputs only; the report still comes, saying what is missing."""
+    """The reviews benchmark without models runs its inputs only; the report still comes, saying what is missing;
+    with --no-report it does not."""
     status = cli.main(["run", "--benchmarks", "reviews", "--out", str(tmp_path / "out")])
     printed = capsys.readouterr().out
     assert status == 0, printed
     assert f"report: {tmp_path / 'out' / 'report' / 'index.html'}" in printed
     assert "0 model(s)" in printed
+    assert cli.main(["run", "--benchmarks", "reviews", "--no-report", "--out", str(tmp_path / "quiet")]) == 0
+    assert "report:" not in capsys.readouterr().out and not (tmp_path / "quiet" / "report").exists()
 
 
 def test_per_model_tables_carry_numeric_headlines_and_link_their_chart_files(isolated_data_dir):
