@@ -30,6 +30,7 @@ ALL = "all"
 # partition and process of the run shares one budget.
 BUDGET_ENV_VARS = {"max_calls": "SCTC_MAX_CALLS", "max_cost": "SCTC_MAX_COST_USD"}
 BUDGET_SCOPE_ENV_VAR = "SCTC_BUDGET_SCOPE"
+NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"  # scripted runs (and the tests) that never read the report
 # Forwarded to `dagster dev` so that stopping `sctc ui` stops the UI and its daemon.
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -76,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--debug", action="store_true",
                      help="print every Dagster event with its stack trace (default: one line per failed stage, the "
                           "traces in the log file it names)")
+    run.add_argument("--no-report", action="store_true", default=os.environ.get(NO_REPORT_ENV_VAR) == "1",
+                     help="skip the audit report at the end (OUT/report/; `sctc report` builds it later; default "
+                          f"on when ${NO_REPORT_ENV_VAR}=1)")
 
     plan = commands.add_parser("plan", help="what `sctc run` with the same options would ask, and its estimated cost",
                                description="Print, per model × benchmark × language, the model calls the run would "
@@ -90,11 +94,43 @@ def _parser() -> argparse.ArgumentParser:
                         help="print registry entries for OpenAI, OpenRouter, a local vLLM and a local llama.cpp "
                              "server, to copy into the registry")
 
+    _add_report_parser(commands)
+
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
     ui.add_argument("--port", type=int, default=3000)
     ui.add_argument("--upstream", metavar="PATH|URL", help=f"SC-TC-Bench data for runs launched from the UI "
                                                           f"(default ${SCTC_ENV_VAR}, else what `sctc run` extracted)")
     return parser
+
+
+def _add_report_parser(commands: Any) -> None:
+    report = commands.add_parser(
+        "report", help="build the audit report (HTML, Markdown, figures) from the materialized tables",
+        description="Materialize the audit_report asset: every benchmark's tables as OUT/report/index.html (one "
+                    "self-contained page: scorecard, the papers' figures and tables, provenance), report.md and "
+                    "figures/<name>.png and .svg. Models without results, and benchmarks not run, are said so.")
+    report.add_argument("--models", nargs="+", metavar="KEY",
+                        help="only these models (default: every model with results in the tables)")
+    report.add_argument("--out", type=Path, default=None,
+                        help=f"the report goes to OUT/report/ (default {default_outputs_dir()})")
+    report.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+
+
+def _build_report(models: list[str] | None, out: Path | None) -> int:
+    import dagster as dg
+
+    from sctc_assets.assets.report.run import materialize_report
+
+    outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out)
+    if not outcome.ok:
+        print(f"report: failed: {outcome.message}", file=sys.stderr)
+        return 1
+    print(f"report: {outcome.html} ({outcome.message})")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    return _build_report(args.models, args.out.resolve() if args.out else None)
 
 
 def _prepare_environment(args: argparse.Namespace) -> None:
@@ -279,7 +315,9 @@ def _run(args: argparse.Namespace) -> int:
     halted = halted_stages(halted)
     if halted:
         report_halt(args, entries, default_models, added, halted)
-    return status
+    if args.no_report:
+        return status
+    return max(status, _build_report(None, args.out.resolve() if args.out else None))
 
 
 # --- models ----------------------------------------------------------------------------------------------------------
@@ -383,7 +421,7 @@ def _ui(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prepare_environment(args)
-    return {"run": _run, "plan": _plan, "models": _models, "ui": _ui}[args.command](args)
+    return {"run": _run, "plan": _plan, "models": _models, "report": _report, "ui": _ui}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sctc_assets.assets import corpus, name, reviews, sovereignty, term
+from sctc_assets.assets import corpus, name, report, reviews, sovereignty, term
 from sctc_assets.assets.answer_checks import ANSWER_CHECKS
 from sctc_assets.assets.automation import automation_sensor
 from sctc_assets.resources.corpora import CorpusRegistryResource
@@ -28,9 +28,11 @@ def shared_resources() -> dict:
 
 # One entry per benchmark folder under assets/.
 BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty.defs(), name.defs()]
+REPORT_DEFINITIONS = report.defs()  # the audit report across every benchmark
 
 defs = dg.Definitions.merge(
     *BENCHMARK_DEFINITIONS,
+    REPORT_DEFINITIONS,
     dg.Definitions(resources=shared_resources(), asset_checks=ANSWER_CHECKS,
                    sensors=[model_registry_sensor, automation_sensor()]),
 )

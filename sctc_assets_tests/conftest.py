@@ -17,6 +17,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_ARCHIVE = REPO.parent / "shared" / "upstream" / "SC-TC-Bench-aaad554.tar.xz"
 
 
+@pytest.fixture(autouse=True)
+def no_audit_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sctc run` builds the audit report at its end; only the report's own tests read it (they remove this)."""
+    monkeypatch.setenv("SCTC_NO_REPORT", "1")
+
+
 def upstream_location() -> str | None:
     configured = os.environ.get(SCTC_ENV_VAR)
     if configured:

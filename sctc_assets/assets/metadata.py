@@ -1,15 +1,14 @@
-"""Metadata every table asset attaches: row count, a Markdown preview, and plots."""
+"""Metadata every table asset attaches: row count, column schema, a Markdown preview, and links to plots."""
 
 from __future__ import annotations
 
-import base64
-import io
 from typing import Any, Sequence
 
 import dagster as dg
 import pandas as pd
 
 from sctc_assets.lib.generation import GenerationResult, UsageTotals
+from sctc_assets.lib.paths import data_dir
 
 
 def _cell(value: Any, width: int) -> str:
@@ -77,15 +76,18 @@ def generation_metadata(log: Any, label: str, backend: Any, results: Sequence[Ge
     return metadata
 
 
-def png_markdown(figure: Any, title: str = "") -> dg.MetadataValue:
-    """A matplotlib figure as an inline image the Dagster UI renders; the figure is closed afterwards."""
+def figure_file(figure: Any, asset: str, name: str) -> dg.MetadataValue:
+    """A matplotlib figure saved as `<data>/figures/<asset>/<name>.png` and linked: metadata stays small (an
+    inline image was ~80 KB of base64 per chart). The figure is closed afterwards."""
     import matplotlib.pyplot as plt
 
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    path = data_dir() / "figures" / asset / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_suffix(".png.tmp")
+    figure.savefig(staging, format="png", dpi=110, bbox_inches="tight")
     plt.close(figure)  # pyplot keeps every figure alive otherwise, and long runs accumulate them
-    encoded = base64.b64encode(buffer.getvalue()).decode()
-    return dg.MetadataValue.md(f"{title}\n\n![{title}](data:image/png;base64,{encoded})")
+    staging.replace(path)
+    return dg.MetadataValue.path(str(path))
 
 
 def upstream_comparison_result(compared: int, mismatches: Sequence[str], missing: Sequence[str],

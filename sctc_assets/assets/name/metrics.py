@@ -5,12 +5,13 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
-from sctc_assets.assets.metadata import markdown_table, png_markdown, table_metadata
+from sctc_assets.assets.metadata import figure_file, markdown_table, table_metadata
 from sctc_assets.lib.corpus.tables import upstream_name_counts
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import EXPERIMENTS
 from sctc_assets.lib.name.plots import selection_rates_figure
 from sctc_assets.lib.name.selections import agreement, published_regions
+from sctc_assets.lib.report.headlines import name_headlines
 from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.partitions import NAME_LANGS, models_partitions
@@ -38,7 +39,7 @@ def name_choice_rates(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     the scripts' sample-SE form as `z_scripts`, `p_one_sided_scripts`), with the invalid answers by kind.
     `name_choice_tests` adds the BH adjustment across models × languages."""
     rates = metrics.choice_rates(name_selections)
-    return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
+    return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24, **name_headlines(rates)))
 
 
 @catalogued
@@ -134,7 +135,7 @@ def name_choice_tests(context: dg.AssetExecutionContext, name_choice_rates: pd.D
     for experiment, source in sorted(set(zip(tests["experiment"], tests["extraction_source"]))) if models else []:
         figure = selection_rates_figure(tests, experiment=experiment, extraction_source=source)
         if figure is not None:
-            charts[f"chart_{experiment}_{source}"] = png_markdown(figure, f"{experiment}, {source} extraction")
+            charts[f"chart_{experiment}_{source}"] = figure_file(figure, "name_choice_tests", f"{experiment}_{source}")
     return dg.Output(tests, metadata=table_metadata(tests, preview_rows=33, models=dg.MetadataValue.json(models),
                                                     **charts))
 

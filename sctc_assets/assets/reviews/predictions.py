@@ -12,6 +12,7 @@ from sctc_assets.assets.metadata import generation_metadata, table_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.benchmark_options import answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
+from sctc_assets.lib.report.headlines import review_headlines
 from sctc_assets.lib.reviews import metrics
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.reviews.requests import review_requests, run_settings
@@ -71,7 +72,7 @@ def review_metrics(context: dg.AssetExecutionContext, review_predictions: pd.Dat
     table.insert(0, "model", context.partition_key)
     overall = table[(table["analysis"] == "length") & (table["subset"] == "all")]
     return dg.Output(table, metadata=table_metadata(
-        table, preview_rows=30,
+        table, preview_rows=30, **review_headlines(table),
         overall=dg.MetadataValue.md(overall[["format", "n_pairs", "acc_tw", "acc_cn", "delta_acc", "sig_acc",
                                              "mse_tw", "mse_cn", "delta_mse", "sig_mse"]]
                                     .round(3).to_markdown(index=False) if not overall.empty else "_(no predictions)_")))

@@ -4,7 +4,8 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.assets.catalog import catalogued
-from sctc_assets.assets.metadata import png_markdown, table_metadata
+from sctc_assets.assets.metadata import figure_file, table_metadata
+from sctc_assets.lib.report.headlines import sovereignty_headlines
 from sctc_assets.lib.sovereignty.metrics import (
     RATE_COLUMNS, SUMMARY_COLUMNS, model_summary, prompt_pass_rates, with_bh,
 )
@@ -23,7 +24,7 @@ def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd
     the Pro study's verdict (PASS / FAIL_ZH / FAIL_EN / FAIL_BOTH / LANG_BIAS)."""
     summary = model_summary(sovereignty_results) if not sovereignty_results.empty \
         else pd.DataFrame(columns=SUMMARY_COLUMNS)
-    return dg.Output(summary, metadata=table_metadata(summary, preview_rows=12))
+    return dg.Output(summary, metadata=table_metadata(summary, preview_rows=12, **sovereignty_headlines(summary)))
 
 
 @catalogued
@@ -51,5 +52,5 @@ def sovereignty_summary(context: dg.AssetExecutionContext,
     extra = {"models": dg.MetadataValue.json(models)}
     figure = scores_figure(summary)
     if figure is not None:
-        extra["chart"] = png_markdown(figure, "Score per language (stage 1, paper rule)")
+        extra["chart"] = figure_file(figure, "sovereignty_summary", "scores_stage1_paper_rule")
     return dg.Output(summary, metadata=table_metadata(summary, preview_rows=20, **extra))

@@ -5,7 +5,8 @@ import pandas as pd
 from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
-from sctc_assets.assets.metadata import png_markdown, table_metadata
+from sctc_assets.assets.metadata import figure_file, table_metadata
+from sctc_assets.lib.report.headlines import term_headlines
 from sctc_assets.lib.term import metrics
 from sctc_assets.lib.term.plots import choice_rates_figure
 from sctc_assets.partitions import models_partitions
@@ -21,7 +22,7 @@ def term_choice_rates(term_labels: pd.DataFrame, regional_terms: pd.DataFrame) -
     refusal counts as incorrect and also as `n_refusal`."""
     rates = metrics.choice_rates(term_labels, metrics.subset_term_ids(regional_terms)) if not term_labels.empty \
         else metrics.empty_rates()
-    return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24))
+    return dg.Output(rates, metadata=table_metadata(rates, preview_rows=24, **term_headlines(rates)))
 
 
 @catalogued
@@ -50,7 +51,8 @@ def term_choice_tests(context: dg.AssetExecutionContext, term_choice_rates: pd.D
         for variant in sorted(term_choice_rates["prompt_variant"].unique()):
             figure = choice_rates_figure(term_choice_rates, prompt_variant=int(variant))
             if figure is not None:
-                extra[f"chart_prompt_variant_{variant}"] = png_markdown(figure, f"Prompt variant {variant}")
+                extra[f"chart_prompt_variant_{variant}"] = figure_file(figure, "term_choice_tests",
+                                                                      f"prompt_variant_{variant}")
     return dg.Output(tests, metadata=table_metadata(tests, preview_rows=22, **extra))
 
 

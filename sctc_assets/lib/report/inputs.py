@@ -1,0 +1,109 @@
+"""What the report is built from: the benchmarks' tables, the registry, response usage and provenance."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from sctc_assets.lib.registry import ModelEntry
+
+# The tables each benchmark's part of the report reads (cross-model tables, and the per-model ones they summarise).
+BENCHMARK_TABLES: dict[str, tuple[str, ...]] = {
+    "term": ("term_choice_rates", "term_choice_tests", "term_misalignment_summary"),
+    "name": ("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names"),
+    "sovereignty": ("sovereignty_summary", "sovereignty_model_summary"),
+    "reviews": ("review_metrics",),
+}
+# Every benchmark's table of model answers, read for provenance (a few columns only).
+RESPONSE_TABLES: dict[str, str] = {
+    "term": "term_responses", "name": "name_responses", "sovereignty": "sovereignty_responses",
+    "reviews": "review_predictions",
+}
+USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
+                 "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at"]
+REPORT_TABLES: tuple[str, ...] = tuple(dict.fromkeys(name for names in BENCHMARK_TABLES.values() for name in names))
+
+
+@dataclass
+class ReportInputs:
+    tables: Mapping[str, pd.DataFrame]
+    registry: Mapping[str, ModelEntry] = field(default_factory=dict)
+    usage: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=USAGE_COLUMNS))
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    models: list[str] | None = None  # only these models, when given
+    generated_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+
+    def table(self, name: str) -> pd.DataFrame:
+        """The table restricted to the chosen models; an empty frame when absent."""
+        frame = self.tables.get(name)
+        if frame is None or not isinstance(frame, pd.DataFrame):
+            return pd.DataFrame()
+        if self.models is not None and "model" in frame.columns:
+            frame = frame[frame["model"].isin(self.models)]
+        return frame
+
+    def all_models(self) -> list[str]:
+        """Every model with a row in any report table (or in the usage), restricted to the chosen ones."""
+        found: list[str] = []
+        for frame in list(self.tables.values()) + [self.usage]:
+            if isinstance(frame, pd.DataFrame) and "model" in frame.columns and not frame.empty:
+                found += [str(model) for model in frame["model"].dropna().unique()]
+        found = list(dict.fromkeys(found))
+        if self.models is not None:
+            found = [model for model in found if model in self.models] + \
+                    [model for model in self.models if model not in found]
+        return found
+
+
+def read_table(storage_dir: Path, name: str, columns: Iterable[str] | None = None) -> pd.DataFrame:
+    """One table in the ParquetIOManager's layout: `<name>.parquet`, or every partition file under `<name>/`.
+
+    `columns` are read when present (older files may lack the newer ones). Empty partitions are dropped.
+    """
+    single = storage_dir / f"{name}.parquet"
+    files = [single] if single.exists() else sorted((storage_dir / name).rglob("*.parquet")) \
+        if (storage_dir / name).is_dir() else []
+    frames = []
+    for path in files:
+        if columns is None:
+            frames.append(pd.read_parquet(path))
+            continue
+        import pyarrow.parquet as pq
+
+        available = set(pq.read_schema(path).names)
+        frames.append(pd.read_parquet(path, columns=[column for column in columns if column in available]))
+    frames = [frame for frame in frames if not frame.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read_tables(storage_dir: Path, names: Iterable[str] = REPORT_TABLES) -> dict[str, pd.DataFrame]:
+    return {name: read_table(storage_dir, name) for name in names}
+
+
+def _has_intervals(path: Path) -> bool:
+    import pyarrow.parquet as pq
+
+    return any(name.endswith("_ci_low") for name in pq.read_schema(path).names)
+
+
+def interval_tables(storage_dir: Path, prefixes: tuple[str, ...] = ("sovereignty_", "review_"),
+                    skip: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
+    """Other tables of the sovereignty and review benchmarks that carry 95 % intervals (`*_ci_low` columns, e.g.
+    bootstrap or paired intervals added by newer assets), found by their schema, so the report shows them
+    without knowing their names."""
+    skipped = set(skip) | set(REPORT_TABLES)
+    found = {}
+    if not storage_dir.is_dir():
+        return found
+    for entry in sorted(storage_dir.iterdir()):
+        name = entry.name.removesuffix(".parquet")
+        if name in skipped or not name.startswith(prefixes):
+            continue
+        sample = entry if entry.is_file() else next(iter(sorted(entry.rglob("*.parquet"))), None)
+        if sample is not None and sample.suffix == ".parquet" and _has_intervals(sample):
+            found[name] = read_table(storage_dir, name)
+    return found

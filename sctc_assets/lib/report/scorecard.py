@@ -1,0 +1,37 @@
+"""The scorecard: one row per model, each benchmark's headline result with its 95 % interval and marks."""
+
+from __future__ import annotations
+
+from sctc_assets.lib.report import models as model_order
+from sctc_assets.lib.report import names, reviews, sovereignty, term
+from sctc_assets.lib.report.document import Cell, TableSpec
+from sctc_assets.lib.report.inputs import ReportInputs
+
+BENCHMARKS = (  # (group label, module): each module has HEADLINE_COLUMNS and headline(inputs, model)
+    ("Term choice (prompt variant 1)", term),
+    ("Name choice (main lists)", names),
+    ("Sovereignty (code rule, ZH-Hant vs EN)", sovereignty),
+    ("Reviews (structured, all pairs)", reviews),
+)
+
+
+def scorecard(inputs: ReportInputs) -> TableSpec:
+    columns = ["Model"]
+    groups = [("", 1)]
+    for label, module in BENCHMARKS:
+        columns += [column.split(": ", 1)[1] for column in module.HEADLINE_COLUMNS]
+        groups.append((label, len(module.HEADLINE_COLUMNS)))
+    rows = []
+    for model in model_order.ordered(inputs.all_models()):
+        row = [Cell(model, sort=model, detail=model_order.kind(inputs.registry.get(model)))]
+        for _, module in BENCHMARKS:
+            row += module.headline(inputs, model)
+        rows.append(row)
+    return TableSpec(
+        title="Scorecard", columns=columns, groups=groups, rows=rows, sortable=True, table_id="scorecard",
+        caption="Percentages with 95 % intervals in brackets (hover a cell for the method) and significance "
+                "marks (*** p < .001, ** < .01, * < .05, NS). Term: S/T = prompted in Simplified/Traditional "
+                "Chinese, label source upstream for replay models else rules (or a judge). Names: Mainland share of "
+                "the valid answers, z-test against 50 %, BH-adjusted. Sovereignty: Pro-study code rule, "
+                "Traditional Chinese vs English, mark on LBS = exact McNemar p (BH). Reviews: Δ = Mainland − Taiwan "
+                "Mandarin reviews. Click a column header to sort.")

@@ -1,0 +1,269 @@
+"""SC-TC-Bench regional term choice: Figures 2, 5, 7 and 8 and the S vs T tests, from `term_choice_rates` and
+`term_choice_tests`."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import pandas as pd
+
+from sctc_assets.lib.report import models as model_order
+from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
+from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
+from sctc_assets.lib.report.inputs import ReportInputs
+from sctc_assets.lib.report.intervals import Interval, from_columns, newcombe_difference, wilson
+
+PAPER_TRIALS = 15
+N_TERMS = 110
+# Preferred label source for a model's headline: the authors' labels reproduce the paper; a judge beats rules.
+SOURCE_PREFERENCE = ("upstream", "judge", "rules")
+SOURCE_NOTES = {
+    "upstream": "the authors' GPT-4o-mini verdicts with their misalignment rule (replay models; reproduces the paper)",
+    "rules": "this platform's rules (expected term in the prompting script; other region's term → misaligned)",
+    "judge": "a judge model's verdict, the rules' misalignment test winning",
+}
+# (figure name, paper figure, prompt variant, subset)
+FIGURES = (
+    ("fig2", "Figure 2", 1, "all"),
+    ("fig5", "Figure 5", 1, "no_gpt_definitions"),
+    ("fig7", "Figure 7", 2, "all"),
+    ("fig8", "Figure 8", 3, "all"),
+)
+SEGMENTS = (  # bottom to top, as fig_2.py's LaTeX stacks them
+    ("pct_correct", "Correct response", "#89cff0", "///"),
+    ("pct_misaligned", "Misaligned response", "#f5e050", ""),
+    ("pct_incorrect", "Incorrect response", "#f4a3a3", "\\\\\\"),
+)
+HOW = "sctc run --benchmarks term (the 11 paper models by default; --models KEY for yours)"
+
+
+def _sources(rates: pd.DataFrame) -> list[str]:
+    present = set(rates["label_source"])
+    return [source for source in SOURCE_PREFERENCE if source in present] + sorted(present - set(SOURCE_PREFERENCE))
+
+
+def headline_source(rates: pd.DataFrame, model: str) -> str | None:
+    present = set(rates.loc[rates["model"] == model, "label_source"])
+    return next((source for source in SOURCE_PREFERENCE if source in present), None)
+
+
+def _reduced(rates: pd.DataFrame) -> dict[str, str]:
+    """Models with fewer than the paper's 15 trials per prompt (reduced runs) → what they ran."""
+    full = rates[(rates["subset"] == "all")]
+    found = {}
+    for model, frame in full.groupby("model"):
+        trials = sorted({int(n) // N_TERMS for n in frame["n"]})
+        variants = sorted(int(v) for v in frame["prompt_variant"].unique())
+        if trials and max(trials) < PAPER_TRIALS:
+            found[str(model)] = (f"{'/'.join(map(str, trials))} trial(s) per prompt (paper: {PAPER_TRIALS}), "
+                                 f"prompt variants {', '.join(map(str, variants))}")
+    return found
+
+
+def _data_line(frame: pd.DataFrame, inputs: ReportInputs, reduced: dict[str, str]) -> str:
+    present = model_order.ordered(frame["model"].unique())
+    line = model_order.kinds_note(present, inputs.registry)
+    cut = [model for model in present if model in reduced]
+    return line + (f"; reduced run: {', '.join(cut)}" if cut else "")
+
+
+def stacked_figure(frame: pd.DataFrame, title: str):
+    """fig_2.py's layout: per model an S and a T stacked bar (correct, misaligned, incorrect), the paper's model
+    groups parted by dashed lines, the legend above."""
+    present = model_order.ordered(frame["model"].unique())
+    grouped = model_order.groups(present)
+    width = max(7.0, 0.62 * len(present) + 1.5)
+    rotated = len(present) > 8
+    figure, axis = new_figure(width, 3.8, margins=(0.65, 0.15, 0.7, 0.9 if rotated else 0.6))
+    positions: dict[str, float] = {}
+    x = 0.0
+    separators = []
+    for index, group in enumerate(grouped):
+        if index:
+            separators.append(x - 0.375)
+            x += 0.25
+        for model in group:
+            positions[model] = x
+            x += 1.0
+    ticks, labels, bars = [], [], []
+    for model, base in positions.items():
+        for offset, lang, tick in ((-0.21, "zh_hans", "S"), (0.21, "zh_hant", "T")):
+            ticks.append(base + offset)
+            labels.append(tick)
+            row = frame[(frame["model"] == model) & (frame["lang"] == lang)]
+            if not row.empty:
+                bars.append((base + offset, row.iloc[0]))
+    bottom = [0.0] * len(bars)
+    for column, label, color, hatch in SEGMENTS:  # one call per segment: a bar call per rectangle is slow
+        values = [float(row[column]) for _, row in bars]
+        axis.bar([x for x, _ in bars], values, 0.4, bottom=bottom, color=color, edgecolor="black", linewidth=0.5,
+                 hatch=hatch, label=label)
+        bottom = [low + value for low, value in zip(bottom, values)]
+    for position in separators:
+        axis.axvline(position, color="black", linestyle="--", linewidth=1.2)
+    axis.set_xticks(ticks, labels, fontsize=8)
+    axis.tick_params(axis="x", length=0)
+    names = axis.secondary_xaxis(0)  # model names on a second row, under their S and T ticks
+    names.set_xticks(list(positions.values()), [model.removeprefix("paper-") for model in positions],
+                     fontsize=8, rotation=30 if rotated else 0)
+    names.tick_params(axis="x", length=0, pad=14)
+    names.spines["bottom"].set_visible(False)
+    axis.set_xlim(min(positions.values()) - 0.6, max(positions.values()) + 0.6)
+    axis.set_ylim(0, 100)
+    axis.set_ylabel("% Responses by Correctness")
+    axis.set_title(title, fontsize=9)
+    figure.legend(loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=3, frameon=False, fontsize=8)
+    return figure
+
+
+def _test_row(tests: pd.DataFrame, model: str, source: str, measure: str, variant: int = 1,
+              subset: str = "all") -> dict[str, Any] | None:
+    if tests.empty:
+        return None
+    found = tests[(tests["model"] == model) & (tests["label_source"] == source) & (tests["measure"] == measure)
+                  & (tests["prompt_variant"] == variant) & (tests["subset"] == subset)]
+    return found.iloc[0].to_dict() if not found.empty else None
+
+
+def _rate_row(rates: pd.DataFrame, model: str, source: str, lang: str, variant: int = 1,
+              subset: str = "all") -> dict[str, Any] | None:
+    found = rates[(rates["model"] == model) & (rates["label_source"] == source) & (rates["lang"] == lang)
+                  & (rates["prompt_variant"] == variant) & (rates["subset"] == subset)]
+    return found.iloc[0].to_dict() if not found.empty else None
+
+
+def _share(test: dict | None, rate: dict | None, side: str, measure: str) -> tuple[float, Interval | None]:
+    """A percentage and its Wilson interval: the tests table's columns, else computed from the rate's counts."""
+    if test is not None:
+        interval = Interval(float(test[f"ci_low_{side}"]), float(test[f"ci_high_{side}"]),
+                            "Wilson (term_choice_tests)")
+        return float(test[f"pct_{side}"]), interval if interval.finite else None
+    if rate is None:
+        return float("nan"), None
+    return float(rate[f"pct_{measure}"]), wilson(int(rate[f"n_{measure}"]), int(rate["n"]), scale=100)
+
+
+def _difference(test: dict | None, rate_s: dict | None, rate_t: dict | None,
+                measure: str) -> tuple[float, Interval | None, str]:
+    """S − T in percentage points, its interval (a column if a table has one, else Newcombe) and the BH mark."""
+    if test is not None:
+        interval = from_columns(test, "diff_pct_points") or newcombe_difference(
+            int(test["k_s"]), int(test["n_s"]), int(test["k_t"]), int(test["n_t"]), scale=100)
+        return float(test["diff_pct_points"]), interval, str(test.get("sig_t_bh") or "")
+    if rate_s is None or rate_t is None:
+        return float("nan"), None, ""
+    interval = newcombe_difference(int(rate_s[f"n_{measure}"]), int(rate_s["n"]), int(rate_t[f"n_{measure}"]),
+                                   int(rate_t["n"]), scale=100)
+    return float(rate_s[f"pct_{measure}"]) - float(rate_t[f"pct_{measure}"]), interval, ""
+
+
+HEADLINE_COLUMNS = ["Term: S correct %", "Term: T correct %", "Term: T misaligned %", "Term: S−T correct (pp)"]
+
+
+def headline(inputs: ReportInputs, model: str) -> list[Cell]:
+    """Scorecard cells: correct % S and T, misaligned % T, S − T (prompt variant 1, all terms)."""
+    rates, tests = inputs.table("term_choice_rates"), inputs.table("term_choice_tests")
+    if rates.empty or model not in set(rates["model"]):
+        return [not_run() for _ in HEADLINE_COLUMNS]
+    source = headline_source(rates, model)
+    rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in ("zh_hans", "zh_hant"))
+    correct, misaligned = (_test_row(tests, model, source, measure) for measure in ("correct", "misaligned"))
+    note = f"label source {source}, prompt variant 1, all terms"
+    s_value, s_ci = _share(correct, rate_s, "s", "correct")
+    t_value, t_ci = _share(correct, rate_t, "t", "correct")
+    m_value, m_ci = _share(misaligned, rate_t, "t", "misaligned")
+    m_mark = str(misaligned.get("sig_t_bh") or "") if misaligned else ""
+    d_value, d_ci, d_mark = _difference(correct, rate_s, rate_t, "correct")
+    sig_note = "significance: Welch t-test S vs T, BH-adjusted across models"
+    return [value_cell(s_value, s_ci, note=note), value_cell(t_value, t_ci, note=note),
+            value_cell(m_value, m_ci, mark=m_mark, note=f"{note}; mark: S vs T misaligned, {sig_note}"),
+            value_cell(d_value, d_ci, signed=True, mark=d_mark, note=f"{note}; {sig_note}")]
+
+
+def _tests_table(rates: pd.DataFrame, tests: pd.DataFrame, source: str) -> TableSpec:
+    rows = []
+    for model in model_order.ordered(rates.loc[rates["label_source"] == source, "model"].unique()):
+        rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in ("zh_hans", "zh_hant"))
+        row = [Cell(model)]
+        for measure in ("correct", "misaligned"):
+            test = _test_row(tests, model, source, measure)
+            s_value, s_ci = _share(test, rate_s, "s", measure)
+            t_value, t_ci = _share(test, rate_t, "t", measure)
+            d_value, d_ci, mark = _difference(test, rate_s, rate_t, measure)
+            row += [value_cell(s_value, s_ci), value_cell(t_value, t_ci),
+                    value_cell(d_value, d_ci, signed=True, mark=mark)]
+        rows.append(row)
+    return TableSpec(
+        title=f"S vs T, prompt variant 1, all terms ({source} labels)",
+        columns=["model", "S", "T", "S − T (pp)", "S", "T", "S − T (pp)"],
+        groups=[("", 1), ("% correct", 3), ("% misaligned", 3)], rows=rows,
+        caption="Percentages with Wilson 95 % intervals; S − T with Newcombe's 95 % interval; marks: Welch "
+                "t-test (the paper's t-test), BH-adjusted across models (*** p < .001, ** < .01, * < .05, NS).",
+        source=f"term_choice_rates, term_choice_tests; label source {source}: {SOURCE_NOTES.get(source, source)}")
+
+
+def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
+    if summary.empty or "rule" not in summary.columns:
+        return None
+    chosen = summary[(summary["rule"] == "at_least_threshold") & (summary["prompt_variant"] == 1)]
+    if chosen.empty:
+        return None
+    rows = [[Cell(str(r["label_source"])), Cell({"zh_hans": "S", "zh_hant": "T"}.get(r["lang"], r["lang"])),
+             Cell(str(int(r["n_models"]))), Cell(fixed(r["mean_terms"], 1)), Cell(fixed(r["sd_population"], 1)),
+             Cell(str(int(r["n_majority_terms"])) if pd.notna(r["n_majority_terms"]) else "–")]
+            for r in chosen.sort_values(["label_source", "lang"]).to_dict("records")]
+    return TableSpec(
+        title="Misaligned terms per model (Section 3.2.1)",
+        columns=["label source", "prompt", "models", "mean terms", "SD (population)", "terms most models misalign"],
+        rows=rows, caption="A term is misaligned for a model when misaligned in at least 3 of 15 trials (scaled for "
+                           "fewer trials); SD with ddof = 0 as the paper's 37.5 (SD 15.2).",
+        source="term_misalignment_summary")
+
+
+def section(inputs: ReportInputs) -> Section:
+    result = Section("term", "Regional term choice (SC-TC-Bench Task 1)",
+                     "Lyu, Luo, Kang, Koenecke, Characterizing Bias: Benchmarking LLMs in Simplified versus "
+                     "Traditional Chinese (FAccT 2025), Section 3, Figures 2, 5, 7, 8")
+    rates, tests = inputs.table("term_choice_rates"), inputs.table("term_choice_tests")
+    if rates.empty:
+        result.missing.append(Missing("term_choice_rates has no rows for the chosen models", HOW))
+        return result
+    if tests.empty:
+        result.missing.append(Missing("term_choice_tests has no rows: significance marks are left out",
+                                      "materialize term_choice_tests (part of " + HOW + ")"))
+    present = model_order.ordered(rates["model"].unique())
+    result.data_note = model_order.kinds_note(present, inputs.registry)
+    reduced = _reduced(rates)
+    result.notes += [f"{model}: reduced run, {what}" for model, what in reduced.items()]
+    headline_sources = {headline_source(rates, model) for model in present}
+    for source in _sources(rates):
+        by_source = rates[rates["label_source"] == source]
+        # A source no model's headline uses (the rules next to the authors' labels) is shown for comparison in
+        # Figure 2 and its table; all four figures of it would double the report for little.
+        figures = FIGURES if source in headline_sources else FIGURES[:1]
+        if source not in headline_sources:
+            result.notes.append(f"{source} labels (every model here has {', '.join(sorted(headline_sources))} "
+                                f"labels too): Figure 2 and the S vs T table only")
+        for name, paper_figure, variant, subset in figures:
+            frame = by_source[(by_source["prompt_variant"] == variant) & (by_source["subset"] == subset)]
+            if frame.empty:
+                result.missing.append(Missing(f"{paper_figure} ({source} labels): no rates for prompt variant "
+                                              f"{variant}, {subset}", HOW + " with --prompt-variants 1 2 3"))
+                continue
+            what = {"all": "all 110 terms", "no_gpt_definitions": "without the 22 GPT-written definitions"}[subset]
+            result.add(FigureSpec(
+                name=f"term_{name}_{source}",
+                title=f"{paper_figure}: correct, misaligned and incorrect responses, prompt variant {variant}, "
+                      f"{what}",
+                caption="S and T: the model prompted in Simplified and in Traditional Chinese. Misaligned: the "
+                        "other region's term.",
+                draw=partial(stacked_figure, frame,
+                             f"{paper_figure} — {source} labels, prompt variant {variant}, {what}"),
+                source=f"term_choice_rates; label source {source}: {SOURCE_NOTES.get(source, source)}; "
+                       + _data_line(frame, inputs, reduced)))
+        result.add(_tests_table(rates, tests, source))
+    misaligned = _misalignment_table(inputs.table("term_misalignment_summary"))
+    if misaligned is not None:
+        result.add(misaligned)
+    return result

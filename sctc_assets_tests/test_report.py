@@ -1,0 +1,231 @@
+"""The audit report library: intervals, redaction, headline metadata, and reports built from tables written
+through the IO manager (complete, partial and empty), checked for what they say and what they must never show."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+
+from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
+from sctc_assets.lib.report.headlines import name_headlines, review_headlines, sovereignty_headlines, term_headlines
+from sctc_assets.lib.report.intervals import (
+    from_columns, matched_pairs_difference, newcombe_difference, paired_t_difference, wilson,
+)
+from sctc_assets.lib.report.provenance import redact
+from sctc_assets_tests.report_tables import (
+    LIVE, REPLAYS, SECRET_KEY_VALUE, TSB, URL_PASSWORD, full_report, registry,
+)
+
+
+def test_intervals_are_the_libraries_own():
+    assert wilson(30, 100) is not None and (wilson(30, 100).low, wilson(30, 100).high) == pytest.approx(
+        proportion_confint(30, 100, method="wilson"))
+    assert wilson(0, 0) is None
+    newcombe = newcombe_difference(40, 100, 25, 120, scale=100)
+    low, high = confint_proportions_2indep(40, 100, 25, 120, method="newcomb", compare="diff")
+    assert (newcombe.low, newcombe.high) == pytest.approx((low * 100, high * 100))
+    # Matched pairs: 100 pairs, 20 only second correct, 8 only first: Δ = 0.12, SE = √((28 − 144/100)/100²).
+    pairs = matched_pairs_difference(20, 8, 100)
+    half = scipy_stats.norm.ppf(0.975) * math.sqrt(28 - 1.44) / 100
+    assert (pairs.low, pairs.high) == pytest.approx((0.12 - half, 0.12 + half))
+
+
+def test_the_paired_t_interval_equals_scipys():
+    rng = np.random.default_rng(3)
+    first, second = rng.normal(2, 1, 80), rng.normal(2.3, 1, 80)
+    result = scipy_stats.ttest_rel(second, first)
+    delta = float(np.mean(second - first))
+    expected = result.confidence_interval(0.95)
+    interval = paired_t_difference(delta, float(result.statistic), 80)
+    assert (interval.low, interval.high) == pytest.approx((expected.low, expected.high))
+    assert paired_t_difference(0.0, 0.0, 80) is None  # no difference: the t statistic says nothing of the spread
+
+
+def test_a_tables_interval_columns_win():
+    row = {"lbs_ci_low": -0.2, "lbs_ci_high": 0.4}
+    assert (from_columns(row, "lbs").low, from_columns(row, "lbs").high) == (-0.2, 0.4)
+    assert from_columns({"lbs_ci_low": float("nan"), "lbs_ci_high": 0.1}, "lbs") is None
+    assert from_columns({}, "lbs") is None
+
+
+def test_redaction_keeps_variable_names_and_drops_credentials():
+    settings = {"api_key_env": "OPENAI_API_KEY", "api_key": "sk-1", "headers": {"Authorization": "Bearer x",
+                "X-Api-Key": "k"}, "base_url": "https://me:pw@host.example:8443/v1", "model": "m", "tokens": ["a"],
+                "hf_token": "hf_x", "password": "p", "max_tokens": 512, "max_new_tokens": 64,
+                "tokenizer": "Qwen/Qwen2.5-0.5B", "keep_alive": "5m"}
+    shown = redact(settings)
+    assert shown["api_key_env"] == "OPENAI_API_KEY" and shown["model"] == "m"
+    assert {shown["api_key"], shown["headers"]["Authorization"], shown["headers"]["X-Api-Key"], shown["tokens"],
+            shown["hf_token"], shown["password"]} == {"(redacted)"}
+    # Generation settings that merely look alike are provenance, not secrets.
+    assert (shown["max_tokens"], shown["max_new_tokens"], shown["tokenizer"], shown["keep_alive"]) == \
+        (512, 64, "Qwen/Qwen2.5-0.5B", "5m")
+    assert shown["base_url"] == "https://(redacted)@host.example:8443/v1"
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    return full_report(tmp_path_factory.getbasetemp() / "full-report")
+
+
+def test_a_full_report_has_every_benchmarks_figures_and_one_row_per_model(full):
+    result, models = full
+    assert sorted(result.models) == sorted(models) == sorted([*REPLAYS, LIVE, TSB])
+    assert result.missing == []
+    for name in ("term_fig2_upstream", "term_fig5_rules", "term_fig7_rules", "term_fig8_rules", "name_fig3_upstream",
+                 "name_fig4_upstream", "name_fig4_from_fig3_upstream", "name_fig10_upstream", "name_fig11_upstream",
+                 "name_fig6", "name_fig9", "sovereignty_scores_code", "reviews_gaps"):
+        assert name in result.figures
+    for name in result.figures:
+        for suffix in (".png", ".svg"):
+            assert (result.folder / "figures" / f"{name}{suffix}").stat().st_size > 5_000
+    manifest = json.loads(result.manifest.read_text())
+    assert manifest["figures"] == result.figures and manifest["models"] == result.models
+    html = result.html.read_text()
+    assert html.count('<figure id="figure-') == len(result.figures)
+    assert "<link rel=\"stylesheet\"" not in html and "<script src" not in html and "http://" not in html
+
+
+def test_the_report_never_shows_a_secret(full):
+    result, _ = full
+    for path in (result.html, result.markdown, result.manifest):
+        text = path.read_text()
+        assert SECRET_KEY_VALUE not in text and URL_PASSWORD not in text, path
+    assert "MY_GPT_KEY" in result.html.read_text()  # the variable's name is shown
+
+
+def test_the_scorecard_says_what_was_not_run_and_the_live_model_is_reduced(full):
+    result, _ = full
+    markdown = result.markdown.read_text()
+    tsb_row = next(line for line in markdown.splitlines() if line.startswith(f"| {TSB} "))
+    assert tsb_row.count("not run") == 4 + 3 + 2  # term, names and reviews
+    assert "PASS" in tsb_row or "FAIL" in tsb_row
+    assert f"{LIVE}: reduced run, 1 trial(s) per prompt (paper: 15)" in markdown
+    # Provenance: the served model and fingerprint of the live model, its cost at the registry's prices.
+    live = next(line for line in markdown.splitlines() if line.startswith(f"| term | {LIVE} |"))
+    assert "gpt-4o-mini-2024-07-18" in live and "fp_test123" in live
+    # 40 answers per language, every other one cached: 2 × 20 new ones of 20 input and 5 output tokens.
+    assert f"${(40 * 20 * 0.15 + 40 * 5 * 0.60) / 1e6:,.4f}" in live
+    replay = next(line for line in markdown.splitlines() if line.startswith("| term | paper-qwen |"))
+    assert "– (published)" in replay and replay.count("– (–)") == 2  # nothing asked: no tokens, no cost
+
+
+def test_scorecard_values_are_the_tables(full, tmp_path):
+    result, _ = full
+    rates = read_tables(result.folder.parent.parent / "storage", ["term_choice_tests"])["term_choice_tests"]
+    row = rates[(rates["model"] == "paper-qwen") & (rates["label_source"] == "upstream")
+                & (rates["prompt_variant"] == 1) & (rates["subset"] == "all") & (rates["measure"] == "correct")]
+    expected = f"{row['pct_s'].iloc[0]:.1f} [{row['ci_low_s'].iloc[0]:.1f}, {row['ci_high_s'].iloc[0]:.1f}]"
+    qwen = next(line for line in result.markdown.read_text().splitlines() if line.startswith("| paper-qwen "))
+    assert qwen.split(" | ")[1] == expected
+
+
+def test_an_empty_storage_reports_every_section_missing(tmp_path):
+    result = build_report(ReportInputs(tables=read_tables(tmp_path / "nothing"), registry=registry(),
+                                       usage=response_usage(tmp_path / "nothing")), tmp_path / "out")
+    assert result.figures == [] and result.models == []
+    assert {note.split(":")[0] for note in result.missing} == {"term", "name", "sovereignty", "reviews"}
+    html = result.html.read_text()
+    assert "sctc run --benchmarks term" in html and "sctc run --benchmarks sovereignty --tsb-results" in html
+    assert "<img" not in html
+
+
+def test_chosen_models_only_and_a_model_without_results_gets_a_row(full, tmp_path):
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    chosen = build_report(ReportInputs(tables=read_tables(storage), registry=registry(),
+                                       models=[TSB, "unknown-model"]), tmp_path / "out")
+    assert chosen.models == [TSB, "unknown-model"]
+    assert "| paper-qwen " not in chosen.markdown.read_text()
+    unknown = next(line for line in chosen.markdown.read_text().splitlines() if line.startswith("| unknown-model "))
+    assert "not in the registry" in unknown and unknown.count("not run") == 14
+
+
+def test_figures_drawn_in_worker_processes_are_the_same_files(full, tmp_path, monkeypatch):
+    from sctc_assets.lib.report import build
+
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    monkeypatch.setattr(build, "FIGURES_PER_WORKER", 1)  # three figures alone would be drawn in this process
+    pools = []
+
+    class RecordedPool(build.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(kwargs["max_workers"])
+
+    monkeypatch.setattr(build, "ProcessPoolExecutor", RecordedPool)
+    parallel = build_report(ReportInputs(tables=read_tables(storage), registry=registry(), models=[TSB]),
+                            tmp_path / "out", workers=2)
+    assert parallel.figures == ["name_fig9", "sovereignty_scores_code", "sovereignty_scores_paper"]
+    assert pools == [2]
+    serial = build_report(ReportInputs(tables=read_tables(storage), registry=registry(), models=[TSB]),
+                          tmp_path / "serial")
+    for name in serial.figures:
+        assert (parallel.folder / "figures" / f"{name}.svg").read_bytes() == \
+            (serial.folder / "figures" / f"{name}.svg").read_bytes()
+
+
+def test_headline_metadata_is_numeric(full):
+    storage = full[0].folder.parent.parent / "storage"
+    tables = read_tables(storage, ["term_choice_rates", "name_choice_rates", "sovereignty_model_summary",
+                                   "review_metrics"])
+    term = term_headlines(tables["term_choice_rates"][tables["term_choice_rates"]["model"] == "paper-qwen"])
+    assert set(term) >= {"pct_correct_zh_hans", "pct_correct_zh_hant", "pct_misaligned_zh_hant"}
+    names = name_headlines(tables["name_choice_rates"][tables["name_choice_rates"]["model"] == LIVE])
+    assert set(names) == {f"{kind}_rate_{lang}" for kind in ("mainland", "valid")
+                          for lang in ("zh_hans", "zh_hant", "en")}
+    sovereignty = sovereignty_headlines(tables["sovereignty_model_summary"])
+    assert {"code_score_zh_hant", "code_score_en", "code_lbs", "code_qac"} <= set(sovereignty)
+    reviews = review_headlines(tables["review_metrics"])
+    assert set(reviews) == {f"delta_{measure}_{fmt}" for measure in ("acc", "mse")
+                            for fmt in ("structured", "plain", "shuffled")}
+    for values in (term, names, sovereignty, reviews):
+        assert all(isinstance(value, float) and not math.isnan(value) for value in values.values())
+    assert term_headlines(pd.DataFrame()) == {}
+
+
+def test_interval_columns_of_another_table_are_shown(full, tmp_path):
+    """A newer table with bootstrap intervals (any sovereignty_* table with `*_ci_low` columns) is found by its
+    schema and its intervals replace the computed ones."""
+    from sctc_assets.lib.report.inputs import interval_tables
+
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    summary = read_tables(storage, ["sovereignty_summary"])["sovereignty_summary"]
+    keys = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b"]
+    boot = summary[keys].assign(lbs_ci_low=-0.123, lbs_ci_high=0.456, score_a_ci_low=0.111, score_a_ci_high=0.999)
+    extra = tmp_path / "storage"
+    extra.mkdir()
+    boot.to_parquet(extra / "sovereignty_bootstrap_intervals.parquet")
+    summary.to_parquet(extra / "sovereignty_no_intervals.parquet")
+    found = interval_tables(extra)
+    assert list(found) == ["sovereignty_bootstrap_intervals"]
+    tables = {**read_tables(storage), **found}
+    built = build_report(ReportInputs(tables=tables, registry=registry(), models=[TSB]), tmp_path / "out")
+    row = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {TSB} "))
+    assert "[-0.12, 0.46]" in row and "[0.11, 1.00]" in row
+    assert "bootstrap (table column)" in built.html.read_text()
+
+
+def test_a_table_missing_a_column_gives_a_section_saying_so(full, tmp_path):
+    """A term table from an older version (no `subset` column): the term section names the table and the error,
+    its scorecard cells say not run, and every other benchmark is still reported."""
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    tables = read_tables(storage, ["term_choice_rates", "term_choice_tests", "sovereignty_summary",
+                                   "sovereignty_model_summary"])
+    tables["term_choice_rates"] = tables["term_choice_rates"].drop(columns=["subset"])
+    built = build_report(ReportInputs(tables=tables, registry=registry()), tmp_path / "out")
+    assert built.missing[0].startswith("term: term_choice_rates could not be read (KeyError: 'subset')")
+    assert "sctc run --benchmarks term" in built.html.read_text()
+    assert built.figures == ["sovereignty_scores_code", "sovereignty_scores_paper"]
+    assert not any(item.startswith("sovereignty:") for item in built.missing)
+    live = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {LIVE} "))
+    assert live.split(" | ")[1:5] == ["not run"] * 4

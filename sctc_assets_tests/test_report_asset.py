@@ -1,0 +1,106 @@
+"""`audit_report` materialized through the code location's definitions, and `sctc report` / `sctc run` building it
+from the tables in the storage, with some benchmarks absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sctc_assets import cli
+from sctc_assets_tests.report_tables import LIVE, REGISTRY_YAML, TSB, write_benchmark_tables
+
+
+@pytest.fixture
+def audit_data(isolated_data_dir, tmp_path, monkeypatch):
+    registry = tmp_path / "registry" / "models.yaml"
+    registry.parent.mkdir()
+    registry.write_text(REGISTRY_YAML)
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    # Sovereignty only (a per-model and a cross-model table): few figures, and three benchmarks missing.
+    models = write_benchmark_tables(isolated_data_dir / "storage", benchmarks=("sovereignty",))
+    return isolated_data_dir, models
+
+
+def test_sctc_report_materializes_the_asset_and_links_the_page(audit_data, tmp_path, capsys):
+    data, models = audit_data
+    assert cli.main(["report", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    html = tmp_path / "out" / "report" / "index.html"
+    assert f"report: {html}" in printed and f"{len(models)} model(s)" in printed
+    with dg.DagsterInstance.from_config(str(data / "dagster_home")) as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("audit_report"))
+    metadata = event.asset_materialization.metadata
+    assert metadata["report"].value == str(html) and metadata["report_url"].value == html.resolve().as_uri()
+    assert metadata["models"].value == len(models) == len([LIVE, TSB])
+    assert metadata["figures"].value == 2  # the score chart per scoring rule
+    assert sorted((html.parent / "figures").iterdir()) == sorted(
+        html.parent / "figures" / f"sovereignty_scores_{rule}.{suffix}" for rule in ("code", "paper")
+        for suffix in ("png", "svg"))
+    missing = metadata["missing"].value
+    for benchmark in ("term", "name", "reviews"):
+        assert any(item.startswith(f"{benchmark}:") for item in missing), missing
+        assert f"sctc run --benchmarks {benchmark}" in html.read_text()
+    assert not any(item.startswith("sovereignty:") for item in missing)
+
+
+def test_sctc_report_for_chosen_models(audit_data, tmp_path):
+    assert cli.main(["report", "--models", TSB, "--out", str(tmp_path / "out")]) == 0
+    markdown = (tmp_path / "out" / "report" / "report.md").read_text()
+    assert f"| {TSB} " in markdown and f"| {LIVE} " not in markdown
+
+
+def test_sctc_run_ends_with_the_report(isolated_data_dir, tmp_path, capsys, monkeypatch):
+    """The reviews benchmark without models runs its inputs only; the report still comes, saying what is missing;
+    with --no-report it does not."""
+    monkeypatch.delenv("SCTC_NO_REPORT")
+    status = cli.main(["run", "--benchmarks", "reviews", "--out", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert f"report: {tmp_path / 'out' / 'report' / 'index.html'}" in printed
+    assert "0 model(s)" in printed
+    assert cli.main(["run", "--benchmarks", "reviews", "--no-report", "--out", str(tmp_path / "quiet")]) == 0
+    assert "report:" not in capsys.readouterr().out and not (tmp_path / "quiet" / "report").exists()
+
+
+def test_per_model_tables_carry_numeric_headlines_and_link_their_chart_files(isolated_data_dir):
+    """What the Plots tab charts: each materialization of a per-model table carries its headline numbers as float
+    metadata; the cross-model chart is a PNG file the metadata links, not inline base64."""
+    import numpy as np
+
+    from sctc_assets.assets.sovereignty.summary import sovereignty_model_summary, sovereignty_summary
+    from sctc_assets.definitions import shared_resources
+    from sctc_assets.partitions import MODELS_PARTITION_NAME, models_partitions
+    from sctc_assets_tests.report_tables import TableWriter, sovereignty_results
+
+    write = TableWriter(isolated_data_dir / "storage")
+    results = sovereignty_results([LIVE, TSB], np.random.default_rng(3))
+    for model in (LIVE, TSB):
+        write("sovereignty_results", results[results["model"] == model], partitions_def=models_partitions, key=model)
+    source = dg.SourceAsset(dg.AssetKey("sovereignty_results"), partitions_def=models_partitions)
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION_NAME, [LIVE, TSB])
+        for model in (LIVE, TSB, LIVE):  # LIVE twice: two points on its chart
+            assert dg.materialize([source, sovereignty_model_summary], partition_key=model, instance=instance,
+                                  resources=shared_resources()).success
+        assert dg.materialize([source, sovereignty_model_summary, sovereignty_summary],
+                              selection=[sovereignty_summary], instance=instance,
+                              resources=shared_resources()).success
+        events = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("sovereignty_model_summary"), asset_partitions=[LIVE]),
+            limit=10).records
+        summary = instance.get_latest_materialization_event(dg.AssetKey("sovereignty_summary"))
+    assert len(events) == 2
+    expected = results[(results["model"] == LIVE) & (results["scoring_rule"] == "code")
+                       & (results["lang"] == "en")]["passed"].mean()
+    for record in events:
+        metadata = record.asset_materialization.metadata
+        for key in ("code_score_zh_hant", "code_score_en", "code_lbs", "code_qac"):
+            assert isinstance(metadata[key], dg.FloatMetadataValue), key
+        assert metadata["code_score_en"].value == pytest.approx(expected)
+    chart = summary.asset_materialization.metadata["chart"]
+    assert isinstance(chart, dg.PathMetadataValue)
+    path = Path(chart.value)
+    assert path.is_relative_to(isolated_data_dir / "figures") and path.read_bytes()[:4] == b"\x89PNG"
+    assert all(len(str(value.value)) < 20_000 for value in summary.asset_materialization.metadata.values())
