@@ -22,6 +22,7 @@ C = {
     "n_correct": ("int", "Answers labelled correct."),
     "n_misaligned": ("int", "Answers labelled misaligned (they give the other region's term)."),
     "n_incorrect": ("int", "Answers labelled incorrect."),
+    "n_refusal": ("int", "Of the incorrect answers, refusals (a content filter or an empty answer)."),
     "paper_model": ("string", "The paper LLM, by its upstream file name (`qwen`, `gpt4o`, `llama3-8b`, …)."),
     "measure": ("string", "The share compared: `correct` or `misaligned`."),
     "diff_pct_points": ("float", "Mean per-term S − T difference of the share, in percentage points."),
@@ -64,6 +65,8 @@ TABLES = [
         "model", "lang", "prompt_variant", "term_id", "trial", "response", "label_source",
         ("label", "string", "`correct`, `misaligned` or `incorrect`."),
         ("misaligned_forms", "string", "The other region's forms found in the answer, comma-separated."),
+        ("outcome", "string", "The answer's outcome: `ok` or `refusal` (a refusal is `incorrect`; errors are left "
+                              "out).", True),
     ], C),
     table("term_choice_rates", [
         "model", "lang", "prompt_variant", "label_source", "subset",
@@ -71,10 +74,11 @@ TABLES = [
         ("pct_correct", "float", "Percentage (0–100) of answers labelled correct."),
         ("pct_misaligned", "float", "Percentage (0–100) of answers labelled misaligned."),
         ("pct_incorrect", "float", "Percentage (0–100) of answers labelled incorrect."),
-        "n_correct", "n_misaligned", "n_incorrect",
+        "n_correct", "n_misaligned", "n_incorrect", "n_refusal",
     ], C),
     table("term_misalignment_by_term", [
         "model", "lang", "prompt_variant", "label_source", "term_id", "n_correct", "n_misaligned", "n_incorrect",
+        "n_refusal",
         ("n_trials", "int", "Labelled answers of the term (its trials)."),
         ("misaligned_threshold", "int", "Misaligned trials that flag the term: 3 of 15, scaled to `n_trials`."),
         ("misaligned_term", "bool", "Misaligned in at least `misaligned_threshold` trials (the paper's rule)."),
