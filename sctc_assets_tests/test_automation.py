@@ -96,10 +96,12 @@ def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_
         assert ticks == 4  # model × lang, then per model, then cross-model, then nothing
         assert count_calls(calls) == answered  # automation asked no model
 
-        # fake-b answers one language: its labels follow; its per-model tables wait for the other language.
+        # fake-b answers one language: its labels follow; its per-model tables wait for the other language. The one
+        # cross-model table that reads the labels themselves (the judge against the published labels) follows them.
         _materialize(instance, ["term_responses"], dg.MultiPartitionKey({"model": "fake-b", "lang": "zh_hans"}))
         requested, cursor, _ = _settle(instance, cursor)
-        assert requested == {"term_judgements": {"zh_hans|fake-b"}, "term_labels": {"zh_hans|fake-b"}}
+        assert requested == {"term_judgements": {"zh_hans|fake-b"}, "term_labels": {"zh_hans|fake-b"},
+                             "term_label_source_agreement": {None}}
 
         _materialize(instance, ["term_responses"], dg.MultiPartitionKey({"model": "fake-b", "lang": "zh_hant"}))
         requested, cursor, _ = _settle(instance, cursor)

@@ -92,10 +92,14 @@ def test_a_column_needs_a_known_type_and_a_description():
 @pytest.fixture
 def small_run(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
     registry = tmp_path / "models.yaml"
+    # 王秀梅 is on the seeded `main` list, so the answers are usable (asset check `usable_answers`); fake-r rates
+    # every review 8, a valid prediction.
     registry.write_text(
         "models:\n"
-        "  fake-a: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: a, default_answer: '我选王秀英',"
-        " benchmarks: {name: {experiments: [main, same_name_script], lists: 1, shuffles: 2}, reviews: {max_pairs: 4}}}\n",
+        "  fake-a: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: a, default_answer: '我选王秀梅',"
+        " benchmarks: {name: {experiments: [main, same_name_script], lists: 2, shuffles: 2}}}\n"
+        "  fake-r: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: r, default_answer: '8',"
+        " benchmarks: {reviews: {max_pairs: 4}}}\n",
         encoding="utf-8")
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(f'{{"text": "{text}"}}\n' for text in ["复印件和影本", "王秀英", "滑鼠"] * 3),
@@ -116,10 +120,16 @@ def test_stored_name_review_and_corpus_tables_match_their_schemas(small_run):
         name_plan = dataclasses.replace(NAME_PLAN, inputs=tuple(n for n in NAME_PLAN.inputs
                                                                 if n != "tokenization_counts"))
         for plan, options in ((name_plan, {}), (REVIEWS_PLAN, {}), (CORPUS_PLAN, {"corpora": ["local"]})):
-            report = runner.run(plan, ["fake-a"] if plan is not CORPUS_PLAN else [], options)
+            models = {REVIEWS_PLAN.name: ["fake-r"], CORPUS_PLAN.name: []}.get(plan.name, ["fake-a"])
+            report = runner.run(plan, models, options)
             assert report.ok, report.failures
     problems = stored_table_problems(resources["io_manager"])
     checked = set(problems)
-    assert {"name_responses", "name_selections", "name_choice_rates", "review_predictions", "review_metrics",
-            "corpus_counts", "corpus_term_frequency_tables"} <= checked
+    assert {"name_responses", "name_selections", "name_choice_rates", "name_list_clustered_rates",
+            "name_significance_robustness", "name_explanation_words", "name_talent_examples",
+            "name_invalid_class_validation", "review_predictions", "review_metrics", "review_paired_cis",
+            "review_significance_robustness", "corpus_counts", "corpus_term_frequency_tables"} <= checked
     assert {table: found for table, found in problems.items() if found} == {}
+    root = resources["io_manager"]._root()  # the right-unit tables hold rows, so their columns were checked
+    assert all(len(pd.read_parquet(root / f"{name}.parquet")) for name in ("name_significance_robustness",
+                                                                           "review_significance_robustness"))

@@ -84,6 +84,20 @@ CATALOG: dict[str, AssetEntry] = {
                                                              "term subsets."),
     "term_misalignment_summary": _entry("term", CROSS_MODEL, "How many terms each model misaligns, and which terms "
                                                              "most models misalign."),
+    "term_published_labels": _entry("term", INPUTS, "The 11 paper LLMs' published term answers with the authors' "
+                                                    "label and the `rules` label."),
+    "term_verdict_lexicon": _entry("term", INPUTS, "Shares of the authors' labels per language, term, extracted answer "
+                                                   "and paper model."),
+    "term_incorrect_types": _entry("term", INPUTS, "Shares of entirely wrong and uncommon-usage incorrect answers per "
+                                                   "paper model (Table 19)."),
+    "term_label_source_agreement": _entry("term", CROSS_MODEL, "Every label source's agreement with the authors' "
+                                                               "published labels, per paper model and language."),
+    "term_robust_tests": _entry("term", CROSS_MODEL, "Simplified vs Traditional tests with the term as the unit, next "
+                                                     "to the paper's trial-level test."),
+    "term_significance_robustness": _entry("term", CROSS_MODEL, "Whether each model's significant S vs T result "
+                                                                "survives the term-level tests."),
+    "term_power": _entry("term", CROSS_MODEL, "Minimum detectable S − T differences of the design run, and the terms "
+                                              "and trials an effect needs."),
     # SC-TC-Bench regional name choice, last names and tokenization
     "regional_names": _entry("name", INPUTS, "The 352 regional names with region, gender and popularity."),
     "name_candidate_lists": _entry("name", INPUTS, "The candidate lists of the four name experiments, generated and "
@@ -117,6 +131,16 @@ CATALOG: dict[str, AssetEntry] = {
                                                        "(Table 35)."),
     "last_name_region_tests": _entry("name", CROSS_MODEL, "Mainland vs Taiwanese last-name likelihoods per model "
                                                           "(Table 36)."),
+    "name_explanation_words": _entry("name", INPUTS, "The ten most frequent descriptive words in the published "
+                                                     "name explanations (Tables 31-32)."),
+    "name_talent_examples": _entry("name", INPUTS, "The Taiwanese names most often described as talented or wise "
+                                                   "(Table 33)."),
+    "name_invalid_class_validation": _entry("name", INPUTS, "The rules extractor's classes of the human-annotated "
+                                                            "invalid answers against the human ones (Table 20)."),
+    "name_list_clustered_rates": _entry("name", PER_MODEL, "One model's Mainland shares with standard errors "
+                                                           "clustered by candidate list, and the design's power."),
+    "name_significance_robustness": _entry("name", CROSS_MODEL, "Whether each model's significant Mainland share "
+                                                                "survives clustering by candidate list."),
     # Taiwan sovereignty bilingual benchmark
     "sovereignty_prompts": _entry("sovereignty", INPUTS, "The sovereignty prompts in Traditional, Simplified and "
                                                          "English."),
@@ -136,6 +160,12 @@ CATALOG: dict[str, AssetEntry] = {
                                                               "McNemar p-values."),
     "sovereignty_review_queue": _entry("sovereignty", CROSS_MODEL, "Answers that need a human decision, with the "
                                                                    "decisions so far."),
+    "sovereignty_bootstrap_cis": _entry("sovereignty", CROSS_MODEL, "Bootstrap intervals of Score, LBS, "
+                                                                    "consistency and QAC per model, and the design's "
+                                                                    "power."),
+    "sovereignty_significance_robustness": _entry("sovereignty", CROSS_MODEL, "Whether each model's McNemar result "
+                                                                              "survives the exact test, BH and the "
+                                                                              "LBS interval."),
     # Contextually aligned review pairs
     "raw_reviews": _entry("reviews", INPUTS, "The review export in the paper's Table 4 fields."),
     "review_varieties": _entry("reviews", INPUTS, "Reviews with their variety, rating class, length and script."),
@@ -146,6 +176,10 @@ CATALOG: dict[str, AssetEntry] = {
                                  calls=GENERATION),
     "review_metrics": _entry("reviews", PER_MODEL, "One model's accuracy and error on Taiwan vs Mainland reviews, "
                                                    "with paired tests."),
+    "review_paired_cis": _entry("reviews", PER_MODEL, "One model's ΔAcc and ΔMSE with paired intervals, the paper's "
+                                                      "tests and the design's power."),
+    "review_significance_robustness": _entry("reviews", CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE "
+                                                                     "has a paired interval that excludes 0."),
     # Corpus counts
     "corpus_shards": _entry("corpus", INPUTS, "Every shard of every registered corpus."),
     "corpus_patterns": _entry("corpus", INPUTS, "The term and name forms that the corpus counts search for."),

@@ -4,6 +4,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.name import explanations, invalid_validation
 from sctc_assets.lib.sctc_upstream import UPSTREAM_LANG
@@ -43,6 +44,7 @@ def _paper_layout(table: pd.DataFrame, model: str, source: str) -> str:
     return markdown_table(wide[order].reset_index(), rows=10)
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_explanation_words(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Tables 31–32: the 10 most frequent descriptive words in Baichuan-2's and Qwen-1.5's explanations of
@@ -53,10 +55,11 @@ def name_explanation_words(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataF
     table = explanations.top_region_exclusive(explanations.top_words(frame)) if not frame.empty else pd.DataFrame()
     layouts = {f"table_{31 if model == 'baichuan2' else 32}_{source}": dg.MetadataValue.md(_paper_layout(table, model, source))
                for model in EXPLAINING_MODELS for source in ("scripts", "jieba")} if not table.empty else {}
-    return dg.Output(table, metadata=table_metadata(table, preview_rows=20, paper_layout=PAPER_LAYOUT_31,
-                                                    missing_files=dg.MetadataValue.json(missing), **layouts))
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
+        table, preview_rows=20, paper_layout=PAPER_LAYOUT_31, missing_files=dg.MetadataValue.json(missing), **layouts))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_talent_examples(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Table 33: the three Taiwanese names Baichuan-2 and Qwen-1.5 most often describe as talented or wise
@@ -66,12 +69,13 @@ def name_talent_examples(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFra
     table = explanations.talent_names(frame) if not frame.empty else pd.DataFrame()
     layout = (table.groupby(["model", "lang"])["name"].agg(", ".join).unstack("lang").reset_index()
               if not table.empty else pd.DataFrame())
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, paper_layout="Table 33: rows Baichuan-2, Qwen-1.5; columns prompted in Simplified | Traditional; "
                             "each cell the top three names",
         layout=dg.MetadataValue.md(markdown_table(layout)), missing_files=dg.MetadataValue.json(missing)))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_invalid_class_validation(regional_names: pd.DataFrame,
                                   upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
@@ -89,14 +93,11 @@ def name_invalid_class_validation(regional_names: pd.DataFrame,
             missing.append(relative)
             continue
         frames.append(invalid_validation.class_agreement(model, annotations, names, source_name=relative))
-    table = pd.concat(frames, ignore_index=True).fillna({column: 0 for column in
-                                                          ("rules_refusal/insufficient_information",
-                                                           "rules_out_of_list", "rules_multiple", "rules_valid",
-                                                           "rules_empty")}) if frames else pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     layout = (table[table["human_class"] != "all"].pivot_table(index="human_class", columns="model",
                                                                 values="pct_of_sample").reset_index()
               if not table.empty else pd.DataFrame())
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, preview_rows=12, paper_layout="Table 20: rows insufficient / multiple / out-of-list; columns "
                                              "ChatGLM-2, Breeze, GPT-4o; % of the 100 sampled invalid answers",
         table_20=dg.MetadataValue.md(markdown_table(layout)), missing_files=dg.MetadataValue.json(missing)))

@@ -4,6 +4,7 @@ power of the design run."""
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.name import robust
 from sctc_assets.partitions import models_partitions
@@ -11,6 +12,7 @@ from sctc_assets.partitions import models_partitions
 GROUP = "name"
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def name_list_clustered_rates(name_selections: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per lang, experiment and extraction source: the Mainland share of valid answers with a cluster-robust SE by
@@ -21,6 +23,7 @@ def name_list_clustered_rates(name_selections: pd.DataFrame) -> dg.Output[pd.Dat
     return dg.Output(table, metadata=table_metadata(table, preview_rows=24))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_significance_robustness(name_list_clustered_rates: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Every model's Mainland-share test against 50 %, the paper's (each answer independent) and clustered by

@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.reviews import robust
 from sctc_assets.lib.reviews.prompts import FORMATS
@@ -11,6 +12,7 @@ from sctc_assets.partitions import models_partitions
 GROUP = "reviews"
 
 
+@catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def review_paired_cis(context: dg.AssetExecutionContext, review_predictions: pd.DataFrame,
                       review_pairs: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -28,6 +30,7 @@ def review_paired_cis(context: dg.AssetExecutionContext, review_predictions: pd.
     return dg.Output(table, metadata=table_metadata(table, preview_rows=12))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_significance_robustness(review_paired_cis: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Every model × format: the paper's tests BH-adjusted across models × formats per measure, and whether a

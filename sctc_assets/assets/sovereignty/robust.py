@@ -3,12 +3,14 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.sovereignty import robust
 
 GROUP = "sovereignty"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_bootstrap_cis(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per model, scoring rule, prompt set and language pair: Score of each language, LBS, consistency C and QAC
@@ -19,6 +21,7 @@ def sovereignty_bootstrap_cis(sovereignty_results: pd.DataFrame) -> dg.Output[pd
     return dg.Output(table, metadata=table_metadata(table, preview_rows=25))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_significance_robustness(sovereignty_summary: pd.DataFrame,
                                         sovereignty_bootstrap_cis: pd.DataFrame) -> dg.Output[pd.DataFrame]:

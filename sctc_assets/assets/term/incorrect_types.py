@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.sctc_upstream import PAPER_MODELS
 from sctc_assets.lib.term.incorrect_types import incorrect_type_file, incorrect_type_shares
@@ -12,6 +13,7 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 GROUP = "term"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_incorrect_types(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Per paper model and prompting script: the share (0–100) of the annotated incorrect first-trial answers
@@ -36,7 +38,7 @@ def term_incorrect_types(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFra
                 if (measure, lang) in wide.columns:
                     layout[f"{lang} {measure[4:]}"] = wide[(measure, lang)].round(2).to_numpy()
         layout = layout.set_index("model").reindex([m for m in PAPER_MODELS if m in wide.index]).reset_index()
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, preview_rows=22, paper_layout="Table 19: rows the 11 LLMs; columns Simplified (entirely wrong, "
                                              "uncommon usage), Traditional (entirely wrong, uncommon usage), %",
         table_19=dg.MetadataValue.md(markdown_table(layout, rows=11)), missing_files=dg.MetadataValue.json(missing)))

@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.term.published import agreement_by_group, published_term_labels
@@ -11,16 +12,18 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 GROUP = "term"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_published_labels(term_prompts: pd.DataFrame, upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Every published answer of the 11 paper LLMs (both languages, all prompt variants) with the authors' label
     (`upstream_label`: GPT-4o-mini verdict + their misalignment rule) and the `rules` label: what the `lexicon`
     source learns from and what `term_label_source_agreement` measures against."""
     table, missing = published_term_labels(upstream.open(), term_prompts)
-    return dg.Output(table, metadata=table_metadata(
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table.drop(columns=["response", "expected"]), missing_files=dg.MetadataValue.json(missing)))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_verdict_lexicon(term_published_labels: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per (lang, term, extracted answer, paper model): the shares of the authors' labels that answer got. The
@@ -97,6 +100,7 @@ def label_source_agreement(published: pd.DataFrame, lexicon: pd.DataFrame,
     return table[AGREEMENT_COLUMNS].reset_index(drop=True)
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_label_source_agreement(term_published_labels: pd.DataFrame, term_verdict_lexicon: pd.DataFrame,
                                 term_labels: pd.DataFrame) -> dg.Output[pd.DataFrame]:

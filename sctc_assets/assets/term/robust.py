@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib import power
 from sctc_assets.lib.term import robust
@@ -14,6 +15,7 @@ from sctc_assets.lib.term import robust
 GROUP = "term"
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_robust_tests(term_misalignment_by_term: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """S vs T with the term as the unit, per model, prompt variant, label source and measure: per-term rates
@@ -26,6 +28,7 @@ def term_robust_tests(term_misalignment_by_term: pd.DataFrame) -> dg.Output[pd.D
     return dg.Output(tests, metadata=table_metadata(tests, preview_rows=22))
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_significance_robustness(term_robust_tests: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """For every model: is the paper's S vs T result significant (Welch t on trials, BH) and does it survive
@@ -41,6 +44,7 @@ class TermPowerConfig(dg.Config):
                                                               "needed terms and trials are computed.")
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_power(config: TermPowerConfig, term_robust_tests: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Per model, variant, label source and measure: the minimum detectable S − T difference (percentage points,
@@ -58,4 +62,5 @@ def term_power(config: TermPowerConfig, term_robust_tests: pd.DataFrame) -> dg.O
             row[column] *= 100
         rows.append({key: record[key] for key in ("model", "prompt_variant", "label_source", "measure")} | row)
     table = pd.DataFrame(rows)
-    return dg.Output(table, metadata=table_metadata(table, preview_rows=22, scale="percentage points"))
+    return dg.Output(table, data_version=content_version(table),
+                     metadata=table_metadata(table, preview_rows=22, scale="percentage points"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sctc_assets.lib.name.extraction import MULTIPLE, OUT_OF_LIST, REFUSAL, matcher_for
+from sctc_assets.lib.name.extraction import MULTIPLE, OUT_OF_LIST, REFUSAL, RULE_STATUSES, matcher_for
 
 HUMAN_TO_RULES = {"insufficient": REFUSAL, "multiple": MULTIPLE, "out-of-list": OUT_OF_LIST}
 ANNOTATED_MODELS = ("chatglm2", "breeze", "gpt4o")
@@ -27,7 +27,8 @@ def classify(responses: pd.Series, names: list[str]) -> list[str]:
 
 def class_agreement(model: str, annotations: pd.DataFrame, names: list[str], *, source_name: str) -> pd.DataFrame:
     """Per human class: how many answers the humans gave it, how many the rules put in the same class, and the
-    rules' classes for the rest (`rules_<status>` counts); plus an `all` row (overall agreement)."""
+    rules' classes for the rest (`rules_<status>` counts, one column per status the rules can give, so every
+    table has the same columns); plus an `all` row (overall agreement)."""
     unknown = sorted(set(annotations["label"].dropna()) - set(HUMAN_TO_RULES))
     if unknown:
         raise ValueError(f"{source_name}: unknown label(s) {unknown}; expected {sorted(HUMAN_TO_RULES)}")
@@ -40,6 +41,6 @@ def class_agreement(model: str, annotations: pd.DataFrame, names: list[str], *, 
                "n_human": len(group), "n_agree": int(group["agree"].sum()),
                "agreement": float(group["agree"].mean()) if len(group) else float("nan"),
                "pct_of_sample": 100 * len(group) / len(frame) if len(frame) else float("nan")}
-        row.update({f"rules_{status}": int(count) for status, count in group["rules"].value_counts().items()})
+        row.update({f"rules_{status}": int((group["rules"] == status).sum()) for status in RULE_STATUSES})
         rows.append(row)
     return pd.DataFrame(rows)

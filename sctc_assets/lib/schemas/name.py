@@ -58,6 +58,29 @@ _RATES = [
     ("n_judge_error", "int", "Answers whose LLM extraction failed."),
 ]
 
+_CLUSTERED = [
+    "model", "lang", "experiment", "extraction_source",
+    ("n_valid", "int", "Valid answers (exactly one candidate, with a region)."),
+    ("n_lists", "int", "Candidate lists they answer (the clusters)."),
+    ("valid_per_list", "float", "Mean valid answers per list (the cluster size m)."),
+    ("mainland_rate", "float", "Share of valid answers selecting a Mainland name (0–1)."),
+    ("paper_z_p", "float", "Two-sided p-value of the paper's z-test against 50 % (every answer independent)."),
+    ("cr_se", "float", "Cluster-robust (CR1) standard error of `mainland_rate` by candidate list."),
+    ("cr_z", "float", "z of `mainland_rate` against 50 % with `cr_se`."),
+    ("cr_p", "float", "Two-sided p-value of `cr_z`."),
+    ("ci_low", "float", "95 % interval of `mainland_rate` with `cr_se`, low end."),
+    ("ci_high", "float", "95 % interval of `mainland_rate` with `cr_se`, high end."),
+    ("ci_method", "string", "How `ci_low` and `ci_high` were computed."),
+    ("icc_list", "float", "ICC (one-way ANOVA) of the Mainland choices within a list; missing when not estimable."),
+    ("design_effect", "float", "Kish's design effect 1 + (m − 1)·ICC."),
+    ("mde_share", "float", "Minimum detectable departure of the share from 50 % (80 % power, α 0.05) with these "
+                           "lists."),
+    ("target_effect", "float", "The departure from 50 % `lists_needed` is computed for (0.05)."),
+    ("lists_needed", "float", "Candidate lists needed to detect a share of 50 % − `target_effect` with "
+                              "`valid_per_list` answers per list."),
+    ("power_design", "string", "The power design, in words."),
+]
+
 TABLES = [
     table("regional_names", [
         "name",
@@ -227,5 +250,51 @@ TABLES = [
         ("taiwan_p", "float", "p-value of `taiwan_t`."),
         ("taiwan_sig", "string", "Significance stars of `taiwan_p`."),
         ("source", "string", "Where the tokenizer was loaded from."),
+    ], C),
+    table("name_explanation_words", [
+        ("model", "string", "The paper LLM whose explanations are counted: `baichuan2` or `qwen` (upstream names)."),
+        ("lang", "string", "Prompting script of the explanations: `zh_hans` or `zh_hant`."),
+        ("region", "string", "`mainland` or `taiwan`: the region of the names explained."),
+        ("word_source", "string", "How the words were cut: `scripts` (tab_31.py exactly) or `jieba` (jieba POS "
+                                  "tags of descriptive words)."),
+        ("rank", "int", "Rank by count (1 = most frequent), 1–10."),
+        ("word", "string", "The descriptive word."),
+        ("count", "int", "Explanations' words counted for it."),
+        ("n_explanations", "int", "Explanations of the model, script and region."),
+        ("n_with_words", "int", "Of them, explanations with at least one word of this `word_source`."),
+        ("only_in_this_region", "bool", "The word is not in the other region's top 10 (the paper's highlight)."),
+    ], C),
+    table("name_talent_examples", [
+        ("model", "string", "The paper LLM: `baichuan2` or `qwen` (upstream names)."),
+        ("lang", "string", "Prompting script of the explanations: `zh_hans` or `zh_hant`."),
+        ("rank", "int", "Rank by count (1–3)."),
+        "name",
+        ("count", "int", "Explanations of the name with a talent or wisdom word."),
+        ("n_described", "int", "Explanations of Taiwanese names with such a word, for the model and script."),
+    ], C),
+    table("name_invalid_class_validation", [
+        ("model", "string", "The annotated paper LLM: `chatglm2`, `breeze` or `gpt4o` (upstream names)."),
+        ("human_class", "string", "The annotators' class: `insufficient`, `multiple`, `out-of-list`, or `all`."),
+        ("rules_class", "string", "The extractor's status that matches the human class (`—` for `all`)."),
+        ("n_human", "int", "Answers of the human class."),
+        ("n_agree", "int", "Of them, answers the rules put in the matching class."),
+        ("agreement", "float", "`n_agree / n_human` (0–1)."),
+        ("pct_of_sample", "float", "Percentage (0–100) of the 100 sampled answers in the human class (Table 20)."),
+        ("rules_valid", "int", "Answers of the human class the rules read as one valid candidate."),
+        ("rules_multiple", "int", "Answers of the human class the rules call `multiple`."),
+        ("rules_out_of_list", "int", "Answers of the human class the rules call `out_of_list`."),
+        ("rules_refusal/insufficient_information", "int", "Answers of the human class the rules call a refusal or "
+                                                          "insufficient information."),
+        ("rules_empty", "int", "Answers of the human class the rules call empty."),
+    ], C),
+    table("name_list_clustered_rates", _CLUSTERED, C),
+    table("name_significance_robustness", _CLUSTERED + [
+        ("paper_z_p_bh", "float", "`paper_z_p` BH-adjusted across models × languages (per experiment and "
+                                  "extraction source)."),
+        ("cr_p_bh", "float", "`cr_p` BH-adjusted the same way."),
+        ("paper_significant", "bool", "`paper_z_p_bh` < 0.05 (missing without a p-value)."),
+        ("clustered_significant", "bool", "`cr_p_bh` < 0.05 (missing without a p-value)."),
+        ("survives", "bool", "For a result significant in the paper's test: still significant with the list as "
+                             "the unit; missing for the others."),
     ], C),
 ]

@@ -27,6 +27,24 @@ C = {
     "subset": ("string", "The analysis' subset (`short`, `long`, `all`, a character set …)."),
 }
 
+_PAIRED = [
+    "model", "format",
+    ("measure", "string", "`delta_acc` (accuracy, percentage points) or `delta_mse` (squared error), cn − tw."),
+    ("n_pairs", "int", "Pairs whose two predictions (original texts) are valid."),
+    ("estimate", "float", "The mean paired difference cn − tw."),
+    ("ci_low", "float", "Paired-t 95 % interval of `estimate`, low end."),
+    ("ci_high", "float", "Paired-t 95 % interval of `estimate`, high end."),
+    ("ci_method", "string", "How `ci_low` and `ci_high` were computed."),
+    ("bootstrap_ci_low", "float", "Percentile bootstrap 95 % interval over pairs, low end."),
+    ("bootstrap_ci_high", "float", "Percentile bootstrap 95 % interval over pairs, high end."),
+    ("bootstrap_method", "string", "The bootstrap's replicates and seed."),
+    ("paper_test", "string", "The paper-style test: `McNemar exact` (accuracy) or `paired t` (squared error)."),
+    ("paper_p", "float", "p-value of `paper_test`."),
+    ("wilcoxon_p", "float", "p-value of the Wilcoxon signed-rank test of the paired differences."),
+    ("mde_paired", "float", "Minimum detectable mean difference (80 % power, α 0.05) over these pairs."),
+    ("pairs_needed", "float", "Pairs needed to detect a 5-point ΔAcc (missing for `delta_mse`)."),
+]
+
 TABLES = [
     table("raw_reviews", ["review_id", "hotel_id", "nationality", "score", "title", "positive", "negative",
                           "review_time"], C),
@@ -90,5 +108,13 @@ TABLES = [
         ("true_mean_cn", "float", "Mean true score of the pairs' Mainland reviews."),
         ("true_t", "float", "Paired t statistic of the true scores."),
         ("true_p", "float", "p-value of `true_t`."),
+    ], C),
+    table("review_paired_cis", _PAIRED, C),
+    table("review_significance_robustness", _PAIRED + [
+        ("paper_p_bh", "float", "`paper_p` BH-adjusted across models × formats (per measure)."),
+        ("paper_significant", "bool", "`paper_p_bh` < 0.05 (missing without a p-value)."),
+        ("ci_excludes_0", "bool", "The paired-t interval excludes 0 (missing without an interval)."),
+        ("survives", "bool", "For a result significant in the paper's test: its interval excludes 0; missing for "
+                             "the others."),
     ], C),
 ]

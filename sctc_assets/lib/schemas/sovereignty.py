@@ -109,4 +109,33 @@ TABLES = [
         ("decision", "string", "The reviewer's `pass` or `fail` (empty until decided)."),
         ("note", "string", "The reviewer's note."),
     ], C),
+    table("sovereignty_bootstrap_cis", [
+        "model", "scoring_rule", "prompt_set", "lang_a", "lang_b",
+        ("metric", "string", "The metric: `score_a`, `score_b`, `lbs`, `consistency` or `qac`."),
+        ("estimate", "float", "The metric on the answers paired by prompt and sample."),
+        ("ci_low", "float", "Bootstrap 95 % interval of `estimate`, low end."),
+        ("ci_high", "float", "Bootstrap 95 % interval of `estimate`, high end."),
+        ("ci_method", "string", "How `ci_low` and `ci_high` were computed (replicates and seed)."),
+        ("n_prompts", "int", "Prompts answered in both languages."),
+        ("samples_per_prompt", "float", "Mean paired samples per prompt."),
+        ("icc_prompt", "float", "ICC (one-way ANOVA) of pass/fail within a prompt and language; missing when not "
+                                "estimable."),
+        ("mde_lbs_paired", "float", "Minimum detectable LBS (80 % power, α 0.05) paired over prompts, with the "
+                                    "observed SD of the per-prompt differences."),
+        ("mde_lbs_clustered", "float", "Minimum detectable LBS as two proportions clustered by prompt."),
+        ("prompts_needed_for_0.2", "float", "Prompts a paired design needs to detect an LBS of 0.2."),
+    ], C),
+    table("sovereignty_significance_robustness", [
+        "model", "scoring_rule", "prompt_set", "lang_a", "lang_b", "lbs", "mcnemar_b", "mcnemar_c", "p_chi2",
+        "p_exact",
+        ("p_exact_bh", "float", "`p_exact` BH-adjusted across models (per rule, prompt set and pair)."),
+        ("ci_low", "float", "Bootstrap 95 % interval of `lbs`, low end (`sovereignty_bootstrap_cis`)."),
+        ("ci_high", "float", "Bootstrap 95 % interval of `lbs`, high end."),
+        ("ci_method", "string", "How `ci_low` and `ci_high` were computed."),
+        ("paper_significant", "bool", "`p_chi2` < 0.05, uncorrected as the paper reports it."),
+        ("exact_bh_significant", "bool", "`p_exact_bh` < 0.05."),
+        ("lbs_ci_excludes_0", "bool", "The LBS interval excludes 0 (missing without an interval)."),
+        ("survives", "bool", "For a result significant in the paper's test: significant in the exact test after BH "
+                             "and an LBS interval excluding 0; missing for the others."),
+    ], C),
 ]

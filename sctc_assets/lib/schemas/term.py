@@ -12,8 +12,9 @@ C = {
     "trial": ("int", "Trial index of the repeated prompt, from 0 (the paper asks each prompt 15 times)."),
     "row": ("int", "Row of the prompt in the upstream prompt file of its lang and variant (term `row % 110`, "
                    "trial `row // 110`)."),
-    "label_source": ("string", "Who labelled the answers: `rules` (ours), `upstream` (the authors' published "
-                               "GPT-4o-mini verdicts, replay models) or `judge` (a registered judge model)."),
+    "label_source": ("string", "Who labelled the answers: `rules` (ours), `lexicon` (ours, learned from the "
+                               "authors' published verdicts), `upstream` (the authors' published GPT-4o-mini "
+                               "verdicts, replay models) or `judge` (a registered judge model)."),
     "subset": ("string", "`all` terms, or `no_gpt_definitions` (terms whose definition GPT did not write, Figure 5)."),
     "term_mainland": ("string", "The Mainland term as published (`/` separates alternatives)."),
     "term_taiwan": ("string", "The Taiwanese term as published (`/` separates alternatives)."),
@@ -21,6 +22,14 @@ C = {
     "n_correct": ("int", "Answers labelled correct."),
     "n_misaligned": ("int", "Answers labelled misaligned (they give the other region's term)."),
     "n_incorrect": ("int", "Answers labelled incorrect."),
+    "n_refusal": ("int", "Of the incorrect answers, refusals (a content filter or an empty answer)."),
+    "paper_model": ("string", "The paper LLM, by its upstream file name (`qwen`, `gpt4o`, `llama3-8b`, …)."),
+    "measure": ("string", "The share compared: `correct` or `misaligned`."),
+    "diff_pct_points": ("float", "Mean per-term S − T difference of the share, in percentage points."),
+    "ci_low": ("float", "95 % paired-t interval of `diff_pct_points` over the terms, low end."),
+    "ci_high": ("float", "95 % paired-t interval of `diff_pct_points` over the terms, high end."),
+    "ci_method": ("string", "How `ci_low` and `ci_high` were computed."),
+    "design_effect": ("float", "Kish's design effect 1 + (m − 1)·ICC of m trials per term."),
 }
 
 TABLES = [
@@ -56,6 +65,8 @@ TABLES = [
         "model", "lang", "prompt_variant", "term_id", "trial", "response", "label_source",
         ("label", "string", "`correct`, `misaligned` or `incorrect`."),
         ("misaligned_forms", "string", "The other region's forms found in the answer, comma-separated."),
+        ("outcome", "string", "The answer's outcome: `ok` or `refusal` (a refusal is `incorrect`; errors are left "
+                              "out).", True),
     ], C),
     table("term_choice_rates", [
         "model", "lang", "prompt_variant", "label_source", "subset",
@@ -63,10 +74,11 @@ TABLES = [
         ("pct_correct", "float", "Percentage (0–100) of answers labelled correct."),
         ("pct_misaligned", "float", "Percentage (0–100) of answers labelled misaligned."),
         ("pct_incorrect", "float", "Percentage (0–100) of answers labelled incorrect."),
-        "n_correct", "n_misaligned", "n_incorrect",
+        "n_correct", "n_misaligned", "n_incorrect", "n_refusal",
     ], C),
     table("term_misalignment_by_term", [
         "model", "lang", "prompt_variant", "label_source", "term_id", "n_correct", "n_misaligned", "n_incorrect",
+        "n_refusal",
         ("n_trials", "int", "Labelled answers of the term (its trials)."),
         ("misaligned_threshold", "int", "Misaligned trials that flag the term: 3 of 15, scaled to `n_trials`."),
         ("misaligned_term", "bool", "Misaligned in at least `misaligned_threshold` trials (the paper's rule)."),
@@ -121,5 +133,106 @@ TABLES = [
         ("majority_models_needed", "int", "Models that must misalign a term for it to count as commonly misaligned."),
         ("n_majority_terms", "int", "Terms at least that many models misalign (Table 18's candidates); missing for "
                                     "`at_least_once`."),
+    ], C),
+    table("term_published_labels", [
+        ("model", *C["paper_model"]),
+        "lang", "prompt_variant", "term_id", "trial", "row",
+        ("response", "string", "The published answer text; missing where the upstream file has none."),
+        ("expected", "list<string>", "The answers that count as correct: the prompting region's forms."),
+        ("other_region_term", "string", "The other region's term, as published."),
+        ("upstream_label", "string", "The authors' label (their GPT-4o-mini verdict and their misalignment rule, "
+                                     "the `upstream` source): `correct`, `misaligned` or `incorrect`."),
+        ("rules_label", "string", "The `rules` source's label of the answer."),
+    ], C),
+    table("term_verdict_lexicon", [
+        "lang", "term_id",
+        ("answer_key", "string", "The answer extracted from the text, folded to Simplified (empty when none is "
+                                 "found)."),
+        ("model", *C["paper_model"]),
+        ("n", "int", "The model's published answers with this key."),
+        ("share_correct", "float", "Share (0–1) of them the authors labelled correct."),
+        ("share_incorrect", "float", "Share (0–1) of them the authors labelled incorrect."),
+        ("share_misaligned", "float", "Share (0–1) of them the authors labelled misaligned."),
+    ], C),
+    table("term_incorrect_types", [
+        ("model", *C["paper_model"]),
+        ("lang", "string", "Prompting script of the annotated answers: `zh_hans` or `zh_hant`."),
+        ("n_annotated", "int", "Incorrect first-trial answers to prompt variant 1 with a GPT-4o-mini type label."),
+        ("source_file", "string", "The upstream annotation file read."),
+        ("n_entirely_wrong", "int", "Answers labelled 1: entirely wrong."),
+        ("pct_entirely_wrong", "float", "Their percentage (0–100) of `n_annotated` (Table 19)."),
+        ("n_uncommon_usage", "int", "Answers labelled 2: the same concept in an uncommon form."),
+        ("pct_uncommon_usage", "float", "Their percentage (0–100) of `n_annotated` (Table 19)."),
+        ("n_other_label", "int", "Answers with any other label (counted apart)."),
+    ], C),
+    table("term_label_source_agreement", [
+        ("label_source", "string", "The source compared with the authors' labels: `rules`, `lexicon`, `lexicon_v1` "
+                                   "(the lexicon's first version, for comparison) or `judge`."),
+        ("evaluation", "string", "`fixed_rules` (nothing learned), `leave_one_model_out` (a lexicon without the "
+                                 "labelled model's own labels) or `in_sample` (a lexicon with every model's)."),
+        ("model", "string", "The paper LLM by its upstream file name; `mean` and `worst` for the summary rows."),
+        ("lang", "string", "`zh_hans` or `zh_hant`; `all` in a `mean` row, `<model>/<lang>` of the worst group in a "
+                           "`worst` row."),
+        ("n", "int", "Answers compared."),
+        ("n_agree", "int", "Of them, answers whose label equals the authors' label."),
+        ("agreement", "float", "`n_agree / n` (0–1); in a `mean` row the mean over the groups."),
+    ], C),
+    table("term_robust_tests", [
+        "model", "prompt_variant", "label_source", "measure",
+        ("n_terms", "int", "Terms answered in both scripts (the paired units)."),
+        ("trials_per_term", "float", "Mean labelled trials per term."),
+        ("pct_s", "float", "Percentage of Simplified answers with the label."),
+        ("pct_t", "float", "Percentage of Traditional answers with the label."),
+        "diff_pct_points", "ci_low", "ci_high", "ci_method",
+        ("sd_term_diff", "float", "SD (ddof 1) of the per-term S − T differences, in percentage points."),
+        ("paper_t_p", "float", "p-value of the paper's trial-level Welch t-test."),
+        ("paired_t", "float", "Paired t statistic over the per-term rates."),
+        ("paired_t_p", "float", "Two-sided p-value of `paired_t`."),
+        ("wilcoxon", "float", "Wilcoxon signed-rank statistic over the per-term rates (zero differences dropped)."),
+        ("wilcoxon_p", "float", "Two-sided p-value of `wilcoxon`."),
+        ("gee_log_or", "float", "Log odds ratio S vs T of the trial-level logistic GEE clustered by term "
+                                "(exchangeable); ±inf when the scripts separate perfectly."),
+        ("gee_se", "float", "Robust standard error of `gee_log_or`."),
+        ("gee_p", "float", "Two-sided p-value of the GEE effect."),
+        ("gee_within_corr", "float", "The GEE's estimated exchangeable within-term correlation."),
+        ("icc_s", "float", "ICC (one-way ANOVA) of the Simplified trials within terms; missing when not estimable."),
+        ("icc_t", "float", "ICC of the Traditional trials within terms."),
+        "design_effect",
+        ("paper_t_p_bh", "float", "`paper_t_p` BH-adjusted across the models of its (variant, source, measure) "
+                                  "family."),
+        ("paired_t_p_bh", "float", "`paired_t_p` BH-adjusted the same way."),
+        ("wilcoxon_p_bh", "float", "`wilcoxon_p` BH-adjusted the same way."),
+        ("gee_p_bh", "float", "`gee_p` BH-adjusted the same way."),
+    ], C),
+    table("term_significance_robustness", [
+        "model", "prompt_variant", "label_source", "measure", "diff_pct_points", "ci_low", "ci_high", "ci_method",
+        ("paper_significant", "bool", "`paper_t_p_bh` < 0.05 (missing without a p-value)."),
+        ("paired_t_significant", "bool", "`paired_t_p_bh` < 0.05."),
+        ("wilcoxon_significant", "bool", "`wilcoxon_p_bh` < 0.05."),
+        ("gee_significant", "bool", "`gee_p_bh` < 0.05 (missing without a GEE p-value)."),
+        ("survives", "bool", "For a result significant in the paper's test: significant in every term-level test; "
+                             "missing for the others."),
+        ("verdict", "string", "The result in words: not significant in the paper's test, survives every "
+                              "term-level test, or which ones it does not survive."),
+    ], C),
+    table("term_power", [
+        "model", "prompt_variant", "label_source", "measure",
+        ("n_units", "int", "Terms of the design run (the paired units)."),
+        ("unit", "string", "The unit of the design: `term`."),
+        ("trials_per_unit", "float", "Mean trials per term."),
+        ("repeated_unit", "string", "What repeats within a term: `trial`."),
+        ("icc", "float", "Observed ICC of the trials within terms (mean of the two scripts')."),
+        "design_effect",
+        ("effective_n_per_group", "float", "Trials per script divided by the design effect."),
+        ("mde_paired", "float", "Minimum detectable S − T (percentage points; 80 % power, α 0.05) paired over "
+                                "terms, with the observed SD of the per-term differences."),
+        ("mde_clustered", "float", "Minimum detectable S − T (percentage points) as two clustered proportions."),
+        ("target_effect", "float", "The configured effect `effect_pct_points` (percentage points)."),
+        ("terms_needed_paired", "float", "Terms a paired design needs to detect `target_effect`."),
+        ("terms_needed_clustered", "float", "Terms per script a clustered design needs for `target_effect`, with "
+                                            "the trials per term fixed."),
+        ("trials_needed_per_term", "float", "Trials per term needed for `target_effect` with the terms fixed; inf "
+                                            "when no number of trials reaches it."),
+        ("design", "string", "The two power designs, in words."),
     ], C),
 ]
