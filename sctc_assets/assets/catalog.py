@@ -33,7 +33,7 @@ warnings.filterwarnings("ignore", message="Parameter `data_version` of initializ
 
 OWNERS = ("team:sctc-assets",)
 PAPERS = {"term": "sc-tc-bench", "name": "sc-tc-bench", "corpus": "sc-tc-bench", "sovereignty": "taiwan-sovereignty",
-          "reviews": "aligned-reviews"}
+          "reviews": "aligned-reviews", "report": "all"}
 
 INPUTS, MODEL_LANG, PER_MODEL, CROSS_MODEL = "inputs", "model_lang", "per_model", "cross_model"
 STAGES = (INPUTS, MODEL_LANG, PER_MODEL, CROSS_MODEL)
@@ -180,6 +180,9 @@ CATALOG: dict[str, AssetEntry] = {
                                                       "tests and the design's power."),
     "review_significance_robustness": _entry("reviews", CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE "
                                                                      "has a paired interval that excludes 0."),
+    # The audit report across benchmarks (`sctc report`, the end of `sctc run`)
+    "audit_report": _entry("report", CROSS_MODEL, "The audit report: scorecard, the papers' figures and tables, "
+                                                  "and provenance, as HTML and Markdown.", table=False),
     # Corpus counts
     "corpus_shards": _entry("corpus", INPUTS, "Every shard of every registered corpus."),
     "corpus_patterns": _entry("corpus", INPUTS, "The term and name forms that the corpus counts search for."),

@@ -13,6 +13,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.catalog import catalogued
 from sctc_assets.lib.paths import default_outputs_dir
 from sctc_assets.lib.report import REPORT_TABLES, RESPONSE_TABLES, ReportInputs, build_report, response_usage
 from sctc_assets.lib.report.inputs import interval_tables
@@ -62,6 +63,7 @@ def _ins() -> dict[str, dg.AssetIn]:
     return {name: dg.AssetIn(metadata={OPTIONAL_INPUT: True}) for name in REPORT_TABLES}
 
 
+@catalogued
 @dg.asset(group_name=GROUP, kinds={"html"}, ins=_ins(), deps=list(RESPONSE_TABLES.values()))
 def audit_report(context: dg.AssetExecutionContext, config: AuditReportConfig, models: ModelRegistryResource,
                  io_manager: dg.ResourceParam[ParquetIOManager], **tables: pd.DataFrame) -> dg.MaterializeResult:
