@@ -25,19 +25,25 @@ def _grouped(lines_by_model: dict[str, str]) -> list[str]:
     return [f"{_HEAD}: {', '.join(models)}: {line}" for line, models in models_by_line.items()]
 
 
+def _first_partitions(design: Any) -> dict[str, Any]:
+    """Each model's Simplified Chinese partition (every language of a model has the same design)."""
+    first: dict[str, Any] = {}
+    for partition in design.partitions:
+        if partition.partition == "zh_hans" and not partition.selected.empty:
+            first.setdefault(partition.model, partition.selected)
+    return first
+
+
 def term_power_lines(design: Any) -> list[str]:
     """The smallest S − T difference in the correct rate the design can detect, per model."""
     from sctc_assets.lib import power  # statsmodels: only when a plan is printed
     lines: dict[str, str] = {}
-    for partition in design.partitions:
-        selected = partition.selected
-        if partition.model in lines or selected.empty or partition.partition != "zh_hans":
-            continue
+    for model, selected in _first_partitions(design).items():
         per_variant = selected.groupby("prompt_variant").agg(terms=("term_id", "nunique"), trials=("trial", "nunique"))
         terms, trials = int(per_variant["terms"].min()), int(per_variant["trials"].max())
         independent = power.mde_two_proportions(terms, trials, 0.0, BASELINE)
         repeated = power.mde_two_proportions(terms, trials, 1.0, BASELINE)
-        lines[partition.model] = (
+        lines[model] = (
             f"{terms} terms × {trials} trial(s) per script and prompt variant: S − T detectable from "
             f"{_pp(independent)} (independent trials) to {_pp(repeated)} (answers that repeat within a term; more "
             "trials cannot lower this, more terms can)")
@@ -48,16 +54,13 @@ def name_power_lines(design: Any) -> list[str]:
     """The smallest departure of the Mainland share from 50 % the design can detect, per model and experiment."""
     from sctc_assets.lib import power
     lines: dict[str, str] = {}
-    for partition in design.partitions:
-        selected = partition.selected
-        if partition.model in lines or selected.empty or partition.partition != "zh_hans":
-            continue
+    for model, selected in _first_partitions(design).items():
         parts = []
         for experiment, rows in selected.groupby("experiment", sort=False):
             lists = int(rows["list_id"].nunique())
             shuffles = len(rows) / max(lists, 1)
             parts.append(f"{experiment} {lists} lists × {shuffles:g} shuffles: "
                          f"{_pp(power.mde_share(lists, shuffles, 0.0))}–{_pp(power.mde_share(lists, shuffles, 1.0))}")
-        lines[partition.model] = ("Mainland share vs 50 % detectable per language (independent shuffles – answers "
+        lines[model] = ("Mainland share vs 50 % detectable per language (independent shuffles – answers "
                                   "that repeat within a list): " + "; ".join(parts))
     return _grouped(lines)
