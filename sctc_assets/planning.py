@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import pandas as pd
 
@@ -97,8 +97,11 @@ def term_prompts() -> pd.DataFrame:
     return build_prompts(terms, langs=LANGS, variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)
 
 
-def name_prompts(options: Mapping[str, Any], experiments: Sequence[str]) -> pd.DataFrame:
-    """The prompts of `experiments` only: each experiment's lists depend on the seed and its own name alone."""
+def name_prompts(options: Mapping[str, Any], experiments: Sequence[str],
+                 generated: Collection[str] | None = None) -> pd.DataFrame:
+    """The prompts of `experiments` only: each experiment's lists depend on the seed and its own name alone. The
+    generated lists of the experiments outside `generated` (default: all are drawn) are drawn only where the
+    upstream copy lacks the authors' lists, since only then does a run ask them."""
     from sctc_assets.lib.name.candidates import DEFAULT_SEED
     from sctc_assets.lib.name.lists import candidate_lists
     from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
@@ -108,7 +111,8 @@ def name_prompts(options: Mapping[str, Any], experiments: Sequence[str]) -> pd.D
     source = SCTCUpstreamResource().open()
     names = parse_names(source.read_csv(NAMES_FILE, NAME_COLUMNS), source_name=NAMES_FILE)
     seed = options.get("name_seed")
-    lists, _ = candidate_lists(names, source, seed=DEFAULT_SEED if seed is None else seed, experiments=experiments)
+    lists, _ = candidate_lists(names, source, seed=DEFAULT_SEED if seed is None else seed, experiments=experiments,
+                               generated=generated)
     return build_prompts(lists)
 
 
@@ -170,7 +174,11 @@ def _name_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> li
                                         entry.benchmark_settings("name"), where=f"model {entry.key!r}")
                 for entry in models}
     experiments = list(dict.fromkeys(name for chosen in settings.values() for name in chosen.experiments))
-    table = name_prompts(options, experiments) if experiments else pd.DataFrame()
+    # The generated lists are drawn only where a model asks for them (the authors' lists are the default).
+    generated = {name for entry in models for name in settings[entry.key].experiments
+                 if settings[entry.key].list_source == "generated" and entry.backend != "replay"}
+    table = name_prompts(options, experiments, generated) if experiments else pd.DataFrame()
+
     def build(lang: str, chosen: Any, replay: bool) -> tuple[pd.DataFrame, list[GenerationRequest]]:
         selected, _, requests = name_requests(table, lang, chosen, replay=replay)
         return selected, requests

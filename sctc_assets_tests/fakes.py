@@ -13,7 +13,8 @@ from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 
 class ScriptedBackend(ModelBackend):
-    """Answers from a fixed mapping (prompt → answer), else a default; logs each uncached call to `calls_file`.
+    """Answers from a fixed mapping (prompt → answer), else the benchmark's answer (`benchmark_answers`, by the
+    request's `benchmark`), else a default; logs each uncached call to `calls_file`.
 
     `fail_after` raises after that many answers, to simulate a crash in the middle of a partition.
     """
@@ -22,12 +23,16 @@ class ScriptedBackend(ModelBackend):
 
     name: str = "scripted"
     answers: dict[str, str] = {}
+    benchmark_answers: dict[str, str] = {}
     default_answer: str = "不知道"
     calls_file: Optional[str] = None
     fail_after: Optional[int] = None
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend_name, "model": self.name, "params": {"default": self.default_answer}}
+        params: dict[str, Any] = {"default": self.default_answer}
+        if self.benchmark_answers:
+            params["benchmarks"] = self.benchmark_answers
+        return {"backend": self.backend_name, "model": self.name, "params": params}
 
     def _log_call(self, request: GenerationRequest) -> None:
         if self.calls_file:
@@ -40,7 +45,8 @@ class ScriptedBackend(ModelBackend):
             if self.fail_after is not None and index >= self.fail_after:
                 raise RuntimeError(f"simulated crash after {self.fail_after} answers")
             self._log_call(request)
-            text = self.answers.get(request.prompt, self.default_answer)
+            text = self.answers.get(request.prompt) or self.benchmark_answers.get(
+                str(request.ref.get("benchmark")), self.default_answer)
             on_result(index, GenerationResult(text=text, outcome="ok", input_tokens=len(request.prompt),
                                               output_tokens=len(text)))
 

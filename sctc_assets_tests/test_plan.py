@@ -126,8 +126,10 @@ def fakes(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
     registry.write_text(
         "models:\n"
         f"  fake-a: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: a, calls_file: '{calls}',"
-        " default_answer: '复印件', benchmarks: {term: {trials: 1, prompt_variants: [1]}}}\n"
-        f"  fake-b: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: b, calls_file: '{calls}'}}\n"
+        " default_answer: '复印件', benchmark_answers: {name: '陳麗華'},"  # on the first same_name_script list
+        " benchmarks: {term: {trials: 1, prompt_variants: [1]}}}\n"
+        f"  fake-b: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: b, calls_file: '{calls}',"
+        " benchmark_answers: {reviews: '8'}}\n"
         f"  halting: {{backend: 'sctc_assets_tests.test_plan:HaltingBackend', name: h, calls_file: '{calls}',"
         " halt_after: 3}\n"
         "  paper-qwen: {backend: replay, upstream_name: qwen}\n", encoding="utf-8")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import pandas as pd
 
@@ -28,17 +28,22 @@ def published_lists(source: UpstreamSource, name: str) -> pd.DataFrame:
 
 def candidate_lists(names: pd.DataFrame, source: UpstreamSource, *, seed: int = DEFAULT_SEED,
                     lists: Mapping[str, int] | None = None, shuffles: Mapping[str, int] | None = None,
-                    experiments: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+                    experiments: Sequence[str] | None = None,
+                    generated: Collection[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The generated lists of `experiments` (default: all), then the authors' where the upstream copy has them,
-    and the upstream files found missing. Each experiment's lists depend on the seed and its own name only."""
+    and the upstream files found missing. Each experiment's lists depend on the seed and its own name only.
+    `generated`: draw the generated lists only of these experiments and of those without the authors' lists
+    (`sctc plan`, which needs only the lists a run asks; default: of every experiment, as the asset stores)."""
     chosen = list(experiments) if experiments is not None else list(EXPERIMENTS)
     lists, shuffles = dict(lists or {}), dict(shuffles or {})
-    frames = [generate_lists(names, name, seed=seed, lists=lists.get(name), shuffles=shuffles.get(name))
-              for name in chosen]
-    missing = []
+    published, missing = [], []
     for name in chosen:
         try:
-            frames.append(published_lists(source, name))
+            published.append(published_lists(source, name))
         except UpstreamFileMissing as exc:
             missing.append(exc.relative_path)
-    return pd.concat(frames, ignore_index=True), missing
+            published.append(None)
+    frames = [generate_lists(names, name, seed=seed, lists=lists.get(name), shuffles=shuffles.get(name))
+              for name, authors in zip(chosen, published)
+              if generated is None or name in generated or authors is None]
+    return pd.concat(frames + [frame for frame in published if frame is not None], ignore_index=True), missing
