@@ -26,13 +26,12 @@ def shared_resources() -> dict:
     }
 
 
-# One entry per benchmark folder under assets/.
-BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty.defs(), name.defs()]
-REPORT_DEFINITIONS = report.defs()  # the audit report across every benchmark
+# One entry per benchmark folder under assets/, then the audit report across them. A list, not module-level
+# Definitions: Dagster refuses a code location whose module holds more than one Definitions object.
+BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty.defs(), name.defs(), report.defs()]
 
 defs = dg.Definitions.merge(
     *BENCHMARK_DEFINITIONS,
-    REPORT_DEFINITIONS,
     dg.Definitions(resources=shared_resources(), asset_checks=ANSWER_CHECKS,
                    sensors=[model_registry_sensor, automation_sensor()]),
 )

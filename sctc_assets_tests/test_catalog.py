@@ -92,3 +92,11 @@ def test_every_sensor_has_a_description_and_automation_is_off_by_default(monkeyp
     assert automation_sensor().default_status == dg.DefaultSensorStatus.STOPPED
     monkeypatch.setenv("SCTC_AUTOMATION", "1")
     assert automation_sensor().default_status == dg.DefaultSensorStatus.RUNNING
+
+
+def test_the_code_location_loads_as_the_ui_loads_it():
+    """`dagster dev -m sctc_assets.definitions` (and workspace.yaml) find exactly one Definitions object."""
+    from dagster._core.workspace.autodiscovery import loadable_targets_from_python_module
+
+    targets = loadable_targets_from_python_module("sctc_assets.definitions", working_directory=None)
+    assert [target.attribute for target in targets] == ["defs"]

@@ -128,7 +128,8 @@ def test_every_broken_registry_entry_is_one_line_naming_file_model_and_setting(r
     assert any(line.startswith(f"{where} 'nobackend': unknown backend 'nosuchbackend'") for line in errors)
     assert any(line.startswith(f"{where} 'trials': benchmarks.term") and "between 1 and 15, got 40" in line
                for line in errors)
-    assert f"{where} 'unknownkey': benchmarks.term: unknown setting(s) 'trial' (settings: prompt_variants, trials)" \
+    assert (f"{where} 'unknownkey': benchmarks.term: unknown setting(s) 'trial' "
+            "(settings: max_new_tokens, prompt_variants, trials)") \
         in errors
     assert any(line.startswith(f"{where} 'unknownkey': benchmarks.terms is no benchmark") for line in errors)
     assert any(line.startswith(f"{where} 'keyed': environment variable SCTC_TEST_KEY_NOT_SET is not set")

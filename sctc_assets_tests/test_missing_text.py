@@ -148,7 +148,7 @@ def _registry(tmp_path: Path, tsb_location: str) -> Path:
     path.write_text(
         "models:\n"
         f"  {MODEL}: {{backend: 'sctc_assets_tests.fakes:OutcomeBackend', name: refuser, answer: '鼠标',"
-        " answers: {reviews: '8', name: '我选王伟'},"
+        " answers: {reviews: '8', name: '我选张志强'},"  # a name of the first gender_balanced list
         " benchmarks: {term: {trials: 1, prompt_variants: [1]}, sovereignty: {samples: 1},"
         " name: {experiments: [gender_balanced], lists: 1, shuffles: 25}, reviews: {max_pairs: 12}}}\n"
         "  paper-qwen: {backend: replay, upstream_name: qwen}\n"
