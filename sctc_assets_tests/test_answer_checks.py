@@ -20,7 +20,8 @@ from sctc_assets.resources.registry import ModelRegistryResource
 
 
 class FlakyBackend(ModelBackend):
-    """Every third answer refused, every fifth call failed after its retries, or (`down`) every call failed."""
+    """Every third row's answer refused, every fifth row's call failed after its retries, or (`down`) every call
+    failed."""
 
     backend_name: ClassVar[str] = "flaky"
     name: str = "flaky"
@@ -31,9 +32,10 @@ class FlakyBackend(ModelBackend):
 
     def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
         for index, request in enumerate(requests):
-            if self.down or index % 5 == 4:
+            row = int(request.ref.get("row", index))  # the row, not the position: requests come in claimed chunks
+            if self.down or row % 5 == 4:
                 on_result(index, GenerationResult(text=None, outcome="error", message="HTTP 503 after 5 retries"))
-            elif index % 3 == 2:
+            elif row % 3 == 2:
                 on_result(index, GenerationResult(text="", outcome="refusal", message="content_filter"))
             else:
                 on_result(index, GenerationResult(text="滑鼠", outcome="ok"))
@@ -69,7 +71,7 @@ def test_a_ui_run_of_a_partition_evaluates_its_checks(registry):
         assert set(checks) == {("term_responses", "error_rate"), ("term_responses", "refusal_rate"),
                                ("term_responses", "usable_answers"), ("term_labels", "usable_answers")}
         errors, refusals = checks[("term_responses", "error_rate")], checks[("term_responses", "refusal_rate")]
-        # 110 calls: indexes 4, 9, … fail (22), and of the others those at 2, 5, 8, … are refused
+        # 110 calls: rows 4, 9, … fail (22), and of the others rows 2, 5, 8, … are refused
         assert (errors.metadata["count"].value, errors.metadata["rows"].value) == (22, 110)
         assert not errors.passed and errors.severity == dg.AssetCheckSeverity.WARN
         refused = sum(1 for index in range(110) if index % 5 != 4 and index % 3 == 2)
