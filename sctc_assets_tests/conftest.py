@@ -18,6 +18,19 @@ SHARED_ARCHIVE = REPO.parent / "shared" / "upstream" / "SC-TC-Bench-aaad554.tar.
 
 
 @pytest.fixture(autouse=True)
+def restored_environment():
+    """The environment as it was before each test: `sctc` sets `$SCTC_MODELS`, `$SCTC_MAX_CALLS`, `$DAGSTER_HOME` …
+    from its options for the Dagster runs it starts, and a later test must not inherit them."""
+    before = dict(os.environ)
+    yield
+    for key in set(os.environ) - set(before):
+        del os.environ[key]
+    for key, value in before.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
 def no_audit_report(monkeypatch: pytest.MonkeyPatch) -> None:
     """`sctc run` builds the audit report at its end; only the report's own tests read it (they remove this)."""
     monkeypatch.setenv("SCTC_NO_REPORT", "1")

@@ -21,7 +21,7 @@ import pytest
 
 from sctc_assets.backends import embedded as emb
 from sctc_assets.backends import transformers_backend as tb
-from sctc_assets.backends.base import BackendUnavailable
+from sctc_assets.backends.base import BackendUnavailable, GenerationHalted
 from sctc_assets.backends.transformers_backend import TransformersBackend
 from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest
@@ -450,8 +450,9 @@ def test_a_halt_starts_no_new_prompt_and_finishes_the_running_ones(bigram_model)
         # The first two rows were running when the halt came: both finish, nothing else starts.
         assert len(answered) == len(set(answered)) == 2, engine
         checks.clear()
-        with pytest.raises(RuntimeError, match="3 of 5"):  # `generate` stores what arrived, then says what is missing
+        with pytest.raises(GenerationHalted) as halted:  # `generate` stores what arrived, then says what is missing
             backend.generate(requests)
+        assert halted.value.answered <= 2 and halted.value.answered + halted.value.remaining == 5, engine
 
 
 def test_the_engine_is_part_of_the_cache_identity():
@@ -881,17 +882,23 @@ def test_embedded_model_answers_in_chinese_and_scores():
     assert len(scores) == 2 and all(math.isfinite(s) and s < 0 for s in scores)
 
 
-def test_seed_column_records_the_batch_seed_and_survives_the_cache(random_model, tmp_path):
-    # The trial enters the batch's torch seed; the `seed` column of every responses table records that seed.
+def test_seed_column_records_the_seed_used_and_survives_the_cache(random_model, tmp_path):
+    # The trial enters the torch seed (the `generate` engine: one per batch; the continuous engine: one per
+    # request); the `seed` column of every responses table records the seed the answer was sampled with.
     cache = ResponseCache(tmp_path / "responses.sqlite")
-    backend = TransformersBackend(model=str(random_model), temperature=1.5, seed=5, max_new_tokens=4, batch_size=8)
     requests = [GenerationRequest.user("甲乙", trial=trial) for trial in range(3)]
-    first = backend.generate(requests, cache=cache)
-    expected = backend._batch_seed(requests)  # one batch, equal lengths: request order
-    assert [result.seed for result in first] == [expected] * 3
-    assert expected != TransformersBackend(model=str(random_model), temperature=1.5, seed=6)._batch_seed(requests)
-    again = backend.generate(requests, cache=cache)
-    assert all(result.cached for result in again) and [result.seed for result in again] == [expected] * 3
+    for engine in ("generate", "continuous"):
+        backend = TransformersBackend(model=str(random_model), temperature=1.5, seed=5, max_new_tokens=4, batch_size=8,
+                                      engine=engine)
+        first = backend.generate(requests, cache=cache)
+        expected = [backend._batch_seed(requests)] * 3 if engine == "generate" \
+            else [backend._request_seed(request) for request in requests]  # one batch, equal lengths: in order
+        assert [result.seed for result in first] == expected, engine
+        assert len(set(expected)) == (1 if engine == "generate" else 3)
+        again = backend.generate(requests, cache=cache)
+        assert all(result.cached for result in again) and [result.seed for result in again] == expected
+    other = TransformersBackend(model=str(random_model), temperature=1.5, seed=6)
+    assert other._request_seed(requests[0]) != backend._request_seed(requests[0])
     cache.close()
 
 

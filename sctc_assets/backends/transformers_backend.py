@@ -514,7 +514,9 @@ class TransformersBackend(ModelBackend):
                 on_result(index, GenerationResult(
                     text=loaded.tokenizer.decode(tokens, skip_special_tokens=True), outcome="ok",
                     input_tokens=len(encoded[index]), output_tokens=len(tokens), finish_reason=reason,
-                    latency_s=seconds))
+                    latency_s=seconds,
+                    # each sampled answer has its own generator: its seed is what the `seed` column records
+                    seed=self._request_seed(requests[index]) if self.temperature > 0 else None))
 
             try:
                 batcher.run([encoded[i] for i in todo], finished, should_stop=self._halted)
