@@ -45,8 +45,8 @@ class ScriptedBackend(ModelBackend):
             if self.fail_after is not None and index >= self.fail_after:
                 raise RuntimeError(f"simulated crash after {self.fail_after} answers")
             self._log_call(request)
-            text = self.answers.get(request.prompt) or self.benchmark_answers.get(
-                str(request.ref.get("benchmark")), self.default_answer)
+            text = self.answers[request.prompt] if request.prompt in self.answers else self.benchmark_answers.get(
+                str(request.ref.get("benchmark")), self.default_answer)  # "" is an answer (an empty one)
             on_result(index, GenerationResult(text=text, outcome="ok", input_tokens=len(request.prompt),
                                               output_tokens=len(text)))
 
