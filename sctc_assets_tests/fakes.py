@@ -94,3 +94,20 @@ class OutcomeBackend(ModelBackend):
                 "answer": GenerationResult(text=answer, outcome="ok", finish_reason="stop"),
             }[outcome_kind(request.prompt)]
             on_result(index, result)
+
+
+def every_asset(defs: Any) -> list:
+    """Every assets definition of `defs` once (a multi-asset holds several keys), for `dg.materialize`."""
+    graph = defs.resolve_asset_graph()
+    return list({id(a): a for a in (defs.get_assets_def(key) for key in graph.get_all_asset_keys())}.values())
+
+
+def write_two_term_fakes(folder: Path) -> tuple[Path, Path]:
+    """A registry of `fake-a` (answers 复印件) and `fake-b` (滑鼠), one trial of prompt variant 1 each, and the file
+    their uncached calls are logged to."""
+    calls, path = folder / "calls.log", folder / "models.yaml"
+    path.write_text("models:\n" + "".join(
+        f"  fake-{name}: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: {name}, calls_file: '{calls}',"
+        f" default_answer: '{answer}', benchmarks: {{term: {{trials: 1, prompt_variants: [1]}}}}}}\n"
+        for name, answer in (("a", "复印件"), ("b", "滑鼠"))), encoding="utf-8")
+    return path, calls

@@ -12,25 +12,19 @@ import pytest
 from sctc_assets.benchmarks import TERM_PLAN
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets_tests.fakes import count_calls
+from sctc_assets_tests.fakes import count_calls, every_asset, write_two_term_fakes
 
 # Every cross-model table of the term benchmark, unpartitioned (the corpus-backed one is in the corpus plan).
 CROSS_MODEL = {name: {None} for name in TERM_PLAN.cross_model}
 # The sensor evaluates every asset; the test evaluates the term benchmark and the corpus tables that read it (the
 # other benchmarks share no asset with them, and evaluating them would only cost time).
 EVALUATED = dg.AssetSelection.groups("term", "corpus")
-EVERY_ASSET = list({id(a): a for a in (defs.get_assets_def(key)
-                                      for key in defs.resolve_asset_graph().get_all_asset_keys())}.values())
+EVERY_ASSET = every_asset(defs)
 
 
 @pytest.fixture
 def registry(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
-    calls = tmp_path / "calls.log"
-    path = tmp_path / "models.yaml"
-    path.write_text("models:\n" + "".join(
-        f"  fake-{name}: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: {name}, calls_file: '{calls}',"
-        f" default_answer: '{answer}', benchmarks: {{term: {{trials: 1, prompt_variants: [1]}}}}}}\n"
-        for name, answer in (("a", "复印件"), ("b", "滑鼠"))), encoding="utf-8")
+    path, calls = write_two_term_fakes(tmp_path)
     monkeypatch.setenv("SCTC_MODELS", str(path))
     return calls
 

@@ -16,22 +16,17 @@ from dagster._core.definitions.partitions.context import partition_loading_conte
 from sctc_assets.assets.partition_ranges import RANGE_MARK
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets_tests.fakes import count_calls
+from sctc_assets_tests.fakes import count_calls, every_asset, write_two_term_fakes
 
 GRAPH = defs.resolve_asset_graph()
-EVERY_ASSET = list({id(a): a for a in (defs.get_assets_def(key) for key in GRAPH.get_all_asset_keys())}.values())
+EVERY_ASSET = every_asset(defs)
 KEYS = [dg.MultiPartitionKey({"model": model, "lang": lang})
         for model in ("fake-a", "fake-b") for lang in ("zh_hans", "zh_hant")]
 
 
 @pytest.fixture
 def registry(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
-    calls = tmp_path / "calls.log"
-    path = tmp_path / "models.yaml"
-    path.write_text("models:\n" + "".join(
-        f"  fake-{name}: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: {name}, calls_file: '{calls}',"
-        f" default_answer: '{answer}', benchmarks: {{term: {{trials: 1, prompt_variants: [1]}}}}}}\n"
-        for name, answer in (("a", "复印件"), ("b", "滑鼠"))), encoding="utf-8")
+    path, calls = write_two_term_fakes(tmp_path)
     monkeypatch.setenv("SCTC_MODELS", str(path))
     return calls
 

@@ -19,7 +19,7 @@ from dagster_graphql.test.utils import execute_dagster_graphql
 from sctc_assets.benchmarks import TERM_PLAN
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.runner import Runner
-from sctc_assets_tests.fakes import count_calls
+from sctc_assets_tests.fakes import count_calls, every_asset
 from sctc_assets_tests.schema_check import stored_table_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ def materialize_stale_until_fresh(instance: dg.DagsterInstance, max_rounds: int 
     """What the UI's "Materialize stale" does, clicked until nothing is stale: the stale set of each round. A round
     materializes the stale partitions first, then the stale unpartitioned assets (upstream before downstream)."""
     graph = defs.resolve_asset_graph()
-    every_asset = list({id(a): a for a in (defs.get_assets_def(key) for key in graph.get_all_asset_keys())}.values())
+    assets = every_asset(defs)
     rounds = []
     for _ in range(max_rounds):
         stale = _with_status(ui_stale_statuses(instance), "STALE")
@@ -120,7 +120,7 @@ def materialize_stale_until_fresh(instance: dg.DagsterInstance, max_rounds: int 
             partitions_def = graph.get(dg.AssetKey(names[0])).partitions_def
             key = partitions_def.get_partition_key_from_str(partition) \
                 if isinstance(partitions_def, dg.MultiPartitionsDefinition) else partition
-            assert dg.materialize(every_asset, selection=names, partition_key=key, instance=instance,
+            assert dg.materialize(assets, selection=names, partition_key=key, instance=instance,
                                   resources=shared_resources()).success
     raise AssertionError(f"still stale after {max_rounds} rounds of 'Materialize stale': {rounds}")
 
