@@ -20,7 +20,7 @@ from dagster._core.definitions.job_definition import default_job_io_manager
 
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets.resources.io_manager import ParquetIOManager
+from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread
@@ -373,18 +373,18 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
         partitions_def = assets_def.partitions_def
         if partitions_def is None:
             path = io_manager.path_for(dg.AssetKey(name))
-            frames = [pd.read_parquet(path)] if path.exists() else []
+            frames = [read_table(path)] if path.exists() else []
         else:
             paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
                      for key in _partition_keys(partitions_def, plan, models)]
-            frames = [pd.read_parquet(path) for path in paths if path.exists()]
+            frames = [read_table(path) for path in paths if path.exists()]
         if not frames:
             continue
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
-        # file of the same name in --out never passes for this run's result.
-        frames = [frame for frame in frames if not frame.empty] or frames[:1]
+        # file of the same name in --out never passes for this run's result; partitions join as the IO manager
+        # joins them for a cross-model asset.
         target = out_dir / f"{name}.parquet"
-        pd.concat(frames, ignore_index=True).to_parquet(target, index=False)
+        concat_tables(frames).to_parquet(target, index=False)
         written[name] = target
     return written
 

@@ -86,7 +86,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
                     added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list) -> int:
     import pandas as pd
 
-    from sctc_assets.resources.io_manager import ParquetIOManager
+    from sctc_assets.resources.io_manager import ParquetIOManager, read_table
     from sctc_assets.runner import Runner, export_tables
     from sctc_assets.running.instance import cli_instance, report_dead_runs
 
@@ -117,7 +117,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
             io_manager = resources.get("io_manager")
             written = export_tables(plan, served, io_manager if isinstance(io_manager, ParquetIOManager)
                                     else ParquetIOManager(), out_dir, defs)
-            tables = {asset: pd.read_parquet(path) for asset, path in written.items()}
+            tables = {asset: read_table(path) for asset, path in written.items()}
             print()
             print(plan.summary(tables, served))
             print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
