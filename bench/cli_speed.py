@@ -45,7 +45,7 @@ import os
 from sctc_assets.lib.cache import cache_key
 from sctc_assets.lib.generation import GenerationResult
 from sctc_assets.lib.registry import load_registry
-from sctc_assets.planning import _cache, _name_design
+from sctc_assets.planning import _name_design, keyed_request
 from sctc_assets.resources.registry import ModelRegistryResource
 entries = load_registry({str(registry)!r})
 design = _name_design([entries[{MODELS[0]!r}]], {{}})[0]
@@ -53,7 +53,8 @@ registry = ModelRegistryResource(registry_path={str(registry)!r})
 backend = registry.backend({MODELS[0]!r})
 cache = registry.cache()
 identity = backend.identity()
-for request in design.requests[:{answers}]:
+keyed = keyed_request(backend) or (lambda request: request)  # the per-trial seed is part of the key, as in generate
+for request in map(keyed, design.requests[:{answers}]):
     cache.put(cache_key(identity, request), identity, request,
               GenerationResult(text="王秀英", input_tokens=200, output_tokens=4))
 cache.close()

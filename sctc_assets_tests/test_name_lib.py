@@ -12,7 +12,8 @@ from sctc_assets.lib.name.lists import published_lists
 from sctc_assets.lib import stats
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import (
-    EXPERIMENTS, LIST_KEYS, generate_lists, region_exclusive_names, run_settings, same_name_script_given_names, upstream_lists,
+    EXPERIMENTS, LIST_KEYS, _literal_list, generate_lists, region_exclusive_names, run_settings,
+    same_name_script_given_names, shuffled, upstream_lists,
 )
 from sctc_assets.lib.name.extraction import (
     EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL, VALID, matcher_for, parse_judge_answer,
@@ -29,6 +30,30 @@ def names(sctc_source) -> pd.DataFrame:
 
 
 # --- candidate lists ----------------------------------------------------------------------------------------------
+
+def test_shuffled_is_random_sample():
+    """The inlined permutation draws exactly what `random.Random.sample` draws, leaving the generator in the same
+    state (so every later draw of a list is unchanged too)."""
+    import random
+
+    for length in [0, 1, 2, 5, 6, 7, 12, 20, 21, 22, 64, 100]:
+        items = [f"n{index}" for index in range(length)]
+        for seed in range(40):
+            ours, theirs = random.Random(f"{seed}/x"), random.Random(f"{seed}/x")
+            assert shuffled(ours, items) == theirs.sample(items, length)
+            assert ours.random() == theirs.random()
+
+
+@pytest.mark.parametrize("text", ["['王伟', '李娜']", "[]", "['a','b']", "[ 'a' ]", "['a,b', 'c']", "['a\\'b']",
+                                  '["a"]', "['a', ]", "['', ' x ']", "['a' 'b']"])
+def test_literal_list_reads_what_the_parser_reads(text):
+    assert _literal_list(text, where="f.csv row 0") == ast.literal_eval(text)
+
+
+@pytest.mark.parametrize("text", ["['a', 1]", "'a'", "[a]", "['a'"])
+def test_literal_list_names_the_row_of_a_bad_list(text):
+    with pytest.raises(ValueError, match="f.csv row 3"):
+        _literal_list(text, where="f.csv row 3")
 
 def test_same_seed_same_lists_and_prompts_other_seed_other_lists(names):
     for name in EXPERIMENTS:

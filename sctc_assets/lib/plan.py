@@ -101,6 +101,13 @@ def cache_keys(identity: Mapping[str, Any], requests: Sequence[GenerationRequest
     return [cache_key(identity, request) for request in requests]
 
 
+def _signature(request: GenerationRequest) -> tuple:
+    messages = request.messages
+    if len(messages) == 1:  # the common case, without building a tuple per message
+        return messages[0].get("role"), messages[0].get("content"), request.trial
+    return tuple([(message.get("role"), message.get("content")) for message in messages]), request.trial
+
+
 class RequestSet:
     """One partition's requests with what the plan derives from them, computed once however many models (with the
     same settings) ask them: the distinct requests, characters per request, tokens per character per counter."""
@@ -111,6 +118,7 @@ class RequestSet:
         self._ratios: dict[str, float] = {}
         self._by_prompt: dict[tuple[str, Any], list[int]] | None = None
         self._size_lists: tuple[list[int], list[int]] | None = None
+        self._signatures: list[tuple] | None = None
 
     def __len__(self) -> int:
         return len(self.requests)
@@ -119,18 +127,20 @@ class RequestSet:
         """The first index of each distinct (messages, trial): what `generate` asks when nothing is cached."""
         if self._distinct is None:
             seen: dict[tuple, int] = {}
-            for index in range(len(self.requests)):
-                seen.setdefault(self.signature(index), index)
+            for index, signature in enumerate(self.signatures()):
+                seen.setdefault(signature, index)
             self._distinct = list(seen.values())
         return self._distinct
 
+    def signatures(self) -> list[tuple]:
+        """What tells two requests of one backend apart in the cache, per request: their messages and trial. Built
+        once: a plan of three models at paper scale asks for them about a million times."""
+        if self._signatures is None:
+            self._signatures = [_signature(request) for request in self.requests]
+        return self._signatures
+
     def signature(self, index: int) -> tuple:
-        """What tells two requests of one backend apart in the cache: their messages and trial."""
-        request = self.requests[index]
-        messages = request.messages
-        if len(messages) == 1:  # the common case, without building a tuple per message
-            return messages[0].get("role"), messages[0].get("content"), request.trial
-        return tuple([(message.get("role"), message.get("content")) for message in messages]), request.trial
+        return self.signatures()[index]
 
     def tokens_per_char(self, counter: TokenCounter) -> float:
         if counter.name not in self._ratios:
@@ -215,9 +225,10 @@ def plan_partition(benchmark: str, model: str, partition: str, requests: Request
         outputs = [result.output_tokens for result in hits.values() if result.output_tokens]
     earlier = 0
     if asked_before is not None:
-        fresh = [index for index in pending if requests.signature(index) not in asked_before]
+        signatures = requests.signatures()
+        fresh = [index for index in pending if signatures[index] not in asked_before]
         earlier, pending = len(pending) - len(fresh), fresh
-        asked_before.update(requests.signature(index) for index in pending)
+        asked_before.update([signatures[index] for index in pending])
     input_tokens = requests.input_tokens(pending, counter)
     if outputs:
         output_tokens, ceiling = round(len(pending) * sum(outputs) / len(outputs)), False
