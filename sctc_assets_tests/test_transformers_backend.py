@@ -403,6 +403,35 @@ def test_each_row_stops_at_its_own_end_and_its_slot_is_refilled(bigram_model):
     assert batcher.stats["decode_rows"] == sum(length - 1 for _, length, _ in answers.values())
 
 
+def test_the_first_answer_does_not_wait_for_a_full_batch(bigram_model):
+    from sctc_assets.backends.continuous_batching import FIRST_ROWS
+
+    loaded, batcher = _batcher(bigram_model, batch_size=16, refill_at=2)
+    admitted: list[int] = []
+    prefill = batcher._prefill
+
+    def counting(prefix_kv, prefix_len, suffixes):
+        admitted.append(len(suffixes))
+        return prefill(prefix_kv, prefix_len, suffixes)
+
+    batcher._prefill = counting
+    prompts = ["x甲", "a", "xb", "c", "甲", "xyzb"] * 6
+    encoded = [loaded.tokenizer(p)["input_ids"] for p in prompts]
+    at_first: list[int] = []
+    answers: dict[int, list[int]] = {}
+
+    def finished(index, tokens, reason, seconds):
+        if not at_first:
+            at_first.append(sum(admitted))
+        answers[index] = tokens
+
+    batcher.run(encoded, finished)
+    assert at_first == [FIRST_ROWS]  # only the first few rows were prefilled before the first answer
+    assert sum(admitted) == len(prompts) and max(admitted) > FIRST_ROWS  # then the batch fills up
+    by_prompt = {prompts[index]: tokens for index, tokens in answers.items()}
+    assert all(answers[index] == by_prompt[prompt] for index, prompt in enumerate(prompts))
+
+
 def test_the_shared_prefix_and_shared_beginnings_are_computed_once(bigram_model):
     loaded, batcher = _batcher(bigram_model, batch_size=8)
     prompts = ["xyza", "xyzb", "xyc", "xyzab"]
@@ -931,3 +960,21 @@ def test_the_term_benchmark_sets_its_own_answer_length(random_model, isolated_da
     assert generation_overrides({"trials": 1, "max_new_tokens": 24}) == {"max_new_tokens": 24}
     with pytest.raises(ValueError, match="benchmarks.term.max_new_tokens"):
         generation_overrides({"max_new_tokens": 0})
+
+
+def test_a_partition_through_the_cache_is_one_engine_run(bigram_model, tmp_path):
+    """Claims hand a local model its prompts in chunks; each chunk is one engine run that fills and drains its
+    batch, so a partition of the main job's size (330 prompts) must be one chunk, not five of 64."""
+    runs: list[int] = []
+
+    class Counting(TransformersBackend):
+        def _generate_uncached(self, requests, on_result):
+            runs.append(len(requests))
+            super()._generate_uncached(requests, on_result)
+
+    backend = Counting(model=str(bigram_model), use_chat_template=False, batch_size=16, max_new_tokens=2)
+    requests = [GenerationRequest.user(f"{prompt}{index}") for index in range(55) for prompt in ("x", "a", "xb", "c", "甲", "y")]
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    results = backend.generate(requests, cache=cache)
+    assert runs == [len(requests)] and all(result.outcome == "ok" for result in results)
+    assert cache.count(model=backend.identity()["model"]) == len(requests)

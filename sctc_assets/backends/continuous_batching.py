@@ -6,7 +6,9 @@ beginning (chat template, system prompt) again for each row. Here:
 - prompts enter in token order, so neighbours share beginnings (a prompt template): each group of new rows is
   prefilled as one packed token tree (tree attention), computing each shared token once and no padding;
 - a row leaves the batch the moment it produces an end token or reaches `max_new_tokens`, and when enough slots are
-  free the next prompts are prefilled and join the running rows (their caches are aligned on the right and masked).
+  free the next prompts are prefilled and join the running rows (their caches are aligned on the right and masked);
+- until the first answer only a few rows run (`FIRST_ROWS`), so the first answer does not wait for a full batch's
+  prefill.
 
 Each row's positions and masks are its own, so an answer does not depend on its neighbours except through floating
 point rounding (matrix products over other batch shapes). Only plain full-attention key/value caches
@@ -23,6 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")
+FIRST_ROWS = 8
 # (logits of the rows that need a next token [n, vocab], their prompt indices) -> next tokens [n]
 NextTokens = Callable[[torch.Tensor, list[int]], torch.Tensor]
 # (prompt index, new tokens including the end token, finish reason "stop"/"length", seconds since its prefill)
@@ -100,6 +103,9 @@ class ContinuousBatcher:
         self.device = device
         # Prefilling a handful of rows at a time keeps the batch full; a few at once keep the matrix products large.
         self.refill_at = max(1, refill_at if refill_at is not None else self.batch_size // 4)
+        # Until the first answer the batch holds only this many rows: a full first prefill (48 prompts, ~40 s on
+        # 2 CPU cores) would come before any answer; the rest join as soon as one row ends.
+        self.first_rows = min(self.batch_size, max(FIRST_ROWS, self.refill_at))
         self.cache_argument = _cache_argument(model)
         self.eager = model.config._attn_implementation == "eager"
         self.dtype = next(model.parameters()).dtype
@@ -251,16 +257,22 @@ class ContinuousBatcher:
             pending = sorted(range(len(prompts)), key=lambda index: (list(prompts[index]), index))
             pending.reverse()  # pop() from the end takes them in token order
             state = _Running()
+            answered = []
+
+            def finished(index: int, tokens: list[int], reason: str, seconds: float) -> None:
+                answered.append(index)
+                on_finished(index, tokens, reason, seconds)
+
             while pending or len(state):
-                free = self.batch_size - len(state)
+                free = (self.batch_size if answered else self.first_rows) - len(state)
                 if pending and (free >= self.refill_at or not len(state)):
                     if should_stop is not None and should_stop():
                         never, pending = sorted(pending), []  # the running rows still finish
                     else:
                         admitted = [pending.pop() for _ in range(min(free, len(pending)))]
-                        state = self._admit(state, prefix_kv, prefix_len, prompts, admitted, on_finished)
+                        state = self._admit(state, prefix_kv, prefix_len, prompts, admitted, finished)
                 if len(state):
-                    state = self._step(state, on_finished)
+                    state = self._step(state, finished)
         return never
 
     def _admit(self, state: _Running, prefix_kv, prefix_len: int, prompts: Sequence[Sequence[int]],

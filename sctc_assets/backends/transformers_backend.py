@@ -530,6 +530,11 @@ class TransformersBackend(ModelBackend):
                     return
                 batch_size = max(1, batch_size // 2)
 
+    def claim_chunk_size(self) -> int:
+        # Each chunk is one engine run, whose batch is part-empty while it fills and drains: many batches long, so
+        # that costs little (a term partition of the main job is 330 prompts, one chunk).
+        return max(1024, 16 * self.batch_size)
+
     def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
         if not requests:
             return
