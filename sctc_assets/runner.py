@@ -23,7 +23,7 @@ from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
 from sctc_assets.resources.registry import ModelRegistryResource
-from sctc_assets.running.concurrent import Slot, endpoint_of, run_models
+from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread
@@ -223,6 +223,7 @@ class Runner:
                  log: Callable[[str], None] = print, run_log: RunLog | None = None):
         self.defs = defs
         self.instance = instance
+        share_yaml_log_handlers(instance)  # stages of several models start runs at once
         self.resources = dict(resources)
         self.log = log
         self.run_log = run_log or RunLog(None, log)

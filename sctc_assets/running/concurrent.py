@@ -115,3 +115,16 @@ def run_models(models: Sequence[str], endpoints: Mapping[str, str | None],
         if model in errors:
             raise errors[model]
     return [results[model] for model in models]
+
+
+def share_yaml_log_handlers(instance: Any) -> None:
+    """Build the instance's `python_logs` handlers once, here, instead of at the start of every run.
+
+    Dagster 1.13 rebuilds them for each run with `logging.config.dictConfig` whenever the instance has a
+    dagster.yaml (`sctc` always writes one), and dictConfig closes every handler of the process while holding
+    logging's module lock; a run on another thread that is emitting an event holds its handler's lock and waits
+    for the module lock (SQLAlchemy's `getLogger`): the two threads deadlock. Runs of one `sctc run` can share
+    one set of handlers, so the instance returns the same list every time.
+    """
+    handlers = list(instance.get_yaml_python_handlers())
+    instance.get_yaml_python_handlers = lambda: handlers
