@@ -5,7 +5,9 @@ each model × lang partition, then each model, then the cross-model tables. Each
 benchmark's named job (`term_model_lang`, …; the UI lists them under that job, tagged `sctc/benchmark`,
 `sctc/model`, `sctc/lang`) through the same assets, checks, resources, IO manager and response cache as a
 backfill launched from the Dagster UI, so both paths share results. Runs execute in a worker thread, so Ctrl-C
-reaches `sctc run` (see `sctc_assets.running.signals`) instead of failing the step under way.
+reaches `sctc run` (see `sctc_assets.running.signals`) instead of failing the step under way. The partitions of API
+models behind different endpoints run concurrently, one thread per model and a bound per endpoint; local models
+and replays run one after another (see `sctc_assets.running.concurrent`).
 """
 
 from __future__ import annotations
