@@ -28,8 +28,7 @@ from sctc_assets_tests.openai_stub_server import StubOpenAIServer
 KEY_ENV = "SCTC_TEST_CONCURRENT_KEY"
 PROMPTS_PER_LANG = 110  # term prompts of one language, one prompt variant, one trial
 CONCURRENCY = 16
-# The asking asset and the inputs it needs; the scoring stages only add CPU time here (one test keeps them, to
-# see the per-model stage run for the model that did not fail).
+# The asking asset and the inputs it needs; the scoring stages only add CPU time here.
 PLAN = dataclasses.replace(TERM_PLAN, inputs=("regional_terms", "term_prompts"), per_model_lang=("term_responses",),
                            per_model=(), cross_model=())
 
@@ -164,12 +163,64 @@ def test_one_model_failing_keeps_the_others_answers(environment, monkeypatch):
             "fails-a": (first.base_url, "stub-fails-a"), "fails-b": (second.base_url, "stub-fails-b")},
             **{"fails-b": {"api_key_env": "SCTC_TEST_CONCURRENT_UNSET_KEY"}})))
         monkeypatch.delenv("SCTC_TEST_CONCURRENT_UNSET_KEY", raising=False)
-        report = _run(["fails-a", "fails-b"], dataclasses.replace(TERM_PLAN, cross_model=()))
+        report = _run(["fails-a", "fails-b"])
         assert report.failed_models == ["fails-b"] and report.stale_models == ["fails-b"]
         assert {failure.stage for failure in report.failures} == {"term: fails-b/zh_hans", "term: fails-b/zh_hant"}
         assert all("SCTC_TEST_CONCURRENT_UNSET_KEY" in failure.message for failure in report.failures)
         assert len(second.requests) == 0 and len(first.requests) == 2 * PROMPTS_PER_LANG
         responses = _stored("term_responses", "fails-a")
         assert len(responses) == 2 * PROMPTS_PER_LANG and (responses["outcome"] == "ok").all()
-        assert ("term_choice_rates", "fails-a", None) in report.materialized
+        assert {("term_responses", "fails-a", lang) for lang in ("zh_hans", "zh_hant")} <= report.materialized
         assert _stored("term_responses", "fails-b").empty
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_model_asked_at_once_and_keeps_what_arrived(tmp_path):
+    """The real `sctc run` over two API models: one SIGINT, both stop starting requests, every answer that arrived
+    is stored, exit 130."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from sctc_assets_tests.conftest import REPO, upstream_location
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with StubOpenAIServer(latency_s=0.5) as first, StubOpenAIServer(latency_s=0.5) as second:
+        registry = _registry(tmp_path / "models.yaml", {"stop-a": (first.base_url, "stub-stop-a"),
+                                                        "stop-b": (second.base_url, "stub-stop-b")})
+        registry.write_text(registry.read_text().replace(f"api_key_env: {KEY_ENV}", "api_key_env: ''"
+                                                         ).replace(f"concurrency: {CONCURRENCY}", "concurrency: 4"))
+        env = {**os.environ, "SCTC_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(home),
+               SCTC_ENV_VAR: str(upstream_location()), "SCTC_NO_REPORT": "1"}
+        process = subprocess.Popen([sys.executable, "-m", "sctc_assets.cli", "run", "--benchmarks", "term",
+                                    "--models", "stop-a", "stop-b", "--registry", str(registry),
+                                    "--out", str(tmp_path / "out")],
+                                   cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 180
+            while len(first.requests) < 8 or len(second.requests) < 8:
+                assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+                time.sleep(0.05)
+            process.send_signal(signal.SIGINT)
+            signalled = time.monotonic()
+            out, err = process.communicate(timeout=120)
+        finally:
+            process.kill()
+        late = [request for server in (first, second) for request in server.requests if request.at > signalled + 1.0]
+        sent = len(first.requests) + len(second.requests)
+
+    assert process.returncode == 130, (out, err)
+    stored = re.search(r"^interrupted; (\d+) answers stored, rerun to continue$", err, re.MULTILINE)
+    assert stored is not None and "Traceback" not in err, err
+    # the halted partitions of both models are listed, with what is left to ask
+    assert re.search(r"term stop-a/zh_hans: \d+", err) and re.search(r"term stop-b/zh_hans: \d+", err), err
+    assert not late  # no request started once the stop had reached both models' threads
+    cache = ResponseCache(tmp_path / "data" / "cache" / "responses.sqlite")
+    counted = cache.count(model="stub-stop-a") + cache.count(model="stub-stop-b")
+    assert counted == int(stored.group(1)) == sent  # every request that was sent was answered and stored
+    assert sent < 4 * PROMPTS_PER_LANG
