@@ -5,11 +5,14 @@ each model × lang partition, then each model, then the cross-model tables. Each
 benchmark's named job (`term_model_lang`, …; the UI lists them under that job, tagged `sctc/benchmark`,
 `sctc/model`, `sctc/lang`) through the same assets, checks, resources, IO manager and response cache as a
 backfill launched from the Dagster UI, so both paths share results. Runs execute in a worker thread, so Ctrl-C
-reaches `sctc run` (see `sctc_assets.running.signals`) instead of failing the step under way.
+reaches `sctc run` (see `sctc_assets.running.signals`) instead of failing the step under way. The partitions of API
+models behind different endpoints run concurrently, one thread per model and a bound per endpoint; local models
+and replays run one after another (see `sctc_assets.running.concurrent`).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -21,6 +24,8 @@ from dagster._core.definitions.job_definition import default_job_io_manager
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
+from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread
@@ -99,6 +104,13 @@ class RunReport:
     @property
     def ok(self) -> bool:
         return not self.failures and self.interrupted is None
+
+    def merge(self, other: "RunReport") -> None:
+        """Add what `other` (one model's stages, run on a thread of their own) recorded."""
+        self.failures += other.failures
+        self.run_ids += other.run_ids
+        self.materialized |= other.materialized
+        self.interrupted = self.interrupted or other.interrupted
 
     @property
     def failed_models(self) -> list[str]:
@@ -213,11 +225,13 @@ class Runner:
                  log: Callable[[str], None] = print, run_log: RunLog | None = None):
         self.defs = defs
         self.instance = instance
+        share_yaml_log_handlers(instance)  # stages of several models start runs at once
         self.resources = dict(resources)
         self.log = log
         self.run_log = run_log or RunLog(None, log)
         self._graph = defs.resolve_asset_graph()
         self._jobs: dict[tuple[str, tuple[str, ...]], dg.JobDefinition] = {}
+        self._jobs_lock = threading.Lock()
         self._settings = settings_digest()
         self._tags = {"sctc/launched_by": "sctc run", SETTINGS_TAG: self._settings, **process_tags()}
 
@@ -230,6 +244,10 @@ class Runner:
     def _job(self, name: str, selection: Sequence[str]) -> dg.JobDefinition:
         """The named job with the run log attached; where the definitions lack it, Dagster's implicit asset job."""
         cache_key = (name, tuple(selection))
+        with self._jobs_lock:  # models' threads ask for jobs at once
+            return self._job_locked(name, selection, cache_key)
+
+    def _job_locked(self, name: str, selection: Sequence[str], cache_key: tuple) -> dg.JobDefinition:
         if cache_key not in self._jobs:
             try:
                 job = self.defs.resolve_job_def(name)
@@ -331,6 +349,28 @@ class Runner:
                     todo.append(child)
         return found
 
+    def _model(self, plan: BenchmarkPlan, model: str, config: Mapping[str, Any], slot: Slot) -> RunReport:
+        """One model's partitions, then its per-model stage; `slot()` around each stage that asks the model."""
+        report = RunReport()
+        model_ok = True
+        for lang in plan.langs:
+            key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
+            with slot():
+                model_ok &= self._stage(report, plan, "per_model_lang", f"{plan.name}: {model}/{lang}",
+                                        plan.per_model_lang, config, model=model, lang=lang, partition_key=key)
+        if model_ok:
+            self._stage(report, plan, "per_model", f"{plan.name}: {model}", plan.per_model, config, model=model,
+                        partition_key=model)
+        return report
+
+    def _endpoints(self, models: Sequence[str]) -> dict[str, str | None]:
+        """Model → the endpoint its calls go to (None: local, replay, or no registry resource to tell)."""
+        registry = self.resources.get("models")
+        if not isinstance(registry, ModelRegistryResource):
+            return {}
+        entries = registry.entries()
+        return {model: endpoint_of(entries[model]) if model in entries else None for model in models}
+
     def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
             report: RunReport | None = None) -> RunReport:
         report = report or RunReport()
@@ -346,15 +386,10 @@ class Runner:
                 self._stage(report, plan, "partitioned_inputs", f"{plan.name}: {key}", selection, config,
                             partition_key=key)
 
-        for model in models:
-            model_ok = True
-            for lang in plan.langs:
-                key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
-                model_ok &= self._stage(report, plan, "per_model_lang", f"{plan.name}: {model}/{lang}",
-                                        plan.per_model_lang, config, model=model, lang=lang, partition_key=key)
-            if model_ok:
-                self._stage(report, plan, "per_model", f"{plan.name}: {model}", plan.per_model, config, model=model,
-                            partition_key=model)
+        # API models behind different endpoints run concurrently (sctc_assets.running.concurrent).
+        for part in run_models(models, self._endpoints(models),
+                               lambda model, slot: self._model(plan, model, config, slot)):
+            report.merge(part)
         # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
         if models or not (plan.per_model_lang or plan.per_model):
             self._stage(report, plan, "cross_model", f"{plan.name}: across models", plan.cross_model, config)

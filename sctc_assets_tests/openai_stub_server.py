@@ -331,7 +331,8 @@ class AsyncStubServer:
     """The echo server on asyncio in a subprocess: `with AsyncStubServer(latency_s=0.2) as server: server.base_url`.
 
     A benchmark's client then has its process to itself; `stats()` returns the server's request counts (total,
-    per distinct body, peak in flight) and the CPU seconds it used.
+    per distinct body, peak in flight), the CPU seconds it used, and when (time.time()) the first request since
+    the start or the last `reset()` arrived and the last answer left.
     """
 
     def __init__(self, *, latency_s: float = 0.0, workdir: str | Path | None = None):
@@ -379,7 +380,7 @@ class AsyncStubServer:
 
 async def _serve_async(latency_s: float, port_file: Path) -> None:
     per_body: Counter[str] = Counter()
-    state = {"in_flight": 0, "peak": 0}
+    state: dict[str, Any] = {"in_flight": 0, "peak": 0, "first_at": None, "last_at": None}
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -393,18 +394,22 @@ async def _serve_async(latency_s: float, port_file: Path) -> None:
                 if path == "/stats":
                     data = json.dumps({"requests": sum(per_body.values()), "bodies": len(per_body),
                                        "paid_twice": sum(count - 1 for count in per_body.values() if count > 1),
-                                       "peak_in_flight": state["peak"], "cpu_s": time.process_time()}).encode()
+                                       "peak_in_flight": state["peak"], "cpu_s": time.process_time(),
+                                       "first_request_at": state["first_at"], "last_answer_at": state["last_at"]
+                                       }).encode()
                 elif path == "/reset":
                     per_body.clear()
-                    state["peak"] = 0
+                    state.update(peak=0, first_at=None, last_at=None)
                     data = b"{}"
                 else:
                     body = json.loads(payload)
                     per_body[body_key(body)] += 1
                     state["in_flight"] += 1
                     state["peak"] = max(state["peak"], state["in_flight"])
+                    state["first_at"] = state["first_at"] or time.time()
                     await asyncio.sleep(latency_s)
                     state["in_flight"] -= 1
+                    state["last_at"] = time.time()
                     reply = echo_reply(_last_user_message(body), body.get("seed"))
                     reply.body["model"] = body.get("model", "stub-model")
                     if body.get("seed") is None and float(body.get("temperature") or 0) > 0:

@@ -188,7 +188,10 @@ def test_local_deployment_config_spreads_runs_over_processes(tmp_path, monkeypat
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.get() as instance:
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
-        assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
+        # Dagster 1.13 takes the queue's limits from `concurrency.runs` (with pools, not from run_coordinator.config)
+        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2
+        # the model-calling assets' pools (sctc_generation, sctc_judge) get the default limit
+        assert instance.event_log_storage.get_pool_config().default_pool_limit == 4
 
 
 def test_sctc_run_counts_the_chosen_corpora(corpora, tmp_path, capsys):

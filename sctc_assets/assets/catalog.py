@@ -42,6 +42,11 @@ STAGES = (INPUTS, MODEL_LANG, PER_MODEL, CROSS_MODEL)
 # and a backfill serves several partitions in one run); JUDGE asks a judge model about stored answers (only when a
 # judge is configured; automated like scoring, since a judge re-asked about unchanged answers answers from the cache).
 GENERATION, JUDGE = "generation", "judge"
+# The Dagster concurrency pool of the assets that call models, one per kind of call: an asset's partitions span every
+# model, so no static pool can name a model's endpoint or backend (`sctc run` bounds each endpoint itself, see
+# `sctc_assets.running.concurrent`). The limits are instance settings (sctc_assets/deploy/local/dagster.yaml).
+GENERATION_POOL, JUDGE_POOL = "sctc_generation", "sctc_judge"
+POOLS = {GENERATION: GENERATION_POOL, JUDGE: JUDGE_POOL}
 
 
 @dataclass(frozen=True)
@@ -228,6 +233,11 @@ def catalogued(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     if entry.table and schema is None:
         raise CatalogError(f"asset {name!r} is a table without a column schema: declare its columns in "
                            "sctc_assets/lib/schemas/ (or mark its catalog entry `table=False`)")
+
+    pool = POOLS.get(entry.calls) if entry.calls else None
+    if assets_def.node_def.pool != pool:
+        raise CatalogError(f"asset {name!r}: its concurrency pool is {assets_def.node_def.pool!r}, its catalog entry "
+                           f"wants {pool!r} (set `pool=` in its @dg.asset)")
 
     def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
         metadata = {"dagster/column_schema": column_schema(schema)} if schema is not None else {}

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.catalog import catalogued, content_version
+from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata, upstream_comparison_result
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.backends.replay import ReplayBackend
@@ -100,7 +100,7 @@ def _skipped(context: dg.AssetExecutionContext, reason: str, metadata: dict) -> 
 
 @catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run())
+          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def last_name_logprobs(
     context: dg.AssetExecutionContext,

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.catalog import catalogued, content_version
+from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.benchmark_options import answers_new_prompts
@@ -35,7 +35,7 @@ class ReviewPredictionsConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run())
+          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.catalog import catalogued, content_version
+from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
@@ -40,7 +40,7 @@ class SovereigntyResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run())
+          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
@@ -88,7 +88,7 @@ class SovereigntyJudgeConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
 def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
                            sovereignty_responses: pd.DataFrame,
                            models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.catalog import catalogued, content_version
+from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.replay_answers import replayed_columns, replays
@@ -39,7 +39,7 @@ class TermResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run())
+          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def term_responses(
     context: dg.AssetExecutionContext,
@@ -95,7 +95,7 @@ JUDGEMENT_DTYPES = {"prompt_variant": "int64", "trial": "int64", "term_id": "int
 
 
 @catalogued
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
 def term_judgements(
     context: dg.AssetExecutionContext,
     config: TermJudgeConfig,
