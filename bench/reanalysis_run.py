@@ -15,7 +15,6 @@ storage). Needs $SCTC_UPSTREAM (the SC-TC-Bench archive or folder).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
@@ -51,14 +50,12 @@ def _instance_counts(home: Path) -> tuple[int, int]:
 
 
 def _tables_digest(folder: Path) -> dict[str, str]:
+    """Exported table → its content hash over every column (the project's `table_hash`, volatile ones too)."""
     import pandas as pd
 
-    digests = {}
-    for path in sorted(folder.glob("*.parquet")):
-        frame = pd.read_parquet(path)
-        digests[path.name] = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).values.tobytes()
-                                            + ",".join(map(str, frame.columns)).encode()).hexdigest()[:16]
-    return digests
+    from sctc_assets.lib.content_hash import table_hash
+
+    return {path.name: table_hash(pd.read_parquet(path), ignore=()) for path in sorted(folder.glob("*.parquet"))}
 
 
 def _run(command: list[str], env: dict[str, str], log: Path) -> dict[str, float]:

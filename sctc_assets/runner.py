@@ -14,6 +14,7 @@ reaches `sctc run` (see `sctc_assets.running.signals`) instead of failing the st
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -460,29 +461,51 @@ class Runner:
         return report
 
 
+EXPORT_MANIFEST = ".sctc-export.json"
+
+
+def _file_state(path: Path) -> list[int]:
+    found = path.stat()
+    return [found.st_size, found.st_mtime_ns]
+
+
 def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
                   defs: dg.Definitions) -> dict[str, Path]:
-    """Write each table asset as `<out_dir>/<asset>.parquet`; partitioned tables keep the chosen models only."""
+    """Write each table asset as `<out_dir>/<asset>.parquet`; partitioned tables keep the chosen models only.
+
+    A table whose stored files (the same ones, same sizes and times) were exported to the same, untouched file
+    before is not written again: `<out_dir>/.sctc-export.json` records what each file was written from."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / EXPORT_MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
     written = {}
     for name in plan.tables:
         assets_def = defs.get_assets_def(name)
         partitions_def = assets_def.partitions_def
         if partitions_def is None:
-            path = io_manager.path_for(dg.AssetKey(name))
-            frames = [read_table(path)] if path.exists() else []
+            paths = [io_manager.path_for(dg.AssetKey(name))]
         else:
             paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
                      for key in _partition_keys(partitions_def, plan, models)]
-            frames = [read_table(path) for path in paths if path.exists()]
-        if not frames:
+        paths = [path for path in paths if path.exists()]
+        if not paths:
+            continue
+        target = out_dir / f"{name}.parquet"
+        sources = [[str(path), *_file_state(path)] for path in paths]
+        recorded = manifest.get(name) or {}
+        if target.exists() and recorded.get("sources") == sources and recorded.get("target") == _file_state(target):
+            written[name] = target
             continue
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
         # file of the same name in --out never passes for this run's result; partitions join as the IO manager
         # joins them for a cross-model asset.
-        target = out_dir / f"{name}.parquet"
-        concat_tables(frames).to_parquet(target, index=False)
+        concat_tables([read_table(path) for path in paths]).to_parquet(target, index=False)
+        manifest[name] = {"sources": sources, "target": _file_state(target)}
         written[name] = target
+    manifest_path.write_text(json.dumps(manifest, indent=0, sort_keys=True))
     return written
 
 

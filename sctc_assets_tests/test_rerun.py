@@ -2,6 +2,8 @@
 are unchanged; it re-runs what changed (one model's entry, the upstream file, failed calls), still reports the
 checks that failed, exports the same tables; and its event log is Dagster's own (the UI reads it)."""
 
+import warnings
+
 import dagster as dg
 import pandas as pd
 import pytest
@@ -43,6 +45,17 @@ def re_scores(re_answers: pd.DataFrame) -> pd.DataFrame:
     return re_answers.assign(score=re_answers["answer"].str.len())
 
 
+with warnings.catch_warnings():  # partitioned check specs (what the answer checks use) are a preview feature
+    warnings.simplefilter("ignore")
+    SCORE_SPEC = dg.AssetCheckSpec("scored", asset=re_scores, partitions_def=LANGS)
+
+
+@dg.multi_asset_check(specs=[SCORE_SPEC], description="ERROR per partition when nothing is scorable (scripted).")
+def re_scores_checks(context: dg.AssetCheckExecutionContext):
+    yield dg.AssetCheckResult(check_name="scored", asset_key=re_scores.key, passed=SCRIPT["usable"],
+                              severity=dg.AssetCheckSeverity.ERROR)
+
+
 @dg.asset(partitions_def=models_partitions, code_version="1")
 def re_rates(context: dg.AssetExecutionContext, re_scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"model": [context.partition_key], "mean": [float(re_scores["score"].mean())]})
@@ -76,7 +89,7 @@ def project(tmp_path, monkeypatch):
     resources = {"io_manager": io_manager, "models": ModelRegistryResource(registry_path=str(registry),
                                                                            cache_path=str(tmp_path / "cache.sqlite"))}
     defs = dg.Definitions(assets=[re_prompts, re_answers, re_scores, re_rates, re_tests],
-                          asset_checks=[re_answers_usable], resources=resources,
+                          asset_checks=[re_answers_usable, re_scores_checks], resources=resources,
                           jobs=[dg.define_asset_job("re_model_lang", selection=[re_answers, re_scores])])
     SCRIPT.update(errors=set(), usable=True)
     home = tmp_path / "home"
@@ -174,9 +187,12 @@ def test_a_partition_whose_calls_failed_runs_again_and_a_check_that_failed_still
     SCRIPT["usable"] = True  # would pass now, but the partition is unchanged: its last verdict stands
     report, new = run(models=("m-b",))
     assert new == [] and not report.ok
+    # Partitioned checks: each partition's latest evaluation; a check without partitions: its evaluation in the
+    # run that last materialized the partition.
     assert [failure.message for failure in report.failures] == [
-        f"asset check re_answers_usable on re_answers {lang}|m-b did not pass when it was last materialized ({{}})"
-        for lang in ("zh_hans", "zh_hant")]
+        f"asset check {check} on {asset} {lang}|m-b did not pass at its last evaluation ({{}})"
+        for lang in ("zh_hans", "zh_hant")
+        for check, asset in (("scored", "re_scores"), ("re_answers_usable", "re_answers"))]
     assert report.failed_models == ["m-b"]
 
 

@@ -30,6 +30,7 @@ from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, Temp
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._core.definitions.observe import observe
+from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.events import DagsterEventType
 from dagster._time import get_current_datetime
 
@@ -135,7 +136,6 @@ class Staleness:
                               instance=instance, asset_graph=graph)
         self._resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
         self._runs: dict[str, Any] = {}
-        self._check_evaluations: dict[str, list] = {}
 
     def _latest_record(self, key: dg.AssetKey, partition_key: str | None) -> Any:
         return self._resolver.instance_queryer.get_latest_materialization_or_observation_record(
@@ -181,24 +181,34 @@ class Staleness:
         return reasons
 
     def check_failures(self, names: Sequence[str], partition_key: str, severity: dg.AssetCheckSeverity) -> list[str]:
-        """The checks on the partitions of `names` left unchanged that did not pass at `severity` in the run that
-        last materialized them (they are not run again)."""
-        failed = []
-        for name in names:
-            key = dg.AssetKey(name)
-            record = self._latest_record(key, partition_key)
+        """The checks on the partitions of `names` left unchanged whose latest evaluation did not pass at
+        `severity` (they are not run again); one query of the instance's index for all of them."""
+        wanted = {dg.AssetKey(name) for name in names}
+        keys = [check_key for checks_def in self._defs.asset_checks or [] for check_key in checks_def.check_keys
+                if check_key.asset_key in wanted]
+        if not keys:
+            return []
+        records = self._instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            keys, partition_filter=PartitionKeyFilter(key=partition_key))
+        evaluations = []
+        for check_key, record in sorted(records.items(), key=lambda item: item[0].to_user_string()):
+            event = record.event.dagster_event if record.event is not None else None
+            evaluations.append((check_key, event.event_specific_data if event is not None else None))
+        # A check without partitions of its own: its evaluation in the run that last materialized the partition.
+        for check_key in sorted(set(keys) - set(records), key=lambda key: key.to_user_string()):
+            record = self._latest_record(check_key.asset_key, partition_key)
             if record is None:
                 continue
-            if record.run_id not in self._check_evaluations:
-                self._check_evaluations[record.run_id] = [
-                    entry.dagster_event.event_specific_data for entry in self._instance.all_logs(
-                        record.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)]
-            for evaluation in self._check_evaluations[record.run_id]:
-                if (isinstance(evaluation, dg.AssetCheckEvaluation) and evaluation.asset_key == key
-                        and not evaluation.passed and evaluation.severity == severity):
-                    details = {name: value.value for name, value in evaluation.metadata.items()}
-                    failed.append(f"asset check {evaluation.check_name} on {name} {partition_key} did not pass when "
-                                  f"it was last materialized ({details})")
+            for entry in self._instance.all_logs(record.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
+                evaluation = entry.dagster_event.event_specific_data
+                if evaluation.asset_check_key == check_key:
+                    evaluations.append((check_key, evaluation))
+        failed = []
+        for check_key, evaluation in evaluations:
+            if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.severity == severity:
+                details = {name: value.value for name, value in evaluation.metadata.items()}
+                failed.append(f"asset check {check_key.name} on {check_key.asset_key.to_user_string()} {partition_key} "
+                              f"did not pass at its last evaluation ({details})")
         return failed
 
 
