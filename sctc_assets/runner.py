@@ -145,7 +145,7 @@ class RunReport:
                 frame = tables.get(name)
                 if frame is None or "model" not in frame.columns or not (frame["model"] == model).any():
                     continue
-                if earlier or (name, None, None) not in self.materialized:
+                if earlier or (name, None, None) not in self.materialized | self.unchanged:
                     earlier.append(name)
             if earlier:
                 found[model] = earlier
