@@ -196,6 +196,18 @@ def test_a_partition_whose_calls_failed_runs_again_and_a_check_that_failed_still
     assert report.failed_models == ["m-b"]
 
 
+def _shard_schema(path):
+    import sqlite3
+
+    connection = sqlite3.connect(path)
+    try:
+        return (sorted(connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()),
+                connection.execute("SELECT version_num FROM alembic_version").fetchall(),
+                connection.execute("PRAGMA journal_mode").fetchall())
+    finally:
+        connection.close()
+
+
 def test_sctc_run_writes_dagster_s_own_event_log_and_keeps_configured_storage(tmp_path):
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     cli = cli_instance(tmp_path)
@@ -206,8 +218,31 @@ def test_sctc_run_writes_dagster_s_own_event_log_and_keeps_configured_storage(tm
     assert [run.run_id for run in ui.get_runs()] == [result.run_id]
     assert ui.get_latest_materialization_event(dg.AssetKey("re_prompts")).run_id == result.run_id
     assert len(ui.all_logs(result.run_id)) == len(cli.all_logs(result.run_id)) > 5
+    # Later run shards are created from the first one's schema and stamp: the same as Dagster creates.
+    second = dg.materialize([re_prompts], instance=cli)
+    assert [len(ui.all_logs(run_id)) for run_id in (result.run_id, second.run_id)] == [len(cli.all_logs(result.run_id))] * 2
+    schemas = [_shard_schema(tmp_path / "history" / "runs" / f"{run_id}.db") for run_id in (result.run_id, second.run_id)]
+    assert schemas[0] == schemas[1] and len(schemas[0][0]) > 10 and schemas[0][2] == [("wal",)]
 
     configured = tmp_path / "configured"
     configured.mkdir()
     (configured / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {configured / 'elsewhere'}\n")
     assert not isinstance(cli_instance(configured).event_log_storage, FastSqliteEventLogStorage)
+
+
+def test_the_settings_digest_sees_every_file_below_an_upstream_folder_but_not_the_data_folder(tmp_path):
+    from sctc_assets.running.unchanged import settings_digest
+
+    upstream, data = tmp_path / "upstream", tmp_path / "data"
+    (upstream / "response").mkdir(parents=True)
+    data.mkdir()
+    answers = upstream / "response" / "qwen.csv"
+    answers.write_text("a,b\n")
+    environ = {"SCTC_UPSTREAM": str(upstream), "SCTC_DATA_DIR": str(data), "SCTC_MAX_CALLS": "5"}
+    first = settings_digest(environ)
+    (data / "new-table.parquet").write_bytes(b"x")  # what every run writes is no new setting
+    assert settings_digest({**environ, "SCTC_MAX_CALLS": "9"}) == first  # nor is a budget
+    answers.write_text("a,b\n1,2\n")
+    assert settings_digest(environ) != first
+    assert settings_digest(environ, registry=False) == settings_digest({**environ, "SCTC_MODELS": "x.yaml"},
+                                                                       registry=False)

@@ -8,10 +8,14 @@ file, with its fsyncs. A replayed partition's run stores some forty events, so t
 commits with `synchronous=NORMAL`, which in WAL mode still survives a crash of the process (only an operating
 system crash or power loss can lose the last commits; the answers themselves are in the response cache and the
 Parquet files). At most `_OPEN_SHARDS` run shards stay open; a run's shard is closed when a newer one is opened.
+A new run shard is created with the schema and alembic stamp of the first one Dagster created in the process,
+instead of Dagster's migration check and DDL for each.
 """
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -22,6 +26,20 @@ from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from sqlalchemy.pool import SingletonThreadPool
 
 _OPEN_SHARDS = 4
+
+
+def _schema_of(path: str) -> tuple[list[str], str] | None:
+    """The DDL of a run shard Dagster created (tables and indexes, in creation order) and its alembic stamp."""
+    connection = sqlite3.connect(path)
+    try:
+        statements = [row[0] for row in connection.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+        versions = [row[0] for row in connection.execute("SELECT version_num FROM alembic_version")]
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    return (statements, versions[0]) if len(versions) == 1 and statements else None
 
 
 def _pragmas(connection: Any, _record: Any) -> None:
@@ -35,6 +53,7 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: Any = None):
         self._engines: OrderedDict[str, db.engine.Engine] = OrderedDict()
+        self._shard_schema: tuple[list[str], str] | None = None
         super().__init__(base_dir, inst_data=inst_data)
 
     @classmethod
@@ -51,13 +70,34 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
                                   connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False})
         db.event.listen(engine, "connect", _pragmas)
         if shard not in self._initialized_dbs:
-            self._initdb(engine)
+            self._init_shard(shard, engine)
             self._initialized_dbs.add(shard)
         self._engines[shard] = engine
         runs_open = [name for name in self._engines if name != INDEX_SHARD_NAME]
         for name in runs_open[:-_OPEN_SHARDS]:
             self._engines.pop(name).dispose()
         return engine
+
+    def _init_shard(self, shard: str, engine: db.engine.Engine) -> None:
+        """Dagster's schema check and creation (`_initdb`: the alembic revision read from its scripts, SQLAlchemy's
+        DDL, a stamp) for the first run shard of the process; each later new run shard gets the same schema and
+        stamp copied from that one, in one transaction (a tenth of a second less per run)."""
+        path = self.path_for_shard(shard)
+        if shard == INDEX_SHARD_NAME or self._shard_schema is None or os.path.exists(path):
+            self._initdb(engine)
+            if shard != INDEX_SHARD_NAME and self._shard_schema is None:
+                self._shard_schema = _schema_of(path)
+            return
+        statements, version = self._shard_schema
+        connection = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            with connection:
+                for statement in statements:
+                    connection.execute(statement)
+                connection.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (version,))
+        finally:
+            connection.close()
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[db.engine.Connection]:

@@ -6,7 +6,8 @@ that materialization consumed; observable source assets upstream are observed fi
 as a new data version). Dagster cannot see two things, so they are compared as well: the op config of the last
 materializing run (e.g. `--name-seed`), and the `sctc/settings` tag, a digest of the `SCTC_*` settings that point
 the resources at their data (upstream locations, registries, the data folder) together with the size and
-modification time of the local files they name and of the repository's `data/*.yaml`. An asset without a
+modification time of the local files they name (of every file below an upstream folder) and of the repository's
+`data/*.yaml`. An asset without a
 `code_version` is never taken as unchanged: Dagster would call it fresh after any materialization.
 
 The same test decides which model partitions (answers, scores, per-model tables) `sctc run` leaves as they are.
@@ -50,8 +51,27 @@ def _stat(value: str) -> list | None:
     return [found.st_size, found.st_mtime_ns] if stat.S_ISREG(found.st_mode) else None
 
 
-def _registry_setting(name: str, value: str) -> bool:
-    return name == "SCTC_MODELS"
+def _tree_state(folder: str) -> str:
+    """A digest of the relative path, size and modification time of every file below `folder` (an extracted
+    upstream copy: some 1,600 files, milliseconds)."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            try:
+                found = os.stat(path)
+            except OSError:
+                continue
+            digest.update(f"{os.path.relpath(path, folder)}|{found.st_size}|{found.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _setting_state(name: str, value: str) -> Any:
+    """What of a setting's target is data: a file's size and time; every file below an upstream folder."""
+    if "UPSTREAM" in name and os.path.isdir(value):
+        return _tree_state(value)
+    return _stat(value)
 
 
 def settings_digest(environ: Mapping[str, str] | None = None, *, registry: bool = True) -> str:
@@ -60,8 +80,8 @@ def settings_digest(environ: Mapping[str, str] | None = None, *, registry: bool 
     `registry=False` leaves out the model registry (`$SCTC_MODELS`, `data/models.yaml`): a model partition digests
     the entries it uses instead (`model_settings_digest`)."""
     environ = os.environ if environ is None else environ
-    settings = {name: [value, _stat(value)] for name, value in sorted(environ.items())
-                if name.startswith("SCTC_") and name not in _NOT_DATA and (registry or not _registry_setting(name, value))}
+    settings = {name: [value, _setting_state(name, value)] for name, value in sorted(environ.items())
+                if name.startswith("SCTC_") and name not in _NOT_DATA and (registry or name != "SCTC_MODELS")}
     files = {path.name: _stat(str(path)) for path in sorted(_REPOSITORY_DATA.glob("*.yaml"))
              if registry or path.name != "models.yaml"}
     payload = json.dumps({"settings": settings, "files": files}, sort_keys=True, default=str)
