@@ -89,11 +89,10 @@ def settings_digest(environ: Mapping[str, str] | None = None, *, registry: bool 
 
 
 def _entry_data(entry: Any) -> dict:
-    """What of a registry entry can change answers or scores: backend, settings (and the files they name),
-    benchmark settings; not its description, default flag, source file or budget."""
-    settings = {name: [value, _stat(value) if isinstance(value, str) else None]
-                for name, value in sorted(dict(getattr(entry, "settings", {}) or {}).items())}
-    return {"backend": getattr(entry, "backend", None), "settings": settings,
+    """What of a registry entry can change answers or scores: backend, settings, benchmark settings; not its
+    description, default flag, source file or budget. (Not the files a setting names either: a backend's log of
+    its calls changes with every call.)"""
+    return {"backend": getattr(entry, "backend", None), "settings": dict(getattr(entry, "settings", {}) or {}),
             "benchmarks": dict(getattr(entry, "benchmarks", {}) or {}), "enabled": getattr(entry, "enabled", True)}
 
 
