@@ -5,11 +5,11 @@
 Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables,
 no response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
 the embedded model file is linked in (from this checkout's `data/models`). Warm: the same command again, nothing
-changed. Each run is a child process (`python -m sctc_assets.cli run … --no-report`); its CPU seconds (user +
+changed, the same `--out`. Each run is a child process (`python -m sctc_assets.cli run … --no-report`); its CPU seconds (user +
 sys) and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be
 shared, so CPU seconds are the figure to compare. Also printed: the Dagster runs and materializations each `sctc
-run` added to the instance, and whether the two runs exported the same tables (the warm run reads them back from
-storage). Needs $SCTC_UPSTREAM (the SC-TC-Bench archive or folder).
+run` added to the instance, and whether the two runs exported the same tables (hashed after each run; the warm
+run exports them from storage, leaving files already exported from the same stored files as they are). Needs $SCTC_UPSTREAM (the SC-TC-Bench archive or folder).
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def main() -> None:
     results = {}
     counts = [(0, 0)]
     try:
+        out = data / "out"  # the same --out both times, as a user reruns the same command
         for name in ("cold", "warm"):
-            out = data / f"out-{name}"
             command = [sys.executable, "-m", "sctc_assets.cli", "run", "--benchmarks", *args.benchmarks,
                        "--models", *args.models, "--no-report", "--out", str(out)]
             results[name] = _run(command, env, data / f"{name}.log")
