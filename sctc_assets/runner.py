@@ -70,6 +70,10 @@ class BenchmarkPlan:
     partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = field(
         default=lambda options: [])
     jobs: Mapping[str, str] = field(default_factory=dict)
+    # Whether `sctc run` leaves unchanged model partitions as they are. Only for benchmarks whose model stages read
+    # nothing outside Dagster's lineage and the settings digest (the sovereignty results read the human review
+    # files of the data folder, so they always run).
+    skip_unchanged: bool = False
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -353,6 +357,8 @@ class Runner:
         one that runs again (in this stage, or in an earlier stage of this run: `ran`). The others are left as
         they are; the checks that failed when they were last materialized are reported again."""
         pk = str(partition_key) if partition_key is not None else None
+        if not plan.skip_unchanged:
+            return list(names)
         reasons = staleness.reasons(names, config, settings, partition_key=pk,
                                     stored=lambda key: self._stored(key, partition_key))
         changed = {dg.AssetKey(name) for name in reasons} | set(ran)

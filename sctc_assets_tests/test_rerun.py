@@ -68,7 +68,7 @@ def re_tests(re_rates: pd.DataFrame) -> pd.DataFrame:
 
 PLAN = BenchmarkPlan(name="re", langs=("zh_hans", "zh_hant"), inputs=("re_prompts",),
                      per_model_lang=("re_answers", "re_scores"), per_model=("re_rates",), cross_model=("re_tests",),
-                     jobs={"per_model_lang": "re_model_lang"})
+                     jobs={"per_model_lang": "re_model_lang"}, skip_unchanged=True)
 PER_MODEL = ("re_answers", "re_scores", "re_rates")
 
 

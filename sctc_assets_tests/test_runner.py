@@ -217,7 +217,8 @@ MINI_JOBS = [dg.define_asset_job("mini_inputs", selection=[mini_prompts]),
              dg.define_asset_job("mini_cross_model", selection=[mini_prompts, mini_tests])]
 MINI_PLAN = BenchmarkPlan(name="mini", langs=("zh_hans", "zh_hant"), inputs=("mini_prompts",),
                           per_model_lang=("mini_answers",), per_model=("mini_rates",), cross_model=("mini_tests",),
-                          config=lambda options: {"mini_answers": {"trials": options.get("trials", 1)}})
+                          config=lambda options: {"mini_answers": {"trials": options.get("trials", 1)}},
+                          skip_unchanged=True)
 
 
 @pytest.fixture
