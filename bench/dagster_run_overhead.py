@@ -9,8 +9,11 @@ the instance `sctc ui` uses.
 Settings:
 - `ui`: the instance as `sctc ui` / `dagster dev` open it (LocalComputeLogManager: stdout/stderr of every step
   captured to files);
-- `cli`: what `sctc run` uses (`sctc_assets.running.instance.cli_instance`): the same storage, no compute-log
-  capture (NoOpComputeLogManager);
+- `cli`: what `sctc run` uses (`sctc_assets.running.instance.cli_instance`): the same storage files, no
+  compute-log capture (NoOpComputeLogManager), events written by `FastSqliteEventLogStorage` (one open connection
+  per shard);
+- `cli-dagster-events`: `cli` with Dagster's own `SqliteEventLogStorage` (a new engine and connection per event),
+  what `sctc run` used before;
 - `cli+batch`: `cli` with `DAGSTER_EVENT_BATCH_SIZE=100` (Dagster's batched event writes);
 - `cli+consolidated`: `cli` with one SQLite event log for all runs instead of one file per run.
 
@@ -31,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sctc_assets, not an installed one
 
-SETTINGS = ("ui", "cli", "cli+batch", "cli+consolidated")
+SETTINGS = ("ui", "cli", "cli-dagster-events", "cli+batch", "cli+consolidated")
 CONSOLIDATED = """
 event_log_storage:
   module: dagster._core.storage.event_log
@@ -66,7 +69,17 @@ def _child(setting: str, runs: int) -> None:
                           jobs=[dg.define_asset_job("bench_model_lang", selection=[answers, labels, scores])])
     plan = BenchmarkPlan(name="bench", langs=("zh_hans", "zh_hant"), inputs=(), per_model_lang=("answers", "labels", "scores"),
                          per_model=(), cross_model=())
-    instance = dg.DagsterInstance.get() if setting == "ui" else cli_instance()
+    if setting == "ui":
+        instance = dg.DagsterInstance.get()
+    elif setting == "cli-dagster-events":
+        from dagster._core.instance.ref import InstanceRef
+
+        from sctc_assets.running.instance import NO_COMPUTE_LOGS
+
+        instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(os.environ["DAGSTER_HOME"],
+                                                                    overrides={"compute_logs": NO_COMPUTE_LOGS}))
+    else:
+        instance = cli_instance()
     models = [f"m{index}" for index in range(max(runs // 2, 1) + 1)]  # the first one warms up
     runner = Runner(defs, instance, {}, log=lambda line: None)
     runner.run(plan, models[:1], {})  # warm-up: imports, schema creation

@@ -64,6 +64,7 @@ TERM_PLAN = BenchmarkPlan(
     cross_model=("term_choice_tests", "term_variant_correlations", "term_misalignment_summary",
                  "term_label_source_agreement", "term_robust_tests", "term_significance_robustness", "term_power"),
     summary=term_summary,
+    skip_unchanged=True,
 )
 
 # One entry per benchmark, in the order of `benchmark_options.BENCHMARKS` (what `sctc run --benchmarks` offers).

@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
                               description="Materialize the chosen benchmarks for the chosen models, print a "
                                           "summary and write every table asset to --out as <asset>.parquet. "
+                                          "What is unchanged since its last materialization (code version, "
+                                          "inputs, options, data settings, the model's registry entry; no failed "
+                                          "calls) is left as it is and said so; its tables are still written. "
                                           "Checks the options and the chosen registry entries first (exit 2, one "
                                           "line per problem). Exits with 1 when a stage failed or an asset check "
                                           "did not pass, with 130 when Ctrl-C or SIGTERM stopped it (answers stored "

@@ -1,7 +1,11 @@
 """Materialize benchmarks in-process into a persistent Dagster instance (what `sctc run` does).
 
-The stages mirror the partitioning: model-independent inputs (skipped when nothing they come from changed), then
-each model × lang partition, then each model, then the cross-model tables. Each stage is one run of the
+The stages mirror the partitioning: model-independent inputs, then each model × lang partition, then each model,
+then the cross-model tables. Every stage leaves out what is unchanged since its last materialization (Dagster's
+staleness: code version, upstream data versions; and the op config, data settings and registry entries, see
+`sctc_assets.running.unchanged`) unless something it depends on runs again in this run; a stage with nothing left
+launches no run. A partition whose last answers include model-call errors always runs again (the calls are
+retried). Each stage is one run of the
 benchmark's named job (`term_model_lang`, …; the UI lists them under that job, tagged `sctc/benchmark`,
 `sctc/model`, `sctc/lang`) through the same assets, checks, resources, IO manager and response cache as a
 backfill launched from the Dagster UI, so both paths share results. Runs execute in a worker thread, so Ctrl-C
@@ -12,6 +16,7 @@ and replays run one after another (see `sctc_assets.running.concurrent`).
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +34,8 @@ from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread
-from sctc_assets.running.unchanged import (SETTINGS_TAG, latest_check_failures, observe_sources, settings_digest,
-                                           unchanged_inputs)
+from sctc_assets.running.unchanged import (SETTINGS_TAG, Staleness, latest_check_failures, model_settings_digest,
+                                           observe_sources, settings_digest, unchanged_inputs)
 
 # The backend's exception when it stopped asking (Ctrl-C, budget) after storing what had arrived (contract 3).
 HALTED_ERROR = "GenerationHalted"
@@ -70,6 +75,10 @@ class BenchmarkPlan:
     partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = field(
         default=lambda options: [])
     jobs: Mapping[str, str] = field(default_factory=dict)
+    # Whether `sctc run` leaves unchanged model partitions as they are. Only for benchmarks whose model stages read
+    # nothing outside Dagster's lineage and the settings digest (the sovereignty results read the human review
+    # files of the data folder, so they always run).
+    skip_unchanged: bool = False
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -100,6 +109,8 @@ class RunReport:
     # (asset, model or None, lang or None) of every partition materialized by this run
     materialized: set[tuple[str, str | None, str | None]] = field(default_factory=set)
     skipped_inputs: list[str] = field(default_factory=list)  # unchanged since their last materialization
+    # (asset, model, lang or None) of every model partition left as it was: unchanged since its last materialization
+    unchanged: set[tuple[str, str | None, str | None]] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -110,6 +121,7 @@ class RunReport:
         self.failures += other.failures
         self.run_ids += other.run_ids
         self.materialized |= other.materialized
+        self.unchanged |= other.unchanged
         self.interrupted = self.interrupted or other.interrupted
 
     @property
@@ -125,8 +137,8 @@ class RunReport:
     def earlier_rows(self, plan: BenchmarkPlan, tables: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
         """Failed model → the exported tables whose rows of it this run did not write (they are an earlier run's).
 
-        A partition counts as this run's when this run materialized it; a cross-model table when this run
-        materialized it from none but this run's partitions of the model.
+        A partition counts as this run's when this run materialized it or left it unchanged; a cross-model table
+        when this run materialized it from none but this run's partitions of the model.
         """
         found: dict[str, list[str]] = {}
         for model in self.failed_models:
@@ -138,18 +150,19 @@ class RunReport:
                 rows = frame[frame["model"] == model]
                 if rows.empty:
                     continue
+                current = self.materialized | self.unchanged  # unchanged partitions are as this run would write
                 if name in plan.per_model:
-                    if (name, model, None) not in self.materialized:
+                    if (name, model, None) not in current:
                         earlier.append(name)
                     continue
                 langs = rows[plan.dimension].dropna().unique() if plan.dimension in rows.columns else plan.langs
-                if any((name, model, str(lang)) not in self.materialized for lang in langs):
+                if any((name, model, str(lang)) not in current for lang in langs):
                     earlier.append(name)
             for name in plan.cross_model:
                 frame = tables.get(name)
                 if frame is None or "model" not in frame.columns or not (frame["model"] == model).any():
                     continue
-                if earlier or (name, None, None) not in self.materialized:
+                if earlier or (name, None, None) not in self.materialized | self.unchanged:
                     earlier.append(name)
             if earlier:
                 found[model] = earlier
@@ -232,7 +245,10 @@ class Runner:
         self._graph = defs.resolve_asset_graph()
         self._jobs: dict[tuple[str, tuple[str, ...]], dg.JobDefinition] = {}
         self._jobs_lock = threading.Lock()
+        self._staleness_lock = threading.Lock()
         self._settings = settings_digest()
+        self._settings_without_registry = settings_digest(registry=False)
+        self._entries: Mapping[str, Any] = {}
         self._tags = {"sctc/launched_by": "sctc run", SETTINGS_TAG: self._settings, **process_tags()}
 
     def ensure_model_partitions(self, models: Sequence[str]) -> None:
@@ -269,7 +285,7 @@ class Runner:
 
     def _stage(self, report: RunReport, plan: BenchmarkPlan, stage: str, label: str, selection: Sequence[str],
                config: Mapping[str, Any], *, model: str | None = None, lang: str | None = None,
-               partition_key: Any = None) -> bool:
+               partition_key: Any = None, settings: str | None = None) -> bool:
         if not selection:
             return True
         if stop_reason() is not None:
@@ -278,6 +294,8 @@ class Runner:
         job = self._job(plan.job_name(stage), selection)
         self.log(f"[{label}] {job.name}: {', '.join(selection)}")
         tags = {"sctc/benchmark": plan.name, "sctc/stage": stage}
+        if settings is not None:
+            tags[SETTINGS_TAG] = settings
         if model is not None:
             tags["sctc/model"] = model
         if lang is not None:
@@ -332,13 +350,81 @@ class Runner:
                 self.log(f"[{label}] check warning: {message}")
         return self._stage(report, plan, "inputs", label, to_run, config)
 
-    def _stored(self, key: dg.AssetKey) -> bool:
-        """Whether the project's Parquet file of an unpartitioned asset exists (True for other IO managers)."""
+    def _stored(self, key: dg.AssetKey, partition_key: Any = None) -> bool:
+        """Whether the project's Parquet file of an asset (partition) exists (True for other IO managers)."""
         assets_def = self.defs.resolve_assets_def(key)
         output_name = assets_def.get_output_name_for_asset_key(key)
         io_key = assets_def.node_def.output_def_named(output_name).io_manager_key
         io_manager = self.resources.get(io_key) or (self.defs.resources or {}).get(io_key)
-        return not isinstance(io_manager, ParquetIOManager) or io_manager.path_for(key).exists()
+        if not isinstance(io_manager, ParquetIOManager):
+            return True
+        if partition_key is None:
+            return io_manager.path_for(key).exists()
+        return io_manager.path_for(key, assets_def.partitions_def, str(partition_key)).exists()
+
+    def _registry_entries(self) -> Mapping[str, Any]:
+        """The registry's entries, for the per-model settings digest; none when the resources have no registry."""
+        registry = self.resources.get("models") or (self.defs.resources or {}).get("models")
+        try:
+            return registry.entries() if registry is not None and hasattr(registry, "entries") else {}
+        except Exception:  # a broken registry fails the stage that reads it, with its own message
+            return {}
+
+    def _to_run(self, report: RunReport, staleness: Staleness, plan: BenchmarkPlan, label: str,
+                names: Sequence[str], config: Mapping[str, Any], settings: str, ran: set[dg.AssetKey], *,
+                model: str | None = None, lang: str | None = None, partition_key: Any = None) -> list[str]:
+        """The assets of `names` to materialize (at `partition_key`): those not unchanged, and those downstream of
+        one that runs again (in this stage, or in an earlier stage of this run: `ran`). The others are left as
+        they are; the checks that failed when they were last materialized are reported again."""
+        pk = str(partition_key) if partition_key is not None else None
+        if not plan.skip_unchanged:
+            return list(names)
+        reasons = staleness.reasons(names, config, settings, partition_key=pk,
+                                    stored=lambda key: self._stored(key, partition_key))
+        changed = {dg.AssetKey(name) for name in reasons} | set(ran)
+        grew = True
+        while grew:  # in any order of `names`: what depends on an asset that runs, runs
+            grew = False
+            for name in names:
+                key = dg.AssetKey(name)
+                if key not in changed and self._graph.get_ancestor_asset_keys(key) & changed:
+                    reasons[name] = "an asset it depends on runs again"
+                    changed.add(key)
+                    grew = True
+        to_run = [name for name in names if name in reasons]
+        unchanged = [name for name in names if name not in reasons]
+        self.run_log.write("\n".join(f"[{label}] {name} runs again: {reason}" for name, reason in reasons.items()))
+        for name in unchanged:
+            report.unchanged.add((name, model, lang))
+        if unchanged and pk is not None:
+            for message in staleness.check_failures(unchanged, pk, dg.AssetCheckSeverity.ERROR):
+                report.failures.append(StageFailure(label, pk, message, model))
+                self.log(f"[{label}] CHECK FAILED: {message}")
+            for message in staleness.check_failures(unchanged, pk, dg.AssetCheckSeverity.WARN):
+                self.log(f"[{label}] check warning: {message}")
+        if unchanged and pk is None:
+            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.ERROR):
+                report.failures.append(StageFailure(label, None, message))
+                self.log(f"[{label}] CHECK FAILED: {message}")
+            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.WARN):
+                self.log(f"[{label}] check warning: {message}")
+        return to_run
+
+    def _model_settings(self, model: str, config: Mapping[str, Any]) -> str:
+        return model_settings_digest(self._settings_without_registry, self._entries, model, config)
+
+    def _say_unchanged(self, report: RunReport, plan: BenchmarkPlan, model: str | None) -> None:
+        """One line for a model (or the cross-model tables): what this run left as it was."""
+        names = [name for name in plan.per_model_lang + plan.per_model + plan.cross_model
+                 if any(found[0] == name and found[1] == model for found in report.unchanged)]
+        if not names:
+            return
+        parts = []
+        for name in names:
+            langs = [lang for lang in plan.langs if (name, model, lang) in report.unchanged]
+            parts.append(f"{name} ({', '.join(langs)})" if langs else name)
+        label = f"{plan.name}: {model}" if model is not None else f"{plan.name}: across models"
+        self.log(f"[{label}] unchanged since their last materialization, not materialized again: {', '.join(parts)}")
 
     def _descendants(self, key: dg.AssetKey) -> set[dg.AssetKey]:
         found, todo = set(), [key]
@@ -349,18 +435,35 @@ class Runner:
                     todo.append(child)
         return found
 
-    def _model(self, plan: BenchmarkPlan, model: str, config: Mapping[str, Any], slot: Slot) -> RunReport:
-        """One model's partitions, then its per-model stage; `slot()` around each stage that asks the model."""
+    def _model(self, plan: BenchmarkPlan, model: str, config: Mapping[str, Any], slot: Slot, staleness: Staleness,
+               benchmark_ran: set[dg.AssetKey]) -> RunReport:
+        """One model's partitions, then its per-model stage, each leaving out what is unchanged; `slot()` around
+        each stage that asks the model. Adds what it materializes to `benchmark_ran` (models run on threads)."""
         report = RunReport()
         model_ok = True
+        settings = self._model_settings(model, config)
+        model_ran: set[dg.AssetKey] = set()
         for lang in plan.langs:
             key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
+            label = f"{plan.name}: {model}/{lang}"
+            with self._staleness_lock:  # one resolver and its caches, shared by the models' threads
+                selection = self._to_run(report, staleness, plan, label, plan.per_model_lang, config, settings, set(),
+                                         model=model, lang=lang, partition_key=key)
+            model_ran |= {dg.AssetKey(name) for name in selection}
             with slot():
-                model_ok &= self._stage(report, plan, "per_model_lang", f"{plan.name}: {model}/{lang}",
-                                        plan.per_model_lang, config, model=model, lang=lang, partition_key=key)
+                model_ok &= self._stage(report, plan, "per_model_lang", label, selection, config, model=model,
+                                        lang=lang, partition_key=key, settings=settings)
         if model_ok:
-            self._stage(report, plan, "per_model", f"{plan.name}: {model}", plan.per_model, config, model=model,
-                        partition_key=model)
+            label = f"{plan.name}: {model}"
+            with self._staleness_lock:
+                selection = self._to_run(report, staleness, plan, label, plan.per_model, config, settings, model_ran,
+                                         model=model, partition_key=model if plan.per_model else None)
+            model_ran |= {dg.AssetKey(name) for name in selection}
+            self._stage(report, plan, "per_model", label, selection, config, model=model, partition_key=model,
+                        settings=settings)
+        with self._staleness_lock:
+            benchmark_ran |= model_ran
+        self._say_unchanged(report, plan, model)
         return report
 
     def _endpoints(self, models: Sequence[str]) -> dict[str, str | None]:
@@ -386,41 +489,71 @@ class Runner:
                 self._stage(report, plan, "partitioned_inputs", f"{plan.name}: {key}", selection, config,
                             partition_key=key)
 
+        # One resolver for every stage after the inputs: their new data versions are what the partitions compare.
+        staleness = Staleness(self.defs, self.instance)
+        self._entries = self._registry_entries()
+        benchmark_ran: set[dg.AssetKey] = set()
         # API models behind different endpoints run concurrently (sctc_assets.running.concurrent).
         for part in run_models(models, self._endpoints(models),
-                               lambda model, slot: self._model(plan, model, config, slot)):
+                               lambda model, slot: self._model(plan, model, config, slot, staleness, benchmark_ran)):
             report.merge(part)
         # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
         if models or not (plan.per_model_lang or plan.per_model):
-            self._stage(report, plan, "cross_model", f"{plan.name}: across models", plan.cross_model, config)
+            label = f"{plan.name}: across models"
+            selection = self._to_run(report, staleness, plan, label, plan.cross_model, config, self._settings,
+                                     benchmark_ran)
+            self._stage(report, plan, "cross_model", label, selection, config)
+            self._say_unchanged(report, plan, None)
         if stop_reason() is not None:
             report.interrupted = stop_reason()
         return report
 
 
+EXPORT_MANIFEST = ".sctc-export.json"
+
+
+def _file_state(path: Path) -> list[int]:
+    found = path.stat()
+    return [found.st_size, found.st_mtime_ns]
+
+
 def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
                   defs: dg.Definitions) -> dict[str, Path]:
-    """Write each table asset as `<out_dir>/<asset>.parquet`; partitioned tables keep the chosen models only."""
+    """Write each table asset as `<out_dir>/<asset>.parquet`; partitioned tables keep the chosen models only.
+
+    A table whose stored files (the same ones, same sizes and times) were exported to the same, untouched file
+    before is not written again: `<out_dir>/.sctc-export.json` records what each file was written from."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / EXPORT_MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
     written = {}
     for name in plan.tables:
         assets_def = defs.get_assets_def(name)
         partitions_def = assets_def.partitions_def
         if partitions_def is None:
-            path = io_manager.path_for(dg.AssetKey(name))
-            frames = [read_table(path)] if path.exists() else []
+            paths = [io_manager.path_for(dg.AssetKey(name))]
         else:
             paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
                      for key in _partition_keys(partitions_def, plan, models)]
-            frames = [read_table(path) for path in paths if path.exists()]
-        if not frames:
+        paths = [path for path in paths if path.exists()]
+        if not paths:
+            continue
+        target = out_dir / f"{name}.parquet"
+        sources = [[str(path), *_file_state(path)] for path in paths]
+        recorded = manifest.get(name) or {}
+        if target.exists() and recorded.get("sources") == sources and recorded.get("target") == _file_state(target):
+            written[name] = target
             continue
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
         # file of the same name in --out never passes for this run's result; partitions join as the IO manager
         # joins them for a cross-model asset.
-        target = out_dir / f"{name}.parquet"
-        concat_tables(frames).to_parquet(target, index=False)
+        concat_tables([read_table(path) for path in paths]).to_parquet(target, index=False)
+        manifest[name] = {"sources": sources, "target": _file_state(target)}
         written[name] = target
+    manifest_path.write_text(json.dumps(manifest, indent=0, sort_keys=True))
     return written
 
 

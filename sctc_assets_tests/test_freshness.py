@@ -136,15 +136,15 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     assert _with_status(statuses, "MISSING") == set()
     assert len(_of_model(statuses, "fake-b")) == 3 * 2 + 2  # 3 model × lang assets × 2 langs, 2 per-model assets
 
-    # 1. The runner path (`sctc run --models fake-a`), model A unchanged: its inputs and A's partitions are
-    # materialized again (from the cache); the content hashes are the same, so nothing is stale, and no partition
-    # of B was touched.
+    # 1. The runner path (`sctc run --models fake-a`), model A unchanged: nothing is stale, so neither A's nor B's
+    # partitions are materialized again (`sctc run` leaves what is fresh as it is), and no model is asked.
     before = _records(instance)
-    assert runner.run(TERM_PLAN, ["fake-a"], {}).ok
+    report = runner.run(TERM_PLAN, ["fake-a"], {})
+    assert report.ok and {model for _, model, _ in report.unchanged} == {"fake-a", None}
     after = _records(instance)
     touched = {key for key in after if after[key] != before.get(key)}
     assert _of_model(touched, "fake-b") == set()
-    assert _of_model(touched, "fake-a") == _of_model(after, "fake-a") != set()
+    assert _of_model(touched, "fake-a") == set() != _of_model(after, "fake-a")
     assert count_calls(calls) == first_calls
     assert _with_status(ui_stale_statuses(instance), "STALE") == set()
 

@@ -217,7 +217,8 @@ MINI_JOBS = [dg.define_asset_job("mini_inputs", selection=[mini_prompts]),
              dg.define_asset_job("mini_cross_model", selection=[mini_prompts, mini_tests])]
 MINI_PLAN = BenchmarkPlan(name="mini", langs=("zh_hans", "zh_hant"), inputs=("mini_prompts",),
                           per_model_lang=("mini_answers",), per_model=("mini_rates",), cross_model=("mini_tests",),
-                          config=lambda options: {"mini_answers": {"trials": options.get("trials", 1)}})
+                          config=lambda options: {"mini_answers": {"trials": options.get("trials", 1)}},
+                          skip_unchanged=True)
 
 
 @pytest.fixture
@@ -265,16 +266,17 @@ def test_rows_this_run_wrote_are_never_called_an_earlier_run_s(mini, tmp_path):
     assert first.failed_models == ["a"]
     assert first.earlier_rows(MINI_PLAN, tables(["a", "b"])) == {}
 
-    # Second run: both of a's languages fail; its zh_hans rows on disk are the first run's.
+    # Second run: both of a's languages fail; its zh_hans rows on disk are the first run's. (A new op config makes
+    # the unchanged partitions run again; unchanged, they would be left as they are.)
     FAILING["langs"] = {"a/zh_hans", "a/zh_hant"}
-    second = runner.run(MINI_PLAN, ["a"], {})
+    second = runner.run(MINI_PLAN, ["a"], {"trials": 2})
     assert second.earlier_rows(MINI_PLAN, tables(["a"])) == {"a": ["mini_answers"]}
 
     # After a clean run, a's zh_hant fails: its zh_hant rows, its rates and the cross-model rows from them are older.
     FAILING["langs"] = set()
-    assert runner.run(MINI_PLAN, ["a", "b"], {}).ok
+    assert runner.run(MINI_PLAN, ["a", "b"], {"trials": 3}).ok
     FAILING["langs"] = {"a/zh_hant"}
-    fourth = runner.run(MINI_PLAN, ["a", "b"], {})
+    fourth = runner.run(MINI_PLAN, ["a", "b"], {"trials": 4})
     assert fourth.earlier_rows(MINI_PLAN, tables(["a", "b"])) == {"a": ["mini_answers", "mini_rates", "mini_tests"]}
 
 

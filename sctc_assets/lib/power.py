@@ -15,6 +15,7 @@ Plain functions: the `sctc run --dry-run` hook and the `*_power` assets call the
 
 from __future__ import annotations
 
+import functools
 import math
 
 from statsmodels.stats.power import NormalIndPower, TTestPower
@@ -22,6 +23,21 @@ from statsmodels.stats.power import NormalIndPower, TTestPower
 ALPHA = 0.05
 POWER = 0.8
 NAN = float("nan")
+
+
+# statsmodels solves each power equation by root finding (milliseconds); the tables ask the same few equations for
+# every model and row (the same number of terms, lists, prompts), so each distinct one is solved once per process.
+# Each solve uses a fresh solver object, as before, so a cached answer is the very float a new solve gives.
+@functools.lru_cache(maxsize=4096)
+def _ttest(effect_size: float | None, nobs: float | None, alpha: float, power: float) -> float:
+    return TTestPower().solve_power(effect_size=effect_size, nobs=nobs, alpha=alpha, power=power,
+                                    alternative="two-sided")
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal(effect_size: float | None, nobs1: float | None, ratio: float, alpha: float, power: float) -> float:
+    return NormalIndPower().solve_power(effect_size=effect_size, nobs1=nobs1, ratio=ratio, alpha=alpha, power=power,
+                                        alternative="two-sided")
 
 
 def _h_to_lower(baseline: float, h: float) -> float:
@@ -42,7 +58,7 @@ def mde_paired(n_units: int, sd_difference: float, *, alpha: float = ALPHA, powe
     """Minimum detectable mean difference of a paired design over `n_units` units (one-sample t on differences)."""
     if n_units < 2 or math.isnan(sd_difference):
         return NAN
-    d = TTestPower().solve_power(effect_size=None, nobs=n_units, alpha=alpha, power=power, alternative="two-sided")
+    d = _ttest(None, n_units, alpha, power)
     return float(d * sd_difference)
 
 
@@ -52,8 +68,7 @@ def units_needed_paired(effect: float, sd_difference: float, *, alpha: float = A
         return NAN
     if sd_difference == 0:
         return 2.0
-    n = TTestPower().solve_power(effect_size=effect / sd_difference, nobs=None, alpha=alpha, power=power,
-                                 alternative="two-sided")
+    n = _ttest(effect / sd_difference, None, alpha, power)
     return float(math.ceil(n))
 
 
@@ -68,8 +83,7 @@ def mde_two_proportions(clusters_per_group: int, cluster_size: float, icc: float
     n = effective_n(clusters_per_group, cluster_size, icc)
     if n <= 1 or not 0 < baseline <= 1:
         return NAN
-    h = NormalIndPower().solve_power(effect_size=None, nobs1=n, ratio=1.0, alpha=alpha, power=power,
-                                     alternative="two-sided")
+    h = _normal(None, n, 1.0, alpha, power)
     return float(baseline - _h_to_lower(baseline, h))
 
 
@@ -80,8 +94,7 @@ def trials_needed(effect: float, baseline: float, clusters_per_group: int, icc: 
     if not 0 < effect < baseline:
         return NAN
     h = _cohens_h(baseline, baseline - effect)
-    needed = NormalIndPower().solve_power(effect_size=h, nobs1=None, ratio=1.0, alpha=alpha, power=power,
-                                          alternative="two-sided")
+    needed = _normal(h, None, 1.0, alpha, power)
     icc = 0.0 if math.isnan(icc) else max(icc, 0.0)
     if needed <= clusters_per_group:
         return 1.0
@@ -96,8 +109,7 @@ def clusters_needed_two_proportions(effect: float, baseline: float, cluster_size
     if not 0 < effect < baseline:
         return NAN
     h = _cohens_h(baseline, baseline - effect)
-    needed = NormalIndPower().solve_power(effect_size=h, nobs1=None, ratio=1.0, alpha=alpha, power=power,
-                                          alternative="two-sided")
+    needed = _normal(h, None, 1.0, alpha, power)
     return float(math.ceil(needed * design_effect(cluster_size, icc) / cluster_size))
 
 
@@ -108,8 +120,7 @@ def mde_share(clusters: int, cluster_size: float, icc: float, value: float = 0.5
     n = effective_n(clusters, cluster_size, icc)
     if n <= 1:
         return NAN
-    h = NormalIndPower().solve_power(effect_size=None, nobs1=n, ratio=0.0, alpha=alpha, power=power,
-                                     alternative="two-sided")
+    h = _normal(None, n, 0.0, alpha, power)
     return float(value - _h_to_lower(value, h))
 
 
@@ -120,8 +131,7 @@ def lists_needed(effect: float, cluster_size: float, icc: float, value: float = 
     if not 0 < effect < value:
         return NAN
     h = _cohens_h(value, value - effect)
-    needed = NormalIndPower().solve_power(effect_size=h, nobs1=None, ratio=0.0, alpha=alpha, power=power,
-                                          alternative="two-sided")
+    needed = _normal(h, None, 0.0, alpha, power)
     return float(math.ceil(needed * design_effect(cluster_size, icc) / cluster_size))
 
 

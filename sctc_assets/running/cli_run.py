@@ -14,7 +14,8 @@ import time
 import traceback
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from sctc_assets.lib.interrupt import clear_stop, stop_reason
 from sctc_assets.lib.paths import default_cache_path, default_outputs_dir
@@ -73,6 +74,25 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
     return status
 
 
+class _TablesOnDemand(Mapping):
+    """Exported tables by asset, each read from its file when first asked for: the summary needs a few small
+    ones, not the million-row answer tables."""
+
+    def __init__(self, paths: Mapping[str, Path], read: Any):
+        self._paths, self._read, self._frames = dict(paths), read, {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._frames:
+            self._frames[name] = self._read(self._paths[name])
+        return self._frames[name]
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 def _project() -> Any:
     from types import SimpleNamespace
 
@@ -117,7 +137,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
             io_manager = resources.get("io_manager")
             written = export_tables(plan, served, io_manager if isinstance(io_manager, ParquetIOManager)
                                     else ParquetIOManager(), out_dir, defs)
-            tables = {asset: read_table(path) for asset, path in written.items()}
+            tables = _TablesOnDemand(written, read_table)
             print()
             print(plan.summary(tables, served))
             print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")

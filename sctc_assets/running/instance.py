@@ -5,7 +5,10 @@ marks runs of killed processes as failed.
 `sctc run` leaves out compute-log capture (NoOpComputeLogManager): with it Dagster starts a `tail` process and a
 Python `watch_orphans` process for every step to copy stdout/stderr into files, which costs more CPU than a
 replayed partition's work; what `sctc run` prints is on its terminal and in its log file anyway. Runs launched
-from the UI keep the instance's own compute-log manager, so their step logs stay viewable there.
+from the UI keep the instance's own compute-log manager, so their step logs stay viewable there. Where the
+instance keeps Dagster's default SQLite storage, `sctc run` writes its event log through
+`FastSqliteEventLogStorage` (the same files; one open connection per shard instead of a new engine and connection
+per event, see `sctc_assets.running.event_log`); an instance configured with other storage (Postgres) keeps it.
 
 A `sctc run` killed with SIGKILL leaves its current run in state STARTED for ever (no process is left to report
 the end, and Dagster's run monitoring only watches runs its run launcher started). Each run therefore carries
@@ -19,6 +22,7 @@ import socket
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.instance.config import dagster_instance_config
 from dagster._core.instance.ref import InstanceRef
 
 NO_COMPUTE_LOGS = {"module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}
@@ -26,10 +30,25 @@ HOST_TAG, PID_TAG, PROCESS_START_TAG = "sctc/host", "sctc/pid", "sctc/process_st
 UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
+def _fast_sqlite_storage(base: str) -> dict:
+    """The instance's default SQLite storage, its event log written by `FastSqliteEventLogStorage`."""
+    history = os.path.join(base, "history")
+    return {"run_storage": {"module": "dagster._core.storage.runs", "class": "SqliteRunStorage",
+                            "config": {"base_dir": history}},
+            "event_log_storage": {"module": "sctc_assets.running.event_log", "class": "FastSqliteEventLogStorage",
+                                  "config": {"base_dir": os.path.join(history, "runs")}},
+            "schedule_storage": {"module": "dagster._core.storage.schedules", "class": "SqliteScheduleStorage",
+                                 "config": {"base_dir": os.path.join(base, "schedules")}}}
+
+
 def cli_instance(home: str | Path | None = None) -> dg.DagsterInstance:
     """The instance at `home` (default $DAGSTER_HOME) with its storage, without compute-log capture."""
     base = str(home or os.environ["DAGSTER_HOME"])
-    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(base, overrides={"compute_logs": NO_COMPUTE_LOGS}))
+    overrides: dict = {"compute_logs": NO_COMPUTE_LOGS}
+    configured, _ = dagster_instance_config(base)
+    if not any(configured.get(name) for name in ("storage", "run_storage", "event_log_storage", "schedule_storage")):
+        overrides.update(_fast_sqlite_storage(base))
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(base, overrides=overrides))
 
 
 def _process_start(pid: int) -> str | None:

@@ -6,8 +6,15 @@ that materialization consumed; observable source assets upstream are observed fi
 as a new data version). Dagster cannot see two things, so they are compared as well: the op config of the last
 materializing run (e.g. `--name-seed`), and the `sctc/settings` tag, a digest of the `SCTC_*` settings that point
 the resources at their data (upstream locations, registries, the data folder) together with the size and
-modification time of the local files they name and of the repository's `data/*.yaml`. An asset without a
+modification time of the local files they name (of every file below an upstream folder) and of the repository's
+`data/*.yaml`. An asset without a
 `code_version` is never taken as unchanged: Dagster would call it fresh after any materialization.
+
+The same test decides which model partitions (answers, scores, per-model tables) `sctc run` leaves as they are.
+For those, the settings digest leaves out the registry file and adds the registry entries that matter to the
+partition instead (the model's own and those of judges named in the config or the environment), so editing one
+model's entry re-runs that model only. One `Staleness` (one Dagster stale-status resolver, its queries cached)
+answers for a whole benchmark of a run.
 """
 
 from __future__ import annotations
@@ -22,7 +29,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._core.definitions.observe import observe
+from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.events import DagsterEventType
 from dagster._time import get_current_datetime
 
 SETTINGS_TAG = "sctc/settings"
@@ -41,13 +51,72 @@ def _stat(value: str) -> list | None:
     return [found.st_size, found.st_mtime_ns] if stat.S_ISREG(found.st_mode) else None
 
 
-def settings_digest(environ: Mapping[str, str] | None = None) -> str:
-    """A digest of the settings that choose the inputs' data; stored as a run tag, never the values themselves."""
+def _tree_state(folder: str) -> str:
+    """A digest of the relative path, size and modification time of every file below `folder` (an extracted
+    upstream copy: some 1,600 files, milliseconds)."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            try:
+                found = os.stat(path)
+            except OSError:
+                continue
+            digest.update(f"{os.path.relpath(path, folder)}|{found.st_size}|{found.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _setting_state(name: str, value: str) -> Any:
+    """What of a setting's target is data: a file's size and time; every file below an upstream folder."""
+    if "UPSTREAM" in name and os.path.isdir(value):
+        return _tree_state(value)
+    return _stat(value)
+
+
+def settings_digest(environ: Mapping[str, str] | None = None, *, registry: bool = True) -> str:
+    """A digest of the settings that choose the inputs' data; stored as a run tag, never the values themselves.
+
+    `registry=False` leaves out the model registry (`$SCTC_MODELS`, `data/models.yaml`): a model partition digests
+    the entries it uses instead (`model_settings_digest`)."""
     environ = os.environ if environ is None else environ
-    settings = {name: [value, _stat(value)] for name, value in sorted(environ.items())
-                if name.startswith("SCTC_") and name not in _NOT_DATA}
-    files = {path.name: _stat(str(path)) for path in sorted(_REPOSITORY_DATA.glob("*.yaml"))}
+    settings = {name: [value, _setting_state(name, value)] for name, value in sorted(environ.items())
+                if name.startswith("SCTC_") and name not in _NOT_DATA and (registry or name != "SCTC_MODELS")}
+    files = {path.name: _stat(str(path)) for path in sorted(_REPOSITORY_DATA.glob("*.yaml"))
+             if registry or path.name != "models.yaml"}
     payload = json.dumps({"settings": settings, "files": files}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _entry_data(entry: Any) -> dict:
+    """What of a registry entry can change answers or scores: backend, settings, benchmark settings; not its
+    description, default flag, source file or budget. (Not the files a setting names either: a backend's log of
+    its calls changes with every call.)"""
+    return {"backend": getattr(entry, "backend", None), "settings": dict(getattr(entry, "settings", {}) or {}),
+            "benchmarks": dict(getattr(entry, "benchmarks", {}) or {}), "enabled": getattr(entry, "enabled", True)}
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def model_settings_digest(settings: str, entries: Mapping[str, Any], model: str, op_config: Mapping[str, Any],
+                          environ: Mapping[str, str] | None = None) -> str:
+    """The settings digest of one model's partitions: `settings` (a `settings_digest(registry=False)`), the
+    model's registry entry, and the entries of the other models its config or the `SCTC_*` environment names
+    (judges)."""
+    environ = os.environ if environ is None else environ
+    named = set(_strings(op_config)) | {value for name, value in environ.items() if name.startswith("SCTC_")}
+    used = sorted({model} | {key for key in named if key in entries})
+    payload = json.dumps({"settings": settings, "entries": {key: _entry_data(entries.get(key)) for key in used}},
+                         sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -63,40 +132,112 @@ def observe_sources(defs: dg.Definitions, keys: Iterable[dg.AssetKey], instance:
     return observe(assets, instance=instance, resources=dict(resources), raise_on_error=False, tags=dict(tags))
 
 
+def _unpublished_errors(materialization: Any) -> int:
+    """Answers of a materialization that are model-call errors (metadata `outcomes`), less the errors that are
+    published data of a replay (`published_errors`)."""
+    outcomes = materialization.metadata.get("outcomes")
+    counts = outcomes.value if outcomes is not None else None
+    errors = int(counts.get("error", 0) or 0) if isinstance(counts, dict) else 0
+    published = materialization.metadata.get("published_errors")
+    replayed = published.value if published is not None and isinstance(published.value, int) else 0
+    return max(errors - replayed, 0)
+
+
+class Staleness:
+    """Why each asset (partition) must run again, for one stage after another of a run: one Dagster stale-status
+    resolver with its cached queries, the runs of the latest materializations fetched once each."""
+
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance):
+        self._defs = defs
+        self._instance = instance
+        graph = defs.resolve_asset_graph()
+        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                              instance=instance, asset_graph=graph)
+        self._resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+        self._runs: dict[str, Any] = {}
+
+    def _latest_record(self, key: dg.AssetKey, partition_key: str | None) -> Any:
+        return self._resolver.instance_queryer.get_latest_materialization_or_observation_record(
+            AssetKeyPartitionKey(key, partition_key))
+
+    def _run(self, run_id: str) -> Any:
+        if run_id not in self._runs:
+            self._runs[run_id] = self._instance.get_run_by_id(run_id)
+        return self._runs[run_id]
+
+    def reasons(self, names: Sequence[str], op_config: Mapping[str, Any], settings: str, *,
+                partition_key: str | None = None,
+                stored: Callable[[dg.AssetKey], bool] = lambda key: True) -> dict[str, str]:
+        """Asset name → why it must run again, for every asset of `names` (at `partition_key`) that is not
+        unchanged (absent: unchanged). `settings`: the digest its last materializing run must carry."""
+        reasons: dict[str, str] = {}
+        for name in names:
+            key = dg.AssetKey(name)
+            assets_def = self._defs.resolve_assets_def(key)
+            if assets_def.code_versions_by_key.get(key) is None:
+                reasons[name] = "no code version"
+                continue
+            status = self._resolver.get_status(key, partition_key)
+            if status != StaleStatus.FRESH:
+                causes = [cause.reason for cause in self._resolver.get_stale_causes(key, partition_key)]
+                reasons[name] = "never materialized" if status == StaleStatus.MISSING else "; ".join(causes) or "stale"
+                continue
+            if not stored(key):
+                reasons[name] = "its stored table is gone"
+                continue
+            record = self._latest_record(key, partition_key)
+            run = self._run(record.run_id) if record is not None and record.asset_materialization else None
+            errors = _unpublished_errors(record.asset_materialization) if run is not None else 0
+            if run is None:
+                reasons[name] = "no run recorded for its last materialization"
+            elif errors:
+                reasons[name] = f"{errors} model call(s) ended in an error when it was last materialized (retried)"
+            elif run.tags.get(SETTINGS_TAG) != settings:
+                reasons[name] = "data settings changed (or last materialized outside sctc run)"
+            elif ((run.run_config.get("ops") or {}).get(assets_def.node_def.name, {}).get("config")
+                  != op_config.get(name)):
+                reasons[name] = "config changed"
+        return reasons
+
+    def check_failures(self, names: Sequence[str], partition_key: str, severity: dg.AssetCheckSeverity) -> list[str]:
+        """The checks on the partitions of `names` left unchanged whose latest evaluation did not pass at
+        `severity` (they are not run again); one query of the instance's index for all of them."""
+        wanted = {dg.AssetKey(name) for name in names}
+        keys = [check_key for checks_def in self._defs.asset_checks or [] for check_key in checks_def.check_keys
+                if check_key.asset_key in wanted]
+        if not keys:
+            return []
+        records = self._instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            keys, partition_filter=PartitionKeyFilter(key=partition_key))
+        evaluations = []
+        for check_key, record in sorted(records.items(), key=lambda item: item[0].to_user_string()):
+            event = record.event.dagster_event if record.event is not None else None
+            evaluations.append((check_key, event.event_specific_data if event is not None else None))
+        # A check without partitions of its own: its evaluation in the run that last materialized the partition.
+        for check_key in sorted(set(keys) - set(records), key=lambda key: key.to_user_string()):
+            record = self._latest_record(check_key.asset_key, partition_key)
+            if record is None:
+                continue
+            for entry in self._instance.all_logs(record.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
+                evaluation = entry.dagster_event.event_specific_data
+                if evaluation.asset_check_key == check_key:
+                    evaluations.append((check_key, evaluation))
+        failed = []
+        for check_key, evaluation in evaluations:
+            if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.severity == severity:
+                details = {name: value.value for name, value in evaluation.metadata.items()}
+                failed.append(f"asset check {check_key.name} on {check_key.asset_key.to_user_string()} {partition_key} "
+                              f"did not pass at its last evaluation ({details})")
+        return failed
+
+
 def unchanged_inputs(defs: dg.Definitions, names: Sequence[str], instance: dg.DagsterInstance,
                      op_config: Mapping[str, Any], settings: str,
                      stored: Callable[[dg.AssetKey], bool] = lambda key: True) -> dict[str, str]:
     """Input name → why it must run again, for every input in `names` that is not unchanged (absent: unchanged).
 
     `stored(key)` says whether the asset's stored value still exists (a storage folder wiped under the instance)."""
-    graph = defs.resolve_asset_graph()
-    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                          instance=instance, asset_graph=graph)
-    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
-    reasons: dict[str, str] = {}
-    for name in names:
-        key = dg.AssetKey(name)
-        assets_def = defs.resolve_assets_def(key)
-        if assets_def.code_versions_by_key.get(key) is None:
-            reasons[name] = "no code version"
-            continue
-        status = resolver.get_status(key)
-        if status != StaleStatus.FRESH:
-            causes = [cause.reason for cause in resolver.get_stale_causes(key)]
-            reasons[name] = "never materialized" if status == StaleStatus.MISSING else "; ".join(causes) or "stale"
-            continue
-        if not stored(key):
-            reasons[name] = "its stored table is gone"
-            continue
-        event = instance.get_latest_materialization_event(key)
-        run = instance.get_run_by_id(event.run_id) if event is not None else None
-        if run is None:
-            reasons[name] = "no run recorded for its last materialization"
-        elif run.tags.get(SETTINGS_TAG) != settings:
-            reasons[name] = "data settings changed (or last materialized outside sctc run)"
-        elif (run.run_config.get("ops") or {}).get(assets_def.node_def.name, {}).get("config") != op_config.get(name):
-            reasons[name] = "config changed"
-    return reasons
+    return Staleness(defs, instance).reasons(names, op_config, settings, stored=stored)
 
 
 def latest_check_failures(defs: dg.Definitions, names: Sequence[str], instance: dg.DagsterInstance,

@@ -63,4 +63,5 @@ NAME_PLAN = BenchmarkPlan(
     cross_model=("name_choice_tests", "name_popularity_correlation", "last_name_agreement", "last_name_region_tests",
                  "name_significance_robustness"),
     summary=name_summary,
+    skip_unchanged=True,
 )
