@@ -109,7 +109,9 @@ def test_the_stages_per_endpoint_setting_is_checked(monkeypatch):
 
 
 def test_two_models_behind_two_endpoints_ask_at_the_same_time(environment, monkeypatch):
-    with StubOpenAIServer(latency_s=0.2) as first, StubOpenAIServer(latency_s=0.2) as second:
+    # 0.5 s per answer: each model asks for ~7 s, long next to a stage's start (its staleness check, the run's
+    # creation), which a loaded machine can stretch to a second or two and which the models take in turn.
+    with StubOpenAIServer(latency_s=0.5) as first, StubOpenAIServer(latency_s=0.5) as second:
         monkeypatch.setenv("SCTC_MODELS", str(_registry(environment / "models.yaml", {
             "apart-a": (first.base_url, "stub-apart-a"), "apart-b": (second.base_url, "stub-apart-b")})))
         report = _run(["apart-a", "apart-b"])
