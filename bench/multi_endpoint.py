@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sctc_assets_tests.openai_stub_server import AsyncStubServer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_speed import timed  # noqa: E402  (the benches' one way to time a child process)
 
 ENDPOINTS = 4
 
@@ -58,24 +58,14 @@ def sctc_run(models: list[str], registry: Path, work: Path, **env: str) -> tuple
                "--registry", str(registry), "--out", str(work / "out")]
     environment = {**os.environ, "SCTC_DATA_DIR": str(work / "data"), "DAGSTER_HOME": str(work / "home"),
                    "SCTC_NO_REPORT": "1", **env}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    finished = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if finished.returncode != 0:
-        raise SystemExit(f"sctc run {' '.join(models)} failed ({finished.returncode}):\n{finished.stderr[-3000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall, cpu, _ = timed(command, environment)  # exits naming the command and its stderr when it fails
+    return wall, cpu
 
 
 def import_cost() -> tuple[float, float]:
     """(wall s, CPU s) of a new process that imports the definitions, as each multiprocess step does."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sctc_assets.definitions"], cwd=REPO, check=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall, cpu, _ = timed([sys.executable, "-c", "import sctc_assets.definitions"], dict(os.environ))
+    return wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
