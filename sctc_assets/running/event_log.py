@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import sqlalchemy as db
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from sqlalchemy.pool import SingletonThreadPool
+from sqlalchemy.pool import StaticPool
 
 _OPEN_SHARDS = 4
 
@@ -65,8 +65,10 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         if engine is not None:
             self._engines.move_to_end(shard)
             return engine
-        # One connection per thread, kept open; every use holds `_db_lock`, so no two threads write at once.
-        engine = db.create_engine(self.conn_string_for_shard(shard), poolclass=SingletonThreadPool,
+        # One connection per shard, kept open and shared by the threads of concurrent models' runs; every use holds
+        # `_db_lock`. (A connection per thread let one thread's connection keep a read snapshot that another's
+        # write made stale, and its next write failed at once with "database is locked".)
+        engine = db.create_engine(self.conn_string_for_shard(shard), poolclass=StaticPool,
                                   connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False})
         db.event.listen(engine, "connect", _pragmas)
         if shard not in self._initialized_dbs:
