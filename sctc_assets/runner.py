@@ -29,7 +29,6 @@ from dagster._core.definitions.job_definition import default_job_io_manager
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
-from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
@@ -261,16 +260,13 @@ class Runner:
         """The named job with the run log attached; where the definitions lack it, Dagster's implicit asset job."""
         cache_key = (name, tuple(selection))
         with self._jobs_lock:  # models' threads ask for jobs at once
-            return self._job_locked(name, selection, cache_key)
-
-    def _job_locked(self, name: str, selection: Sequence[str], cache_key: tuple) -> dg.JobDefinition:
-        if cache_key not in self._jobs:
-            try:
-                job = self.defs.resolve_job_def(name)
-            except dg.DagsterInvariantViolationError:
-                job = self.defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey(n) for n in selection])
-            self._jobs[cache_key] = job.with_logger_defs({LOGGER_KEY: self.run_log.logger_def})
-        return self._jobs[cache_key]
+            if cache_key not in self._jobs:
+                try:
+                    job = self.defs.resolve_job_def(name)
+                except dg.DagsterInvariantViolationError:
+                    job = self.defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey(n) for n in selection])
+                self._jobs[cache_key] = job.with_logger_defs({LOGGER_KEY: self.run_log.logger_def})
+            return self._jobs[cache_key]
 
     def _execute(self, job: dg.JobDefinition, selection: Sequence[str], *, partition_key: Any = None,
                  run_config: dict | None = None, tags: Mapping[str, str]) -> dg.ExecuteInProcessResult:
@@ -343,12 +339,19 @@ class Runner:
             report.skipped_inputs += unchanged
             self.log(f"[{label}] unchanged since their last materialization (code version, upstream data, settings),"
                      f" not materialized again: {', '.join(unchanged)}")
-            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.ERROR):
-                report.failures.append(StageFailure(label, None, message))
-                self.log(f"[{label}] CHECK FAILED: {message}")
-            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.WARN):
-                self.log(f"[{label}] check warning: {message}")
+            self._report_checks(report, label, latest_check_failures(self.defs, unchanged, self.instance))
         return self._stage(report, plan, "inputs", label, to_run, config)
+
+    def _report_checks(self, report: RunReport, label: str, failures: Sequence[tuple[dg.AssetCheckSeverity, str]],
+                       partition: str | None = None, model: str | None = None) -> None:
+        """The checks that did not pass at the last evaluation of what this run left unchanged: an error fails the
+        run as a failed check of this run would, a warning is printed."""
+        for severity, message in failures:
+            if severity == dg.AssetCheckSeverity.ERROR:
+                report.failures.append(StageFailure(label, partition, message, model))
+                self.log(f"[{label}] CHECK FAILED: {message}")
+            elif severity == dg.AssetCheckSeverity.WARN:
+                self.log(f"[{label}] check warning: {message}")
 
     def _stored(self, key: dg.AssetKey, partition_key: Any = None) -> bool:
         """Whether the project's Parquet file of an asset (partition) exists (True for other IO managers)."""
@@ -397,17 +400,9 @@ class Runner:
         for name in unchanged:
             report.unchanged.add((name, model, lang))
         if unchanged and pk is not None:
-            for message in staleness.check_failures(unchanged, pk, dg.AssetCheckSeverity.ERROR):
-                report.failures.append(StageFailure(label, pk, message, model))
-                self.log(f"[{label}] CHECK FAILED: {message}")
-            for message in staleness.check_failures(unchanged, pk, dg.AssetCheckSeverity.WARN):
-                self.log(f"[{label}] check warning: {message}")
+            self._report_checks(report, label, staleness.check_failures(unchanged, pk), pk, model)
         if unchanged and pk is None:
-            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.ERROR):
-                report.failures.append(StageFailure(label, None, message))
-                self.log(f"[{label}] CHECK FAILED: {message}")
-            for message in latest_check_failures(self.defs, unchanged, self.instance, dg.AssetCheckSeverity.WARN):
-                self.log(f"[{label}] check warning: {message}")
+            self._report_checks(report, label, latest_check_failures(self.defs, unchanged, self.instance))
         return to_run
 
     def _model_settings(self, model: str, config: Mapping[str, Any]) -> str:
@@ -467,12 +462,9 @@ class Runner:
         return report
 
     def _endpoints(self, models: Sequence[str]) -> dict[str, str | None]:
-        """Model → the endpoint its calls go to (None: local, replay, or no registry resource to tell)."""
-        registry = self.resources.get("models")
-        if not isinstance(registry, ModelRegistryResource):
-            return {}
-        entries = registry.entries()
-        return {model: endpoint_of(entries[model]) if model in entries else None for model in models}
+        """Model → the endpoint its calls go to (None: local, replay, or no registry entry to tell), from the
+        entries `run` read for the settings digest."""
+        return {model: endpoint_of(self._entries[model]) if model in self._entries else None for model in models}
 
     def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
             report: RunReport | None = None) -> RunReport:

@@ -257,10 +257,11 @@ class ContinuousBatcher:
             pending = sorted(range(len(prompts)), key=lambda index: (list(prompts[index]), index))
             pending.reverse()  # pop() from the end takes them in token order
             state = _Running()
-            answered = []
+            answered = False
 
             def finished(index: int, tokens: list[int], reason: str, seconds: float) -> None:
-                answered.append(index)
+                nonlocal answered
+                answered = True
                 on_finished(index, tokens, reason, seconds)
 
             while pending or len(state):

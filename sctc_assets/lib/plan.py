@@ -139,9 +139,6 @@ class RequestSet:
             self._signatures = [_signature(request) for request in self.requests]
         return self._signatures
 
-    def signature(self, index: int) -> tuple:
-        return self.signatures()[index]
-
     def tokens_per_char(self, counter: TokenCounter) -> float:
         if counter.name not in self._ratios:
             step = max(1, len(self.requests) // SAMPLE_PROMPTS)

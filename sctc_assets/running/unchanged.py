@@ -199,9 +199,9 @@ class Staleness:
                 reasons[name] = "config changed"
         return reasons
 
-    def check_failures(self, names: Sequence[str], partition_key: str, severity: dg.AssetCheckSeverity) -> list[str]:
-        """The checks on the partitions of `names` left unchanged whose latest evaluation did not pass at
-        `severity` (they are not run again); one query of the instance's index for all of them."""
+    def check_failures(self, names: Sequence[str], partition_key: str) -> list[tuple[dg.AssetCheckSeverity, str]]:
+        """(severity, message) of each check on the partitions of `names` left unchanged whose latest evaluation did
+        not pass (they are not run again); one query of the instance's index for all of them."""
         wanted = {dg.AssetKey(name) for name in names}
         keys = [check_key for checks_def in self._defs.asset_checks or [] for check_key in checks_def.check_keys
                 if check_key.asset_key in wanted]
@@ -224,10 +224,11 @@ class Staleness:
                     evaluations.append((check_key, evaluation))
         failed = []
         for check_key, evaluation in evaluations:
-            if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.severity == severity:
+            if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed:
                 details = {name: value.value for name, value in evaluation.metadata.items()}
-                failed.append(f"asset check {check_key.name} on {check_key.asset_key.to_user_string()} {partition_key} "
-                              f"did not pass at its last evaluation ({details})")
+                failed.append((evaluation.severity,
+                               f"asset check {check_key.name} on {check_key.asset_key.to_user_string()} {partition_key} "
+                               f"did not pass at its last evaluation ({details})"))
         return failed
 
 
@@ -240,16 +241,17 @@ def unchanged_inputs(defs: dg.Definitions, names: Sequence[str], instance: dg.Da
     return Staleness(defs, instance).reasons(names, op_config, settings, stored=stored)
 
 
-def latest_check_failures(defs: dg.Definitions, names: Sequence[str], instance: dg.DagsterInstance,
-                          severity: dg.AssetCheckSeverity) -> list[str]:
-    """The checks on `names` whose latest evaluation did not pass at `severity` (they are not run again)."""
+def latest_check_failures(defs: dg.Definitions, names: Sequence[str],
+                          instance: dg.DagsterInstance) -> list[tuple[dg.AssetCheckSeverity, str]]:
+    """(severity, message) of each check on `names` whose latest evaluation did not pass (they are not run
+    again)."""
     keys = [check_key for checks_def in defs.asset_checks or [] for check_key in checks_def.check_keys
             if check_key.asset_key.to_user_string() in names]
     failed = []
     for check_key, record in instance.event_log_storage.get_latest_asset_check_execution_by_key(keys).items():
         evaluation = record.event.dagster_event.event_specific_data if record.event and record.event.dagster_event else None
-        if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.severity == severity:
+        if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed:
             details = {key: value.value for key, value in evaluation.metadata.items()}
-            failed.append(f"asset check {check_key.name} on {check_key.asset_key.to_user_string()} did not pass at "
-                          f"its last evaluation ({details})")
+            failed.append((evaluation.severity, f"asset check {check_key.name} on {check_key.asset_key.to_user_string()}"
+                                                f" did not pass at its last evaluation ({details})"))
     return failed

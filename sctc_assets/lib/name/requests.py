@@ -47,11 +47,8 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
 
 def requests_of(selected: pd.DataFrame, lang: str) -> list[GenerationRequest]:
     """The request of each row `prompts_to_ask` selected, in order: a repeated prompt's occurrence is its trial."""
-    # `GenerationRequest.user` without its per-call keyword handling: a paper-scale plan builds 132,540 per model.
-    prompt_ids = {name: spec.prompt_id for name, spec in EXPERIMENTS.items()}
-    return [GenerationRequest(({"role": "user", "content": prompt if isinstance(prompt, str) else ""},),
-                              int(repeat), {"benchmark": "name", "lang": lang, "prompt_id": prompt_ids[name],
-                                            "row": int(row)})
+    return [GenerationRequest.user(prompt if isinstance(prompt, str) else "", trial=int(repeat), benchmark="name",
+                                   lang=lang, prompt_id=EXPERIMENTS[name].prompt_id, row=int(row))
             for prompt, repeat, name, row in zip(selected["prompt"].tolist(), selected["occurrence"].tolist(),
                                                  selected["experiment"].tolist(), selected["row"].tolist())]
 
