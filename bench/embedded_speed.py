@@ -144,7 +144,7 @@ def run_path(path: str, args: argparse.Namespace, folder: Path) -> dict:
 
 def new_settings(args: argparse.Namespace) -> dict:
     """Settings that override the registry entry on the `new` and `loop` paths."""
-    chosen = {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens}
+    chosen = {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens, "dtype": args.dtype}
     return {name: value for name, value in chosen.items() if value is not None}
 
 
@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="new path: rows decoded at once (default: registry)")
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help="new and loop paths: answer length (default: the registry's benchmarks.term setting)")
+    parser.add_argument("--dtype", default=None, help="new and loop paths: the model's dtype (default: registry)")
     parser.add_argument("--omp-wait-policy", choices=["PASSIVE", "ACTIVE"], default=None,
                         help="force one OMP_WAIT_POLICY on every path (default: before unset, as today's code ran;"
                         " new and loop the backend's PASSIVE)")

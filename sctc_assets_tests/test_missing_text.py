@@ -263,7 +263,6 @@ def test_names_count_a_refusal_in_the_refusal_class(refused_run):
 def test_sovereignty_scores_refusals_and_errors_by_the_documented_rules(refused_run):
     table = refused_run[1]
     responses = table("sovereignty_responses")
-    kinds = _kinds(responses)
     results = table("sovereignty_results").merge(responses[["lang", "prompt_id", "sample", "prompt"]],
                                                  on=["lang", "prompt_id", "sample"])
     results["kind"] = _kinds(results)

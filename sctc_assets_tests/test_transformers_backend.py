@@ -617,6 +617,34 @@ def test_a_gguf_is_converted_once_then_loaded_from_safetensors(tiny_gguf, isolat
     tb.clear_model_cache()
 
 
+def test_a_conversion_parses_the_gguf_once_and_converts_what_separate_parses_convert(tiny_gguf, isolated_data_dir,
+                                                                                    monkeypatch):
+    import gguf
+    import torch
+
+    parses = []
+    original = gguf.GGUFReader
+
+    class CountingReader(original):
+        def __init__(self, *args, **kwargs):
+            parses.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", CountingReader)
+    tb.clear_model_cache()
+    shared = TransformersBackend(model=str(tiny_gguf), device="cpu", cache_converted_weights=False)._loaded()
+    assert len(parses) == 1  # transformers alone parses it for the tokenizer, the config and the tensors: 3
+    assert gguf.GGUFReader is CountingReader  # the sharing ends with the conversion
+    import transformers
+
+    separate = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_gguf.parent), gguf_file=tiny_gguf.name,
+                                                                dtype=torch.float32)
+    assert len(parses) >= 3
+    mine, theirs = shared.model.state_dict(), separate.state_dict()
+    assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+    tb.clear_model_cache()
+
+
 def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isolated_data_dir, monkeypatch, caplog):
     from sctc_assets.backends import gguf_cache
 

@@ -11,6 +11,7 @@ atomically; a failure to write the cache (a full disk) costs only the speed-up, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -57,6 +58,34 @@ def cached_folder(gguf_sha256: str, gguf_name: str, dtype: str, root: Optional[P
     identity = cache_identity(gguf_sha256, gguf_name, dtype)
     folder = folder_for(identity, root or default_weights_dir())
     return folder if is_complete(folder, identity) else None
+
+
+@contextlib.contextmanager
+def gguf_parsed_once():
+    """Within the block, each GGUF file is parsed once: transformers builds a new `gguf.GGUFReader` for the config,
+    the tokenizer and the tensors, and each one parses every metadata field (the 151,936-token vocabulary and its
+    merges, ~6 CPU-s for the embedded model) again. The readers are read-only memory maps, so sharing one is safe;
+    they are dropped when the block ends."""
+    try:
+        import gguf
+    except ImportError:
+        yield
+        return
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared_reader(path: Any, mode: str = "r") -> Any:
+        key = (os.path.realpath(path), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared_reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+        readers.clear()
 
 
 def save_converted(model: Any, tokenizer: Any, folder: Path) -> None:

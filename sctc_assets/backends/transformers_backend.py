@@ -163,6 +163,8 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from sctc_assets.backends.gguf_cache import gguf_parsed_once
+
     started = time.monotonic()
     placement, device_map = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, placement)
@@ -176,11 +178,12 @@ def load_model(
             tokenizer_kwargs["gguf_file"] = tokenizer_gguf_file
         if revision and tokenizer_source == source:
             tokenizer_kwargs["revision"] = revision
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **tokenizer_kwargs)
         extra = {"gguf_file": gguf_file} if gguf_file else {}
         if revision:
             extra["revision"] = revision
-        return AutoModelForCausalLM.from_pretrained(source, **model_kwargs, **extra), tokenizer
+        with gguf_parsed_once():
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **tokenizer_kwargs)
+            return AutoModelForCausalLM.from_pretrained(source, **model_kwargs, **extra), tokenizer
 
     def from_folder(folder: Path) -> tuple[Any, Any]:
         from transformers import PreTrainedTokenizerFast

@@ -4,9 +4,6 @@ paper's z-test that treats every shuffle of a list as an independent answer; BH 
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
 
 from sctc_assets.lib import power, robust, stats
