@@ -2,7 +2,7 @@
 
 `transformers` de-quantizes a GGUF file into full-precision tensors at every `from_pretrained` and rebuilds the
 tokenizer from the GGUF vocabulary (for the embedded 0.5B model about 40 CPU-s, with the file parsed once: see
-`gguf_parsed_once`). The first start saves the converted model (safetensors) and tokenizer into
+`lib/gguf_reading.py`). The first start saves the converted model (safetensors) and tokenizer into
 `<data dir>/cache/weights/<folder>/`, named after the GGUF file's verified sha256, the transformers version (its
 conversion code) and the dtype; later starts load that folder (memory-mapped, a few seconds). The saved tensors are
 the very ones the conversion produced (checked by loading the copy back once), so answers do not change. A folder
@@ -12,7 +12,6 @@ the cache (a full disk) costs only the speed-up, never the run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -59,34 +58,6 @@ def cached_folder(gguf_sha256: str, gguf_name: str, dtype: str, root: Optional[P
     identity = cache_identity(gguf_sha256, gguf_name, dtype)
     folder = folder_for(identity, root or default_weights_dir())
     return folder if is_complete(folder, identity) else None
-
-
-@contextlib.contextmanager
-def gguf_parsed_once():
-    """Within the block, each GGUF file is parsed once: transformers builds a new `gguf.GGUFReader` for the config,
-    the tokenizer and the tensors, and each one parses every metadata field (the 151,936-token vocabulary and its
-    merges, ~6 CPU-s for the embedded model) again. The readers are read-only memory maps, so sharing one is safe;
-    they are dropped when the block ends."""
-    try:
-        import gguf
-    except ImportError:
-        yield
-        return
-    original = gguf.GGUFReader
-    readers: dict[tuple[str, str], Any] = {}
-
-    def shared_reader(path: Any, mode: str = "r") -> Any:
-        key = (os.path.realpath(path), mode)
-        if key not in readers:
-            readers[key] = original(path, mode)
-        return readers[key]
-
-    gguf.GGUFReader = shared_reader
-    try:
-        yield
-    finally:
-        gguf.GGUFReader = original
-        readers.clear()
 
 
 def save_converted(model: Any, tokenizer: Any, folder: Path) -> None:

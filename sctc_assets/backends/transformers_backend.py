@@ -163,7 +163,7 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sctc_assets.backends.gguf_cache import gguf_parsed_once
+    from sctc_assets.lib.gguf_reading import gguf_parsed_once
 
     started = time.monotonic()
     placement, device_map = resolve_device(device)
