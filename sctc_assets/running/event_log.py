@@ -46,6 +46,14 @@ def _pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+    connection.isolation_level = None  # transactions are begun by `_begin_immediate`, not by the driver
+
+
+def _begin_immediate(connection: Any) -> None:
+    """Every transaction takes the write lock when it begins, waiting up to the busy timeout for it. A deferred
+    one that read first and then writes fails at once ("database is locked") when another process wrote in between,
+    since its read snapshot is stale: worker processes of `sctc run` share these files."""
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class FastSqliteEventLogStorage(SqliteEventLogStorage):
@@ -71,6 +79,7 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         engine = db.create_engine(self.conn_string_for_shard(shard), poolclass=StaticPool,
                                   connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False})
         db.event.listen(engine, "connect", _pragmas)
+        db.event.listen(engine, "begin", _begin_immediate)
         if shard not in self._initialized_dbs:
             self._init_shard(shard, engine)
             self._initialized_dbs.add(shard)
@@ -100,6 +109,13 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
                 connection.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (version,))
         finally:
             connection.close()
+
+    def _check_partitions_table(self) -> None:
+        # Dagster inspects the schema for this table before every dynamic-partitions query (several per run); once
+        # it exists it stays.
+        if not getattr(self, "_partitions_table_found", False):
+            super()._check_partitions_table()
+            self._partitions_table_found = True
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[db.engine.Connection]:
