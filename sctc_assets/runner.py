@@ -99,6 +99,15 @@ class StageFailure:
 
 
 @dataclass
+class BenchmarkWork:
+    """One benchmark of a `sctc run`: its plan, the models it serves, the run's options."""
+
+    plan: BenchmarkPlan
+    models: list[str]
+    options: Mapping[str, Any]
+
+
+@dataclass
 class RunReport:
     failures: list[StageFailure] = field(default_factory=list)
     written: dict[str, Path] = field(default_factory=dict)
@@ -110,17 +119,22 @@ class RunReport:
     skipped_inputs: list[str] = field(default_factory=list)  # unchanged since their last materialization
     # (asset, model, lang or None) of every model partition left as it was: unchanged since its last materialization
     unchanged: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    # the asset keys the model stages selected to run (what the cross-model stage compares against)
+    ran: set[dg.AssetKey] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
         return not self.failures and self.interrupted is None
 
     def merge(self, other: "RunReport") -> None:
-        """Add what `other` (one model's stages, run on a thread of their own) recorded."""
+        """Add what `other` (some stages of the same benchmark, run on another thread or process) recorded."""
         self.failures += other.failures
         self.run_ids += other.run_ids
         self.materialized |= other.materialized
         self.unchanged |= other.unchanged
+        self.ran |= other.ran
+        self.skipped_inputs += other.skipped_inputs
+        self.inputs_failed = self.inputs_failed or other.inputs_failed
         self.interrupted = self.interrupted or other.interrupted
 
     @property
@@ -249,6 +263,10 @@ class Runner:
         self._settings_without_registry = settings_digest(registry=False)
         self._entries: Mapping[str, Any] = {}
         self._tags = {"sctc/launched_by": "sctc run", SETTINGS_TAG: self._settings, **process_tags()}
+
+    def retag_process(self) -> None:
+        """The runs this runner starts from now on name the current process (a forked worker's, after a fork)."""
+        self._tags.update(process_tags())
 
     def ensure_model_partitions(self, models: Sequence[str]) -> None:
         known = set(self.instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
@@ -430,10 +448,10 @@ class Runner:
                     todo.append(child)
         return found
 
-    def _model(self, plan: BenchmarkPlan, model: str, config: Mapping[str, Any], slot: Slot, staleness: Staleness,
-               benchmark_ran: set[dg.AssetKey]) -> RunReport:
+    def run_model(self, plan: BenchmarkPlan, model: str, config: Mapping[str, Any], slot: Slot,
+                  staleness: Staleness) -> RunReport:
         """One model's partitions, then its per-model stage, each leaving out what is unchanged; `slot()` around
-        each stage that asks the model. Adds what it materializes to `benchmark_ran` (models run on threads)."""
+        each stage that asks the model. The report's `ran` names the assets its stages selected."""
         report = RunReport()
         model_ok = True
         settings = self._model_settings(model, config)
@@ -456,8 +474,7 @@ class Runner:
             model_ran |= {dg.AssetKey(name) for name in selection}
             self._stage(report, plan, "per_model", label, selection, config, model=model, partition_key=model,
                         settings=settings)
-        with self._staleness_lock:
-            benchmark_ran |= model_ran
+        report.ran = model_ran
         self._say_unchanged(report, plan, model)
         return report
 
@@ -466,39 +483,74 @@ class Runner:
         entries `run` read for the settings digest."""
         return {model: endpoint_of(self._entries[model]) if model in self._entries else None for model in models}
 
-    def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
-            report: RunReport | None = None) -> RunReport:
-        report = report or RunReport()
-        self.ensure_model_partitions(models)
+    def run_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any]) -> tuple[RunReport, bool]:
+        """The inputs stage, then the partitioned inputs; (report, whether the model stages may go on). The report
+        says `inputs_failed` when the inputs stage failed (nothing downstream may run)."""
+        report = RunReport()
         config = plan.config(options)
         if not self._inputs(report, plan, config):
             if report.interrupted is None:
                 report.inputs_failed = True
-            return report
-
+            return report, False
         for selection, keys in plan.partitioned_inputs(options):
             for key in keys:
                 self._stage(report, plan, "partitioned_inputs", f"{plan.name}: {key}", selection, config,
                             partition_key=key)
+        return report, True
 
-        # One resolver for every stage after the inputs: their new data versions are what the partitions compare.
-        staleness = Staleness(self.defs, self.instance)
-        self._entries = self._registry_entries()
-        benchmark_ran: set[dg.AssetKey] = set()
-        # API models behind different endpoints run concurrently (sctc_assets.running.concurrent).
-        for part in run_models(models, self._endpoints(models),
-                               lambda model, slot: self._model(plan, model, config, slot, staleness, benchmark_ran)):
-            report.merge(part)
+    def run_cross(self, plan: BenchmarkPlan, models: Sequence[str], config: Mapping[str, Any],
+                  ran: set[dg.AssetKey], staleness: Staleness) -> RunReport:
+        """The cross-model stage, after every model's stages (`ran`: the assets they selected)."""
+        report = RunReport()
         # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
         if models or not (plan.per_model_lang or plan.per_model):
             label = f"{plan.name}: across models"
-            selection = self._to_run(report, staleness, plan, label, plan.cross_model, config, self._settings,
-                                     benchmark_ran)
+            selection = self._to_run(report, staleness, plan, label, plan.cross_model, config, self._settings, ran)
             self._stage(report, plan, "cross_model", label, selection, config)
             self._say_unchanged(report, plan, None)
         if stop_reason() is not None:
             report.interrupted = stop_reason()
         return report
+
+    def prepare_run(self, works: Sequence[BenchmarkWork]) -> None:
+        """What every stage of these benchmarks reads from this process: the models' partitions, the registry
+        entries of the settings digests."""
+        self.ensure_model_partitions(list(dict.fromkeys(model for work in works for model in work.models)))
+        self._entries = self._registry_entries()
+
+    def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
+            report: RunReport | None = None) -> RunReport:
+        """One benchmark's stages in this process: inputs, the models (API models behind different endpoints
+        concurrently, `sctc_assets.running.concurrent`), then the cross-model tables."""
+        report = report or RunReport()
+        self.prepare_run([BenchmarkWork(plan, list(models), options)])
+        config = plan.config(options)
+        inputs, go_on = self.run_inputs(plan, options)
+        report.merge(inputs)
+        if not go_on:
+            return report
+        # One resolver for every stage after the inputs: their new data versions are what the partitions compare.
+        staleness = Staleness(self.defs, self.instance)
+        for part in run_models(models, self._endpoints(models),
+                               lambda model, slot: self.run_model(plan, model, config, slot, staleness)):
+            report.merge(part)
+        report.merge(self.run_cross(plan, models, config, set(report.ran), staleness))
+        return report
+
+    def run_all(self, works: Sequence[BenchmarkWork]) -> list[RunReport]:
+        """Several benchmarks: their stages spread over worker processes where this process may fork them
+        (`sctc_assets.running.schedule`), else one benchmark after another, stopping after an interrupted one."""
+        from sctc_assets.running.schedule import run_in_workers, workers_for
+
+        processes = workers_for(self.instance)
+        if processes > 1:
+            return run_in_workers(self, works, processes)
+        reports = []
+        for work in works:
+            reports.append(self.run(work.plan, work.models, work.options))
+            if reports[-1].interrupted is not None:
+                break
+        return reports
 
 
 EXPORT_MANIFEST = ".sctc-export.json"

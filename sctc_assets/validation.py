@@ -39,6 +39,20 @@ def _range_problem(flag: str, value: Any, low: float, high: float | None = None,
     return None
 
 
+def _concurrency_problems() -> list[str]:
+    """The environment settings that spread a run over threads and processes, one line each."""
+    from sctc_assets.running.concurrent import ConcurrencyError, stages_per_endpoint
+    from sctc_assets.running.processes import worker_processes
+
+    problems = []
+    for setting in (stages_per_endpoint, worker_processes):
+        try:
+            setting()
+        except ConcurrencyError as exc:
+            problems.append(str(exc))
+    return problems
+
+
 def option_problems(options: Mapping[str, Any]) -> list[str]:
     """The `sctc run` options that are out of range, one line each (argparse has checked their types)."""
     from sctc_assets.lib.reviews.source import FIELDS
@@ -56,6 +70,7 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
         _range_problem("--max-cost", options.get("max_cost"), 0),
     ]
     problems = [problem for problem in checks if problem]
+    problems += _concurrency_problems()
     for field, _ in options.get("reviews_columns") or []:
         if field not in FIELDS:
             problems.append(f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})")

@@ -3,7 +3,8 @@ signals: `python -m sctc_assets_tests.runner_target MODE MARKER_FILE MODEL…` w
 
 MODE `halting`: each answers partition stores 3 answers in the response cache, writes "started <model>/<lang>" to
 MARKER_FILE, then waits for the stop request as a backend does and raises `GenerationHalted`; `stubborn`: the same,
-but it ignores the stop request (a call that never returns); `hang`: it sleeps, for a SIGKILL.
+but it ignores the stop request (a call that never returns); `hang`: it sleeps, for a SIGKILL. With `--replay` the
+models are registry entries of the `replay` backend, so their stages run in `sctc run`'s worker processes.
 """
 
 import argparse
@@ -70,11 +71,14 @@ def main() -> int:
     parser.add_argument("mode", choices=["halting", "stubborn", "hang"])
     parser.add_argument("marker", type=Path)
     parser.add_argument("models", nargs="+")
+    parser.add_argument("--replay", action="store_true")
     args = parser.parse_args()
     plan, defs = build(args.mode, args.marker)
     run_args = SimpleNamespace(benchmarks=["target"], models=args.models, out=args.marker.parent / "out", debug=False)
-    entries = {model: SimpleNamespace(default=True) for model in args.models}
-    project = SimpleNamespace(plans={"target": plan}, defs=defs, resources={})
+    entries = {model: SimpleNamespace(default=True, backend="replay" if args.replay else "target", settings={},
+                                      benchmarks={}) for model in args.models}
+    registry = SimpleNamespace(entries=lambda: entries)
+    project = SimpleNamespace(plans={"target": plan}, defs=defs, resources={"models": registry} if args.replay else {})
     return run_benchmarks(run_args, {}, entries, args.models, {"target": []}, project=project)
 
 

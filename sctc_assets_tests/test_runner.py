@@ -406,13 +406,13 @@ def test_sctc_run_s_instance_shares_storage_with_the_ui_but_captures_no_compute_
     assert [run.tags["sctc/stage"] for run in ui.get_runs()] == ["inputs"]
 
 
-def _start_target(tmp_path: Path, mode: str, models: list[str]) -> tuple[subprocess.Popen, Path]:
+def _start_target(tmp_path: Path, mode: str, models: list[str], *extra: str) -> tuple[subprocess.Popen, Path]:
     marker = tmp_path / "marker.txt"
     env = {**os.environ, "SCTC_DATA_DIR": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
     (tmp_path / "home").mkdir(exist_ok=True)
     (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    process = subprocess.Popen([sys.executable, "-m", "sctc_assets_tests.runner_target", mode, str(marker), *models],
-                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [sys.executable, "-m", "sctc_assets_tests.runner_target", mode, str(marker), *models, *extra]
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return process, marker
 
 

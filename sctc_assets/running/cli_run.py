@@ -107,7 +107,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
-    from sctc_assets.runner import Runner, export_tables
+    from sctc_assets.runner import BenchmarkWork, Runner, export_tables
     from sctc_assets.running.instance import cli_instance, report_dead_runs
 
     project = project or _project()
@@ -118,6 +118,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
     report_dead_runs(instance)
     status = 0
+    works = []
     for name in args.benchmarks:
         plan = project.plans[name]
         chosen = args.models or list(dict.fromkeys((list(default_models) if plan.default_models else [])
@@ -126,7 +127,9 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         if len(served) < len(chosen):
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
-        report = runner.run(plan, served, options)
+        works.append(BenchmarkWork(plan, served, options))
+    for work, report in zip(works, runner.run_all(works)):
+        name, plan, served = work.plan.name, work.plan, work.models
         failures += report.failures
         if report.interrupted is not None:
             break

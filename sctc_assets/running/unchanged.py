@@ -36,8 +36,9 @@ from dagster._core.events import DagsterEventType
 from dagster._time import get_current_datetime
 
 SETTINGS_TAG = "sctc/settings"
-# Per-run limits, not data: a new budget must not re-materialize the prompts.
-_NOT_DATA = {"SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE"}
+# Per-run limits and how a run spreads its work, not data: a new budget must not re-materialize the prompts.
+_NOT_DATA = {"SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "SCTC_WORKER_PROCESSES",
+             "SCTC_CONCURRENT_MODELS", "SCTC_STAGES_PER_ENDPOINT"}
 _REPOSITORY_DATA = Path(__file__).resolve().parents[2] / "data"
 
 

@@ -1,0 +1,198 @@
+"""`sctc run`'s stages as tasks for worker processes, so the CPU-bound ones use every core.
+
+Each benchmark of the run is three kinds of task: its inputs (then its partitioned inputs), one per model (the
+model's partitions, then its per-model stage), and its cross-model stage. A model's task is ready once its
+benchmark's inputs are done, the cross-model task once every model task of the benchmark is. Ready tasks go to the
+forked workers of `sctc_assets.running.processes`, inputs first (they unlock the most), then cross-model tasks,
+then models in the order they became ready; so one benchmark's models run while another benchmark computes its
+inputs, and every core stays busy until the last cross-model stage.
+
+Replayed models (published answers: pure CPU work) and the model-independent stages go to the workers. Every other
+model stays in this process (a local model: one in memory at a time, and torch's thread pools must not be forked;
+an API model: its stages wait on the network, which threads overlap), run by one thread of this process, one
+benchmark after another, exactly as `Runner.run` runs them (`run_models`: API models behind different endpoints
+concurrently, each endpoint's limit kept).
+
+Each process keeps one staleness resolver per benchmark for its model tasks, made after the benchmark's inputs
+(as `Runner.run` does); each cross-model task gets a fresh one. A stop request (Ctrl-C, SIGTERM) hands out no
+further task; the tasks under way end as they would in `Runner.run`, and the benchmarks whose tasks were left say
+they were interrupted. An exception a task raised (not a failed stage: that is in its report) is raised once
+every task has ended, the first in the order of the run's benchmarks and stages.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import deque
+from contextlib import nullcontext
+from typing import Any, Sequence
+
+import dagster as dg
+
+from sctc_assets.lib.interrupt import stop_reason
+from sctc_assets.runner import BenchmarkWork, Runner, RunReport
+from sctc_assets.running.concurrent import concurrent_models_enabled, run_models, share_yaml_log_handlers
+from sctc_assets.running.processes import TaskFailed, WorkerPool, WorkerProcessError, worker_processes
+from sctc_assets.running.unchanged import Staleness
+
+# Backends whose model stages are CPU work on published answers, safe in a forked worker.
+FORKABLE_BACKENDS = frozenset({"replay", "tsb_replay"})
+_PRIORITY = {"inputs": 0, "cross": 1, "model": 2}
+
+
+def workers_for(instance: dg.DagsterInstance) -> int:
+    """How many worker processes a run on `instance` uses: none (0) where this process cannot fork, the instance
+    lives in memory only (a child's runs would be lost with it) or concurrency is off (`$SCTC_CONCURRENT_MODELS`)."""
+    if not hasattr(os, "fork") or not instance.is_persistent or not concurrent_models_enabled():
+        return 0
+    return worker_processes()
+
+
+def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: int) -> list[RunReport]:
+    """The stages of `works` over `processes` forked workers and this process; one report per benchmark."""
+    runner.prepare_run(works)
+    configs = [work.plan.config(work.options) for work in works]
+    forkable = [[model for model in work.models
+                 if getattr(runner._entries.get(model), "backend", None) in FORKABLE_BACKENDS] for work in works]
+    resolvers: dict[int, Staleness] = {}  # per benchmark, in each process
+
+    def resolver(index: int) -> Staleness:
+        if index not in resolvers:
+            resolvers[index] = Staleness(runner.defs, runner.instance)
+        return resolvers[index]
+
+    def work(task: tuple[int, str, Any]) -> Any:
+        index, kind, argument = task
+        plan, config = works[index].plan, configs[index]
+        if kind == "inputs":
+            return runner.run_inputs(plan, works[index].options)
+        if kind == "model":
+            return runner.run_model(plan, argument, config, nullcontext, resolver(index))
+        return runner.run_cross(plan, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
+
+    def after_fork() -> None:
+        # Its own instance and connections; the parent's stay referenced (closing a copied SQLite connection would
+        # drop this process's locks on the file).
+        runner.inherited_instance = runner.instance
+        runner.instance = dg.DagsterInstance.from_ref(runner.instance.get_ref())
+        share_yaml_log_handlers(runner.instance)
+        runner.retag_process()  # its runs name this process, so a killed worker's runs are marked failed later
+        resolvers.clear()
+
+    return _Schedule(runner, works, configs, forkable, resolver).run(WorkerPool(processes, work, after_fork))
+
+
+class _Schedule:
+    """The dispatcher: which task is ready, who runs it, and what each report holds."""
+
+    def __init__(self, runner: Runner, works: Sequence[BenchmarkWork], configs: list[dict],
+                 forkable: list[list[str]], resolver: Any):
+        self.runner, self.works, self.configs, self.forkable, self.resolver = runner, works, configs, forkable, resolver
+        self.reports = [RunReport() for _ in works]
+        self.ready: list[tuple[int, int, int, str, Any]] = []  # (priority, order, benchmark index, kind, argument)
+        self.order = 0
+        self.left = [0] * len(works)  # model tasks of each benchmark not yet done
+        self.errors: dict[tuple[int, int, str], BaseException] = {}
+        self.local: queue.Queue = queue.Queue()  # (index, report or exception) from the thread of local models
+        self.local_batches: queue.Queue = queue.Queue()
+        self.local_running = 0
+
+    def _add(self, index: int, kind: str, argument: Any = None) -> None:
+        self.ready.append((_PRIORITY[kind], self.order, index, kind, argument))
+        self.order += 1
+
+    def run(self, pool: WorkerPool) -> list[RunReport]:
+        thread = threading.Thread(target=self._local_models, name="sctc-local-models", daemon=True)
+        thread.start()
+        try:
+            for index in range(len(self.works)):
+                self._add(index, "inputs")
+            while self.ready or pool.busy or self.local_running:
+                if stop_reason() is not None:
+                    self._drop_ready()
+                while self.ready and pool.idle:
+                    self.ready.sort()
+                    _, order, index, kind, argument = self.ready.pop(0)
+                    pool.submit((order, index, kind, argument), (index, kind, argument))
+                if self.ready and not pool.idle and not pool.busy:  # every worker died
+                    for _, order, index, kind, argument in self.ready:
+                        self.errors[(index, order, kind)] = WorkerProcessError("no worker process left")
+                    self.ready.clear()
+                for (order, index, kind, argument), result in pool.wait(0.2):
+                    self._done(order, index, kind, argument, result)
+                while not self.local.empty():
+                    self.local_running -= 1
+                    order, index, result = self.local.get()
+                    self._done(order, index, "model", None, result)
+        finally:
+            self.local_batches.put(None)
+            pool.close()
+        if self.errors:
+            raise self.errors[min(self.errors)]
+        return self.reports
+
+    def _drop_ready(self) -> None:
+        for _, _, index, _, _ in self.ready:
+            self.reports[index].interrupted = self.reports[index].interrupted or stop_reason()
+        self.ready.clear()
+
+    def _done(self, order: int, index: int, kind: str, argument: Any, result: Any) -> None:
+        if isinstance(result, BaseException | TaskFailed):
+            self.errors[(index, order, kind)] = result if isinstance(result, BaseException) else WorkerProcessError(
+                f"{self.works[index].plan.name} {kind}{f' {argument}' if kind == 'model' else ''}: {result.message}")
+            if kind == "model":
+                self._model_done(index)
+            return
+        if kind == "inputs":
+            report, go_on = result
+            self.reports[index].merge(report)
+            if go_on:
+                self._models_ready(index)
+            return
+        self.reports[index].merge(result)
+        if kind == "model":
+            self._model_done(index)
+
+    def _models_ready(self, index: int) -> None:
+        work = self.works[index]
+        forked = [model for model in work.models if model in self.forkable[index]]
+        kept = [model for model in work.models if model not in forked]
+        self.left[index] = len(work.models)
+        for model in forked:
+            self._add(index, "model", model)
+        if kept:
+            self.local_running += len(kept)
+            self.local_batches.put((self.order, index, kept))
+            self.order += 1
+        if not work.models:
+            self._add(index, "cross", set())
+
+    def _model_done(self, index: int) -> None:
+        self.left[index] -= 1
+        if self.left[index] == 0:
+            self._add(index, "cross", set(self.reports[index].ran))
+
+    def _local_models(self) -> None:
+        """The models that stay in this process, a benchmark's at a time (see the module docstring)."""
+        while True:
+            batch = self.local_batches.get()
+            if batch is None:
+                return
+            order, index, models = batch
+            plan, config = self.works[index].plan, self.configs[index]
+            runner = self.runner
+
+            def one(model: str, slot: Any) -> RunReport:
+                with runner._staleness_lock:
+                    staleness = self.resolver(index)
+                return runner.run_model(plan, model, config, slot, staleness)
+
+            try:
+                reports = run_models(models, runner._endpoints(models), one)
+            except BaseException as exc:  # raised once every task has ended
+                self.local.put((order, index, exc))
+                reports = [RunReport() for _ in models[1:]]
+            for report in reports:
+                self.local.put((order, index, report))

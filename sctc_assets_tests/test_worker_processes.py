@@ -1,0 +1,231 @@
+"""`sctc run`'s worker processes: the pool forwards results, failures and printed lines and survives a dead worker;
+the schedule spreads replayed models' stages over the workers, keeps the other models in this process, and gives
+the reports, runs and tables that one process gives."""
+
+import os
+import signal
+from pathlib import Path
+from types import SimpleNamespace
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from sctc_assets.lib.interrupt import clear_stop, request_stop
+from sctc_assets.resources.io_manager import ParquetIOManager
+from sctc_assets.runner import BenchmarkWork, Runner, export_tables
+from sctc_assets.running.instance import cli_instance
+from sctc_assets.running.processes import PROCESSES_ENV, TaskFailed, WorkerPool
+from sctc_assets.running.schedule import workers_for
+from sctc_assets.validation import option_problems
+from sctc_assets_tests.test_runner import (FAILING, MINI_JOBS, MINI_PLAN, _runs_by_status, _start_target, _wait_for,
+                                           mini_answers, mini_prompts, mini_rates, mini_tests)
+
+
+def _drain(pool: WorkerPool, expected: int) -> dict:
+    results = {}
+    while len(results) < expected:
+        results.update(pool.wait(1.0))
+    return results
+
+
+def _task(task):
+    kind, value = task
+    if kind == "square":
+        print(f"squaring {value} in {os.getpid()}")
+        return value * value, os.getpid()
+    if kind == "raise":
+        raise ValueError(f"bad value {value}")
+    os._exit(3)  # "die": the worker ends without reporting
+
+
+def test_the_pool_runs_tasks_in_children_and_forwards_results_failures_and_printed_lines(capsys):
+    pool = WorkerPool(2, _task)
+    try:
+        assert pool.idle == 2
+        pool.submit("a", ("square", 3))
+        pool.submit("b", ("raise", 7))
+        results = _drain(pool, 2)
+        pool.submit("c", ("square", 4))
+        results.update(_drain(pool, 1))
+    finally:
+        pool.close()
+
+    assert results["a"][0] == 9 and results["c"][0] == 16
+    assert {results["a"][1], results["c"][1]} - {os.getpid()} == {results["a"][1], results["c"][1]}
+    assert isinstance(results["b"], TaskFailed) and "ValueError: bad value 7" in results["b"].message
+    printed = capsys.readouterr().out
+    assert f"squaring 3 in {results['a'][1]}" in printed and f"squaring 4 in {results['c'][1]}" in printed
+
+
+def test_a_dead_worker_fails_its_task_and_the_others_go_on():
+    pool = WorkerPool(2, _task)
+    try:
+        pool.submit("dies", ("die", 0))
+        pool.submit("lives", ("square", 5))
+        results = _drain(pool, 2)
+        assert pool.idle == 1  # the dead one takes no further task
+        pool.submit("after", ("square", 6))
+        results.update(_drain(pool, 1))
+    finally:
+        pool.close()
+
+    assert isinstance(results["dies"], TaskFailed)
+    assert "ended before reporting it (exit status 3)" in results["dies"].message
+    assert results["lives"][0] == 25 and results["after"][0] == 36
+
+
+class _Registry:
+    """The registry's entries as the runner reads them: replays run in workers, the API model in this process."""
+
+    def entries(self):
+        return {"r1": SimpleNamespace(backend="replay", settings={}, benchmarks={}),
+                "r2": SimpleNamespace(backend="replay", settings={}, benchmarks={}),
+                "r3": SimpleNamespace(backend="replay", settings={}, benchmarks={}),
+                "api": SimpleNamespace(backend="openai", settings={"base_url": "http://127.0.0.1:9/v1"},
+                                       benchmarks={})}
+
+
+MODELS = ["r1", "api", "r2", "r3"]
+
+
+@pytest.fixture
+def persistent(tmp_path, monkeypatch):
+    io_manager = ParquetIOManager(base_dir=str(tmp_path / "storage"))
+    defs = dg.Definitions(assets=[mini_prompts, mini_answers, mini_rates, mini_tests], jobs=MINI_JOBS,
+                          resources={"io_manager": io_manager})
+    FAILING["langs"] = set()
+    clear_stop()
+    monkeypatch.setenv(PROCESSES_ENV, "2")
+    (tmp_path / "home").mkdir()
+    instance = cli_instance(tmp_path / "home")
+    yield defs, instance, io_manager, tmp_path
+    FAILING["langs"] = set()
+    clear_stop()
+    instance.dispose()
+
+
+def _runner(defs, instance, io_manager, lines=None):
+    return Runner(defs, instance, {"io_manager": io_manager, "models": _Registry()},
+                  log=(lines.append if lines is not None else lambda line: None))
+
+
+def test_replayed_models_run_in_worker_processes_and_the_others_in_this_one(persistent):
+    defs, instance, io_manager, tmp_path = persistent
+    assert workers_for(instance) == 2
+    FAILING["langs"] = {"r2/zh_hant"}
+
+    [report] = _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {"trials": 2})])
+
+    assert report.failed_models == ["r2"]
+    assert [failure.stage for failure in report.failures] == ["mini: r2/zh_hant"]
+    runs = instance.get_runs()
+    assert len(report.run_ids) == len(runs) == 1 + 2 * 4 + 3 + 1  # inputs, 4 × 2 langs, 3 per-model (r2 failed), cross
+    pids = {(run.tags.get("sctc/model"), run.tags.get("sctc/lang")): run.tags["sctc/pid"] for run in runs}
+    assert pids[("api", "zh_hans")] == pids[("api", None)] == str(os.getpid())
+    workers = {pids[(model, "zh_hans")] for model in ("r1", "r2", "r3")} | {pids[(None, None)]}
+    assert str(os.getpid()) not in workers
+    assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs
+               if (run.tags.get("sctc/model"), run.tags.get("sctc/lang")) != ("r2", "zh_hant"))
+    rates = pd.read_parquet(io_manager.path_for(dg.AssetKey("mini_tests")))
+    assert sorted(rates["model"]) == ["api", "r1", "r3"] and set(rates["n"]) == {4}
+
+
+def test_workers_write_the_tables_one_process_writes(persistent, monkeypatch):
+    defs, instance, io_manager, tmp_path = persistent
+    work = [BenchmarkWork(MINI_PLAN, MODELS, {"trials": 3})]
+    [spread] = _runner(defs, instance, io_manager).run_all(work)
+    spread_tables = {name: pd.read_parquet(path) for name, path in
+                     export_tables(MINI_PLAN, MODELS, io_manager, tmp_path / "spread", defs).items()}
+
+    monkeypatch.setenv(PROCESSES_ENV, "1")
+    other = ParquetIOManager(base_dir=str(tmp_path / "storage-one"))
+    one_defs = dg.Definitions(assets=[mini_prompts, mini_answers, mini_rates, mini_tests], jobs=MINI_JOBS,
+                              resources={"io_manager": other})
+    (tmp_path / "home-one").mkdir()
+    one_instance = cli_instance(tmp_path / "home-one")
+    [single] = _runner(one_defs, one_instance, other).run_all(work)
+    one_tables = {name: pd.read_parquet(path) for name, path in
+                  export_tables(MINI_PLAN, MODELS, other, tmp_path / "one", one_defs).items()}
+    one_runs = {run.tags["sctc/pid"] for run in one_instance.get_runs()}
+    one_instance.dispose()
+
+    assert spread.ok and single.ok
+    assert one_runs == {str(os.getpid())}  # one process: no worker forked
+    assert sorted(spread.materialized) == sorted(single.materialized)
+    assert spread_tables.keys() == one_tables.keys()
+    for name in spread_tables:
+        pd.testing.assert_frame_equal(spread_tables[name].sort_values(list(spread_tables[name].columns))
+                                      .reset_index(drop=True),
+                                      one_tables[name].sort_values(list(one_tables[name].columns))
+                                      .reset_index(drop=True))
+
+    # Unchanged, a second run materializes nothing, in workers too.
+    [again] = _runner(defs, instance, io_manager).run_all(work)
+    assert again.ok and again.materialized == set() and again.run_ids == []
+
+
+def test_the_workers_lines_reach_this_process_s_output(persistent, capsys):
+    defs, instance, io_manager, _ = persistent
+    Runner(defs, instance, {"io_manager": io_manager, "models": _Registry()}).run_all(
+        [BenchmarkWork(MINI_PLAN, ["r1", "r2"], {})])
+
+    printed = capsys.readouterr().out
+    assert "[mini: r1/zh_hans] mini_model_lang: mini_answers" in printed
+    assert "[mini: r2] mini_per_model: mini_rates" in printed
+    assert "[mini: across models] mini_cross_model: mini_tests" in printed
+
+
+def test_a_stop_before_the_run_starts_no_stage_and_says_interrupted(persistent):
+    defs, instance, io_manager, _ = persistent
+    request_stop("interrupted (SIGINT)")
+    [report] = _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {})])
+
+    assert report.interrupted == "interrupted (SIGINT)"
+    assert instance.get_runs() == []
+
+
+def test_an_error_raised_by_a_model_s_stages_in_a_worker_names_the_model(persistent, monkeypatch):
+    defs, instance, io_manager, _ = persistent
+    original = Runner.run_model
+
+    def run_model(self, plan, model, *args):
+        if model == "r3":
+            raise KeyError("no such column: outcome")
+        return original(self, plan, model, *args)
+
+    monkeypatch.setattr(Runner, "run_model", run_model)
+    with pytest.raises(Exception, match=r"mini model r3: KeyError: 'no such column: outcome'"):
+        _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {})])
+    # The other models finished their stages before the error was raised.
+    done = {run.tags.get("sctc/model") for run in instance.get_runs()}
+    assert {"r1", "r2", "api"} <= done
+
+
+def test_a_bad_worker_count_is_refused_before_anything_runs(monkeypatch):
+    monkeypatch.setenv(PROCESSES_ENV, "two")
+    assert option_problems({}) == [f"${PROCESSES_ENV}='two': expected a whole number of at least 1"]
+    monkeypatch.setenv(PROCESSES_ENV, "3")
+    assert option_problems({}) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_workers_stages_as_it_stops_this_process_s(tmp_path, monkeypatch, signum):
+    """The real `sctc run` code with two replayed models in two workers: a signal to the main process alone (as
+    `kill` sends it) reaches both workers; each stores its answers, starts nothing more and exits."""
+    monkeypatch.setenv(PROCESSES_ENV, "2")
+    process, marker = _start_target(tmp_path, "halting", ["first", "second", "third"], "--replay")
+    _wait_for(marker, "started first/zh_hans", process)
+    _wait_for(marker, "started second/zh_hans", process)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+
+    assert process.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == "interrupted; 6 answers stored, rerun to continue"
+    assert "Traceback" not in out + err
+    assert sorted(marker.read_text().splitlines()) == ["started first/zh_hans", "started second/zh_hans"]
+    runs = _runs_by_status(tmp_path / "home")
+    assert set(runs) == {"SUCCESS", "FAILURE"}  # the inputs, and the halted partitions: nothing left STARTED
+    workers = {run.tags["sctc/pid"] for run in runs["FAILURE"]}
+    assert len(workers) == 2 and str(process.pid) not in workers
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)  # both ended with the run
