@@ -337,21 +337,26 @@ class Runner:
             report.interrupted = stop_reason()
         return result.success
 
-    def _inputs(self, report: RunReport, plan: BenchmarkPlan, config: Mapping[str, Any]) -> bool:
-        """Materialize the inputs that changed (and what depends on them among the inputs); say which did not."""
-        label = f"{plan.name}: inputs"
-        if not plan.inputs:
+    def _inputs(self, report: RunReport, plan: BenchmarkPlan, config: Mapping[str, Any],
+                names: Sequence[str] | None = None, label: str | None = None, observe: bool = True) -> bool:
+        """Materialize the inputs of `names` (default all the plan's) that changed, and what depends on them among
+        them; say which did not. With `observe`, the observable sources upstream of all the plan's inputs are
+        observed first (the second group of `input_groups` leaves that to the first)."""
+        names = list(plan.inputs if names is None else names)
+        label = label or f"{plan.name}: inputs"
+        if not names:
             return True
-        observed = observe_sources(self.defs, [dg.AssetKey(name) for name in plan.inputs], self.instance,
-                                   self.resources, self._tags)
-        if observed is not None:
-            report.run_ids.append(observed.run_id)
-        reasons = unchanged_inputs(self.defs, plan.inputs, self.instance, config, self._settings, self._stored)
+        if observe:
+            observed = observe_sources(self.defs, [dg.AssetKey(name) for name in plan.inputs], self.instance,
+                                       self.resources, self._tags)
+            if observed is not None:
+                report.run_ids.append(observed.run_id)
+        reasons = unchanged_inputs(self.defs, names, self.instance, config, self._settings, self._stored)
         changed = {dg.AssetKey(name) for name in reasons}
         for key in list(changed):  # an input computed from a changed one is recomputed with it
             changed |= self._descendants(key)
-        to_run = [name for name in plan.inputs if dg.AssetKey(name) in changed]
-        unchanged = [name for name in plan.inputs if name not in to_run]
+        to_run = [name for name in names if dg.AssetKey(name) in changed]
+        unchanged = [name for name in names if name not in to_run]
         self.run_log.write("\n".join(f"[{label}] {name} runs again: {reason}" for name, reason in reasons.items()))
         if unchanged:
             report.skipped_inputs += unchanged
@@ -359,6 +364,16 @@ class Runner:
                      f" not materialized again: {', '.join(unchanged)}")
             self._report_checks(report, label, latest_check_failures(self.defs, unchanged, self.instance))
         return self._stage(report, plan, "inputs", label, to_run, config)
+
+    def input_groups(self, plan: BenchmarkPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the inputs that the model stages read, directly or through other inputs; the others, which can be
+        computed beside the models: Table 37's tokenizers, say). One group, (all, ()), where either would be
+        empty. No input of the first group depends on one of the second: it would be read by the models too."""
+        model_assets = [dg.AssetKey(name) for name in plan.per_model_lang + plan.per_model]
+        read = set().union(*(self._graph.get_ancestor_asset_keys(key) for key in model_assets))
+        first = tuple(name for name in plan.inputs if dg.AssetKey(name) in read)
+        second = tuple(name for name in plan.inputs if name not in first)
+        return (first, second) if first and second else (plan.inputs, ())
 
     def _report_checks(self, report: RunReport, label: str, failures: Sequence[tuple[dg.AssetCheckSeverity, str]],
                        partition: str | None = None, model: str | None = None) -> None:
@@ -483,12 +498,14 @@ class Runner:
         entries `run` read for the settings digest."""
         return {model: endpoint_of(self._entries[model]) if model in self._entries else None for model in models}
 
-    def run_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any]) -> tuple[RunReport, bool]:
-        """The inputs stage, then the partitioned inputs; (report, whether the model stages may go on). The report
-        says `inputs_failed` when the inputs stage failed (nothing downstream may run)."""
+    def run_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any],
+                   names: Sequence[str] | None = None) -> tuple[RunReport, bool]:
+        """The inputs stage (of `names`, default all the plan's inputs), then the partitioned inputs; (report,
+        whether the model stages may go on). The report says `inputs_failed` when the inputs stage failed
+        (nothing downstream may run)."""
         report = RunReport()
         config = plan.config(options)
-        if not self._inputs(report, plan, config):
+        if not self._inputs(report, plan, config, names):
             if report.interrupted is None:
                 report.inputs_failed = True
             return report, False
@@ -497,6 +514,13 @@ class Runner:
                 self._stage(report, plan, "partitioned_inputs", f"{plan.name}: {key}", selection, config,
                             partition_key=key)
         return report, True
+
+    def run_side_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any], names: Sequence[str]) -> RunReport:
+        """The second group of `input_groups`, beside the models: its failure is a failed stage, not failed inputs
+        (the models and the cross-model tables do not read it)."""
+        report = RunReport()
+        self._inputs(report, plan, plan.config(options), names, f"{plan.name}: inputs beside the models", observe=False)
+        return report
 
     def run_cross(self, plan: BenchmarkPlan, models: Sequence[str], config: Mapping[str, Any],
                   ran: set[dg.AssetKey], staleness: Staleness) -> RunReport:

@@ -2,6 +2,7 @@
 the schedule spreads replayed models' stages over the workers, keeps the other models in this process, and gives
 the reports, runs and tables that one process gives."""
 
+import dataclasses
 import os
 import signal
 from pathlib import Path
@@ -229,3 +230,58 @@ def test_a_signal_stops_the_workers_stages_as_it_stops_this_process_s(tmp_path, 
     workers = {run.tags["sctc/pid"] for run in runs["FAILURE"]}
     assert len(workers) == 2 and str(process.pid) not in workers
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)  # both ended with the run
+
+
+SIDE = {"fail": False}
+
+
+@dg.asset(code_version="1")
+def mini_notes(mini_prompts: pd.DataFrame) -> pd.DataFrame:
+    """An input no model stage reads (like Table 37's tokenizers): slow, and failing when told to."""
+    import time
+
+    time.sleep(3)
+    if SIDE["fail"]:
+        raise RuntimeError("the tokenizer download failed")
+    return mini_prompts.assign(note="x")
+
+
+SIDE_PLAN = dataclasses.replace(MINI_PLAN, inputs=("mini_prompts", "mini_notes"))
+
+
+def test_inputs_no_model_reads_run_beside_the_models_and_their_failure_fails_only_their_stage(persistent):
+    defs, instance, io_manager, _ = persistent
+    defs = dg.Definitions(assets=[mini_prompts, mini_notes, mini_answers, mini_rates, mini_tests],
+                          jobs=[dg.define_asset_job("mini_inputs", selection=[mini_prompts, mini_notes]), *MINI_JOBS[1:]],
+                          resources={"io_manager": io_manager})
+    runner = _runner(defs, instance, io_manager)
+    assert runner.input_groups(SIDE_PLAN) == (("mini_prompts",), ("mini_notes",))
+    assert runner.input_groups(MINI_PLAN) == (("mini_prompts",), ())
+
+    SIDE["fail"] = True
+    try:
+        [report] = runner.run_all([BenchmarkWork(SIDE_PLAN, ["r1", "r2"], {})])
+    finally:
+        SIDE["fail"] = False
+
+    assert not report.inputs_failed
+    assert [failure.stage for failure in report.failures] == ["mini: inputs beside the models"]
+    assert "RuntimeError: the tokenizer download failed" in report.failures[0].message
+    records = {(record.dagster_run.tags.get("sctc/model"), record.dagster_run.tags.get("sctc/lang"),
+                tuple(sorted(key.to_user_string() for key in record.dagster_run.asset_selection or ()))): record
+               for record in instance.get_run_records()}
+    side = records[(None, None, ("mini_notes",))]
+    first_model = min(record.start_time for (model, _, _), record in records.items() if model is not None)
+    assert first_model < side.end_time  # the models did not wait for it
+    assert records[(None, None, ("mini_tests",))].dagster_run.status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_the_name_benchmark_s_tokenizers_and_explanation_words_run_beside_its_models():
+    from sctc_assets.benchmarks import PLANS
+    from sctc_assets.definitions import defs
+
+    runner = Runner(defs, dg.DagsterInstance.ephemeral(), {})
+    first, second = runner.input_groups(PLANS["name"])
+    assert {"name_prompts", "name_candidate_lists", "regional_names"} <= set(first)
+    assert {"tokenization_counts", "name_explanation_words"} <= set(second)
+    assert runner.input_groups(PLANS["corpus"]) == (PLANS["corpus"].inputs, ())

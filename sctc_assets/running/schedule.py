@@ -1,11 +1,12 @@
 """`sctc run`'s stages as tasks for worker processes, so the CPU-bound ones use every core.
 
-Each benchmark of the run is three kinds of task: its inputs (then its partitioned inputs), one per model (the
-model's partitions, then its per-model stage), and its cross-model stage. A model's task is ready once its
-benchmark's inputs are done, the cross-model task once every model task of the benchmark is. Ready tasks go to the
-forked workers of `sctc_assets.running.processes`, inputs first (they unlock the most), then cross-model tasks,
-then models in the order they became ready; so one benchmark's models run while another benchmark computes its
-inputs, and every core stays busy until the last cross-model stage.
+Each benchmark of the run is four kinds of task: the inputs its models read (then its partitioned inputs), its
+other inputs (`Runner.input_groups`: Table 37's tokenizers, say), one task per model (the model's partitions, then
+its per-model stage), and its cross-model stage. The other inputs and the models' tasks are ready once the first
+inputs are done, the cross-model task once all of those are. Ready tasks go to the forked workers of
+`sctc_assets.running.processes`: inputs first (they unlock the most), then the other inputs (the longest tasks),
+then cross-model tasks, then models in the order they became ready; so one benchmark's models run while another
+benchmark computes its inputs, and every core stays busy until the last cross-model stage.
 
 Replayed models (published answers: pure CPU work) and the model-independent stages go to the workers. Every other
 model stays in this process (a local model: one in memory at a time, and torch's thread pools must not be forked;
@@ -39,7 +40,7 @@ from sctc_assets.running.unchanged import Staleness
 
 # Backends whose model stages are CPU work on published answers, safe in a forked worker.
 FORKABLE_BACKENDS = frozenset({"replay", "tsb_replay"})
-_PRIORITY = {"inputs": 0, "cross": 1, "model": 2}
+_PRIORITY = {"inputs": 0, "side_inputs": 1, "cross": 2, "model": 3}
 
 
 def workers_for(instance: dg.DagsterInstance) -> int:
@@ -54,6 +55,7 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
     """The stages of `works` over `processes` forked workers and this process; one report per benchmark."""
     runner.prepare_run(works)
     configs = [work.plan.config(work.options) for work in works]
+    groups = [runner.input_groups(work.plan) for work in works]
     forkable = [[model for model in work.models
                  if getattr(runner._entries.get(model), "backend", None) in FORKABLE_BACKENDS] for work in works]
     resolvers: dict[int, Staleness] = {}  # per benchmark, in each process
@@ -67,7 +69,9 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
         index, kind, argument = task
         plan, config = works[index].plan, configs[index]
         if kind == "inputs":
-            return runner.run_inputs(plan, works[index].options)
+            return runner.run_inputs(plan, works[index].options, groups[index][0])
+        if kind == "side_inputs":
+            return runner.run_side_inputs(plan, works[index].options, groups[index][1])
         if kind == "model":
             return runner.run_model(plan, argument, config, nullcontext, resolver(index))
         return runner.run_cross(plan, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
@@ -81,19 +85,21 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
         runner.retag_process()  # its runs name this process, so a killed worker's runs are marked failed later
         resolvers.clear()
 
-    return _Schedule(runner, works, configs, forkable, resolver).run(WorkerPool(processes, work, after_fork))
+    schedule = _Schedule(runner, works, configs, forkable, resolver, [bool(second) for _, second in groups])
+    return schedule.run(WorkerPool(processes, work, after_fork))
 
 
 class _Schedule:
     """The dispatcher: which task is ready, who runs it, and what each report holds."""
 
     def __init__(self, runner: Runner, works: Sequence[BenchmarkWork], configs: list[dict],
-                 forkable: list[list[str]], resolver: Any):
+                 forkable: list[list[str]], resolver: Any, side_inputs: list[bool]):
         self.runner, self.works, self.configs, self.forkable, self.resolver = runner, works, configs, forkable, resolver
+        self.side_inputs = side_inputs  # whether a benchmark has inputs its models do not read
         self.reports = [RunReport() for _ in works]
         self.ready: list[tuple[int, int, int, str, Any]] = []  # (priority, order, benchmark index, kind, argument)
         self.order = 0
-        self.left = [0] * len(works)  # model tasks of each benchmark not yet done
+        self.left = [0] * len(works)  # tasks of each benchmark that its cross-model task waits for
         self.errors: dict[tuple[int, int, str], BaseException] = {}
         self.local: queue.Queue = queue.Queue()  # (index, report or exception) from the thread of local models
         self.local_batches: queue.Queue = queue.Queue()
@@ -142,8 +148,8 @@ class _Schedule:
         if isinstance(result, BaseException | TaskFailed):
             self.errors[(index, order, kind)] = result if isinstance(result, BaseException) else WorkerProcessError(
                 f"{self.works[index].plan.name} {kind}{f' {argument}' if kind == 'model' else ''}: {result.message}")
-            if kind == "model":
-                self._model_done(index)
+            if kind in ("model", "side_inputs"):
+                self._before_cross_done(index)
             return
         if kind == "inputs":
             report, go_on = result
@@ -152,24 +158,26 @@ class _Schedule:
                 self._models_ready(index)
             return
         self.reports[index].merge(result)
-        if kind == "model":
-            self._model_done(index)
+        if kind in ("model", "side_inputs"):
+            self._before_cross_done(index)
 
     def _models_ready(self, index: int) -> None:
         work = self.works[index]
         forked = [model for model in work.models if model in self.forkable[index]]
         kept = [model for model in work.models if model not in forked]
-        self.left[index] = len(work.models)
+        self.left[index] = len(work.models) + self.side_inputs[index]
+        if self.side_inputs[index]:
+            self._add(index, "side_inputs")
         for model in forked:
             self._add(index, "model", model)
         if kept:
             self.local_running += len(kept)
             self.local_batches.put((self.order, index, kept))
             self.order += 1
-        if not work.models:
+        if not self.left[index]:
             self._add(index, "cross", set())
 
-    def _model_done(self, index: int) -> None:
+    def _before_cross_done(self, index: int) -> None:
         self.left[index] -= 1
         if self.left[index] == 0:
             self._add(index, "cross", set(self.reports[index].ran))
