@@ -5,8 +5,9 @@ other inputs (`Runner.input_groups`: Table 37's tokenizers, say), one task per m
 its per-model stage), and its cross-model stage. The other inputs and the models' tasks are ready once the first
 inputs are done, the cross-model task once all of those are. Ready tasks go to the forked workers of
 `sctc_assets.running.processes`: inputs first (they unlock the most), then the other inputs (the longest tasks),
-then cross-model tasks, then models in the order they became ready; so one benchmark's models run while another
-benchmark computes its inputs, and every core stays busy until the last cross-model stage.
+then cross-model tasks, then models, those of the benchmark closest to its cross-model stage first (on a tie, of the
+benchmark named first). So one benchmark's models run while another computes its inputs, a cross-model stage runs
+beside the next benchmark's models, and every core stays busy until the last cross-model stage.
 
 Replayed models (published answers: pure CPU work) and the model-independent stages go to the workers. Every other
 model stays in this process (a local model: one in memory at a time, and torch's thread pools must not be forked;
@@ -119,7 +120,7 @@ class _Schedule:
                 if stop_reason() is not None:
                     self._drop_ready()
                 while self.ready and pool.idle:
-                    self.ready.sort()
+                    self.ready.sort(key=self._urgency)
                     _, order, index, kind, argument = self.ready.pop(0)
                     pool.submit((order, index, kind, argument), (index, kind, argument))
                 if self.ready and not pool.idle and not pool.busy:  # every worker died
@@ -138,6 +139,14 @@ class _Schedule:
         if self.errors:
             raise self.errors[min(self.errors)]
         return self.reports
+
+    def _urgency(self, task: tuple[int, int, int, str, Any]) -> tuple[int, int, int, int]:
+        """Which ready task goes first: by kind (see the module docstring); models of the benchmark with the fewest
+        tasks left before its cross-model stage first (so that stage starts early and overlaps the other
+        benchmarks' models instead of running alone at the end), of the benchmark named first on a tie; then in the
+        order they became ready."""
+        priority, order, index, kind, _ = task
+        return (priority, self.left[index], index, order) if kind == "model" else (priority, 0, 0, order)
 
     def _drop_ready(self) -> None:
         for _, _, index, _, _ in self.ready:
