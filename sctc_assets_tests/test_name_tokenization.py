@@ -155,8 +155,15 @@ def _auto_tokenizer_json(path: Path) -> bytes:
 
 
 def _header_path_json(path: Path, files_dir: Path) -> bytes:
-    """The `tokenizer.json` `cached_gguf_vocabulary` writes, the class taken from the header."""
+    """The `tokenizer.json` `cached_gguf_vocabulary` writes, the class taken from the header, the vocabulary read
+    by `read_gguf_header`, which gives what transformers' own reader gives (values and their types)."""
+    from transformers.integrations.gguf.reader import read_gguf_metadata
+
     assert gguf_reading.header_tokenizer_class(path) is not None, f"{path.name} would go through AutoTokenizer"
+    vocabulary = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges")
+    for string_arrays in ((), vocabulary):
+        assert repr(gguf_reading.read_gguf_header(path, string_arrays)) == repr(
+            read_gguf_metadata(str(path), string_arrays))
     return tk.cached_gguf_vocabulary(path, files_dir).read_bytes()
 
 
@@ -221,10 +228,27 @@ def test_other_gguf_files_go_through_autotokenizer(tmp_path, monkeypatch):
         assert gguf_reading.header_tokenizer_class(path) is None, path
     assert gguf_reading.header_tokenizer_class(configured, trust_remote_code=False) is None
     assert gguf_reading.header_tokenizer_class(mistral.parent / "absent.gguf") is None
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "truncated.gguf").write_bytes(mistral.read_bytes()[:100])
+    assert gguf_reading.header_tokenizer_class(tmp_path / "e" / "truncated.gguf") is None
     plain = _write_vocab_gguf(tmp_path / "d" / "llama.gguf", "llama", "llama")
     assert gguf_reading.header_tokenizer_class(plain, trust_remote_code=False) is not None
     assert gguf_reading.header_tokenizer_class(plain, revision="main") is None
     assert tk.cached_gguf_vocabulary(unlisted, tmp_path / "files").read_bytes() == _auto_tokenizer_json(unlisted)
+
+
+def test_transformers_reads_gguf_headers_by_mmap_within_the_block_only(tmp_path):
+    """A file `read_gguf_header` refuses goes to transformers' own reader, which raises its own error."""
+    from transformers.integrations.gguf import reader
+
+    original = reader.read_gguf_metadata
+    not_gguf = tmp_path / "not.gguf"
+    not_gguf.write_bytes(b"GGML" + bytes(100))
+    with gguf_reading.gguf_headers_read_by_mmap():
+        assert reader.read_gguf_metadata is not original
+        with pytest.raises(ValueError, match="magic bytes, so it is not a GGUF file"):
+            reader.read_gguf_metadata(str(not_gguf))
+    assert reader.read_gguf_metadata is original
 
 
 def _llama_cpp_vocab(member: str) -> Path:
