@@ -178,7 +178,8 @@ def _write_vocab_gguf(path: Path, architecture: str, model: str, name: str = "ti
     writer.add_name(name)
     writer.add_tokenizer_model(model)
     if model == "llama":
-        tokens = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "名", "字", "名字", "<think>"]
+        tokens = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "名", "字", "名字",
+                  "<think>"]
         writer.add_token_scores([0.0, 0.0, 0.0, *(-float(rank) for rank in range(len(tokens) - 3))])
         writer.add_token_types([2, 3, 3, *[1] * (len(tokens) - 4), 4])
         writer.add_unk_token_id(0)
