@@ -6,8 +6,9 @@ import contextlib
 import mmap
 import os
 import struct
+from collections.abc import Container
 from pathlib import Path
-from typing import Any, Container
+from typing import Any
 
 # The architectures whose GGUF tokenizer `gguf_tokenizer` builds without the model config. For these, the config
 # transformers rebuilds from a GGUF file has the architecture as its `model_type` (no renaming, as `llama` files
@@ -115,7 +116,8 @@ def read_gguf_header(path: str | os.PathLike, string_arrays: Container[str] = ()
 def gguf_headers_read_by_mmap():
     """Within the block, transformers' `read_gguf_metadata` (which its GGUF tokenizer reads the vocabulary with)
     is `read_gguf_header`, and falls back to the original for any file it refuses, so that transformers' own error
-    is raised. Shared by every thread while the block lasts, which is harmless: both return the same."""
+    is raised. Not per thread: another thread reading a GGUF header meanwhile reads it this way too, which is
+    harmless, as both give the same values."""
     from transformers.integrations.gguf import reader
 
     original = reader.read_gguf_metadata
