@@ -9,14 +9,18 @@ the same result:
     `generate()` with the CSV parsed in every process (as it was) against `ReplayBackend.replay()` reading the
     columnar cache (cold: first run, parses and writes the cache; warm: later runs);
 (d) the tokenizers of the GGUF files of `tokenization_counts`: the GGUF parsed by transformers (as it was) against
-    the cached `tokenizer.json` (cold: convert once; warm: later runs), with the token counts of every name.
+    the cached `tokenizer.json` (cold: convert once; warm: later runs), with the token counts of every name; and
+    the conversion itself, `cached_gguf_vocabulary` through AutoTokenizer (as it was, `--gguf-baseline`) against
+    the header path (`lib/gguf_reading.py`), checked to write the same `tokenizer.json` bytes.
 
-"Old" is the code of the commit before this work (`--baseline`, default 87c036a), read with `git show` and
-loaded next to the current modules, so the product keeps one implementation.
+"Old" is the code of the commit before this work (`--baseline`, default 87c036a; for the conversion
+`--gguf-baseline`, default 785ddb5), read with `git show` and loaded next to the current modules, so the product
+keeps one implementation.
 
     python bench/reanalysis_hot_paths.py                      # every paper model
     python bench/reanalysis_hot_paths.py --models qwen gpt4o  # a subset (faster)
     python bench/reanalysis_hot_paths.py --skip a b           # leave parts out
+    python bench/reanalysis_hot_paths.py --skip a b c         # the GGUF tokenizers only
 
 Needs the SC-TC-Bench data (`--upstream`, else $SCTC_UPSTREAM) and, for (d), the embedded model file and the
 tokenizer downloads of `data/tokenizers.yaml` (run `sctc run --benchmarks name` once, or it downloads them).
@@ -39,7 +43,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sctc_assets, not an installed one
 
-from sctc_assets.assets.name.source import published_lists
+from sctc_assets.lib.name.lists import published_lists
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.generation import GenerationRequest, result_columns
 from sctc_assets.lib.name import metrics
@@ -61,7 +65,7 @@ def baseline_module(commit: str, relative: str, **overrides: Any) -> types.Modul
     other baseline modules)."""
     source = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{relative}"], capture_output=True,
                             text=True, check=True).stdout
-    name = "baseline_" + relative.removesuffix(".py").replace("/", "_")
+    name = f"baseline_{commit}_" + relative.removesuffix(".py").replace("/", "_")
     module = types.ModuleType(name)
     module.__file__ = f"{commit}:{relative}"
     sys.modules[name] = module  # dataclasses look their module up
@@ -71,8 +75,9 @@ def baseline_module(commit: str, relative: str, **overrides: Any) -> types.Modul
 
 
 class Baseline:
-    def __init__(self, commit: str):
+    def __init__(self, commit: str, gguf_commit: str):
         self.commit = commit
+        self.gguf_tokenization = baseline_module(gguf_commit, "sctc_assets/lib/name/tokenization.py")
         self.extraction = baseline_module(commit, "sctc_assets/lib/name/extraction.py")
         imported = ("EMPTY", "INVALID", "REFUSAL", "VALID", "Extraction", "exact_substring_matches", "matcher_for",
                     "parse_judge_answer")
@@ -221,6 +226,7 @@ def part_d(old: Baseline, files_dir: Path, cache_dir: Path, names: pd.DataFrame)
 
     registry = tk.load_registry(default_tokenizers_path())
     lists = tk.name_lists(names)
+    conversions = []
     for key, entry in registry.items():
         source = entry.settings.get("file")
         if not entry.default or entry.kind != "transformers" or not isinstance(source, dict):
@@ -244,6 +250,18 @@ def part_d(old: Baseline, files_dir: Path, cache_dir: Path, names: pd.DataFrame)
         line(f"(d) {key}: first run (vocabulary converted)", old_time, cold_time, old_counts == new_counts, size)
         line(f"(d) {key}: later runs (vocabulary read)", old_time, warm_time, old_counts == new_counts, size)
 
+        # The conversion alone, both cold (a folder of their own), after the runs above imported everything.
+        convert_old = old.gguf_tokenization.cached_gguf_vocabulary
+        old_time, old_json = cpu(lambda: convert_old(path, cache_dir / "old", sha256=source.get("sha256")).read_bytes())
+        new_time, new_json = cpu(lambda: tk.cached_gguf_vocabulary(path, cache_dir / "new", sha256=source.get("sha256"))
+                                 .read_bytes())
+        conversions.append((old_time, new_time, old_json == new_json))
+        line(f"(d) {key}: tokenizer.json conversion", old_time, new_time, old_json == new_json,
+             f"{size} {len(new_json):,} bytes")
+    if conversions:
+        old_time, new_time, same = (sum(value) for value in zip(*conversions))
+        line(f"(d) all {len(conversions)} GGUF files: conversion", old_time, new_time, same == len(conversions))
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -251,15 +269,18 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=list(PAPER_MODELS))
     parser.add_argument("--skip", nargs="+", default=[], choices=list("abcd"))
     parser.add_argument("--baseline", default="87c036a", help="the commit whose code is 'old'")
+    parser.add_argument("--gguf-baseline", default="785ddb5",
+                        help="the commit whose GGUF vocabulary conversion is 'old' in (d)")
     args = parser.parse_args()
     if not args.upstream:
         parser.error(f"give --upstream or set ${SCTC_ENV_VAR}")
     source = UpstreamSource.open(args.upstream, cache_dir=default_upstream_cache_dir(), markers=SCTC_MARKERS)
     skip = set(args.skip)
-    old = Baseline(args.baseline)
+    old = Baseline(args.baseline, args.gguf_baseline)
     import sctc_assets
 
-    print(f"CPU seconds of this process ({os.cpu_count()} cores); old = commit {args.baseline}, new = "
+    print(f"CPU seconds of this process ({os.cpu_count()} cores); old = commit {args.baseline} "
+          f"({args.gguf_baseline} for the GGUF conversion), new = "
           f"{Path(sctc_assets.__file__).parent}\n")
     with tempfile.TemporaryDirectory(prefix="sctc-bench-") as scratch:
         if "a" not in skip:

@@ -17,6 +17,7 @@ import pytest
 from scipy.stats import ttest_ind
 
 from sctc_assets.assets.name.tokenization import TOKENIZATION_ASSETS
+from sctc_assets.lib import gguf_reading
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
@@ -135,6 +136,151 @@ def test_gguf_vocabulary_gives_llama_cpps_reference_ids():
     assert len(checked) >= 20 and any("我想在apple工作" in text for text, _ in checked)
     for text, expected in checked:
         assert encode(text) == [int(token) for token in expected.split()], text
+
+
+# --- GGUF vocabularies: the header path writes the bytes AutoTokenizer's path writes ------------------------------
+
+LLAMA_CPP_VOCABS = "vendor/llama.cpp/models"
+
+
+def _auto_tokenizer_json(path: Path) -> bytes:
+    """The `tokenizer.json` of AutoTokenizer's GGUF path, as `cached_gguf_vocabulary` wrote it before; the header
+    path must pick the same tokenizer class, asserted on its own (in transformers 5.24 the class does not change the
+    JSON)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    assert gguf_reading.header_tokenizer_class(path) in (type(tokenizer), None)
+    return tokenizer.backend_tokenizer.to_str().encode("utf-8")
+
+
+def _header_path_json(path: Path, files_dir: Path) -> bytes:
+    """The `tokenizer.json` `cached_gguf_vocabulary` writes, the class taken from the header, the vocabulary read
+    by `read_gguf_header`, which gives what transformers' own reader gives (values and their types)."""
+    from transformers.integrations.gguf.reader import read_gguf_metadata
+
+    assert gguf_reading.header_tokenizer_class(path) is not None, f"{path.name} would go through AutoTokenizer"
+    vocabulary = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges")
+    for string_arrays in ((), vocabulary):
+        assert repr(gguf_reading.read_gguf_header(path, string_arrays)) == repr(
+            read_gguf_metadata(str(path), string_arrays))
+    return tk.cached_gguf_vocabulary(path, files_dir).read_bytes()
+
+
+def _write_vocab_gguf(path: Path, architecture: str, model: str, name: str = "tiny") -> Path:
+    """A vocabulary-only GGUF (no tensors, as llama.cpp's ggml-vocab-*.gguf): a sentencepiece vocabulary with
+    scores (`llama`) or a byte-level one with merges (`gpt2`), with control and user-defined tokens."""
+    import gguf
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(path), architecture)
+    writer.add_name(name)
+    writer.add_tokenizer_model(model)
+    if model == "llama":
+        tokens = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "名", "字", "名字",
+                  "<think>"]
+        writer.add_token_scores([0.0, 0.0, 0.0, *(-float(rank) for rank in range(len(tokens) - 3))])
+        writer.add_token_types([2, 3, 3, *[1] * (len(tokens) - 4), 4])
+        writer.add_unk_token_id(0)
+        writer.add_add_bos_token(True)
+    else:
+        spelled = [bytes_to_unicode()[byte] for byte in "名字".encode()]
+        merges = ["a b", "\u0120 a", f"{spelled[0]} {spelled[1]}", f"{spelled[0]}{spelled[1]} {spelled[2]}"]
+        tokens = [*bytes_to_unicode().values(), *(merge.replace(" ", "") for merge in merges),
+                  "<|endoftext|>", "<|im_start|>", "<think>"]
+        writer.add_tokenizer_pre("qwen2" if architecture == "qwen2" else "gpt-2")
+        writer.add_token_merges(merges)
+        writer.add_token_types([*[1] * (len(tokens) - 3), 3, 3, 4])
+        writer.add_pad_token_id(len(tokens) - 3)
+    writer.add_token_list(tokens)
+    writer.add_bos_token_id(1 if model == "llama" else len(tokens) - 3)
+    writer.add_eos_token_id(2 if model == "llama" else len(tokens) - 3)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("architecture, model", [
+    ("llama", "llama"), ("llama", "gpt2"), ("qwen2", "gpt2"), ("gpt2", "gpt2"), ("phi3", "llama"),
+    ("falcon", "gpt2"), ("starcoder2", "gpt2"),
+])
+def test_header_path_writes_the_vocabulary_autotokenizer_writes(tmp_path, architecture, model):
+    assert architecture in gguf_reading.HEADER_TOKENIZER_ARCHITECTURES
+    path = _write_vocab_gguf(tmp_path / "models" / f"{architecture}-{model}.gguf", architecture, model)
+    written = _header_path_json(path, tmp_path / "files")
+    assert written == _auto_tokenizer_json(path)
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(tk.cached_gguf_vocabulary(path, tmp_path / "files")))
+    assert len(tokenizer("名字 ab<think>", add_special_tokens=False)["input_ids"]) >= 2
+
+
+def test_other_gguf_files_go_through_autotokenizer(tmp_path, monkeypatch):
+    """An architecture not listed, a llama file named Mistral (transformers reads it as one), a tokenizer config
+    next to the file, or other arguments: the class is not taken from the header."""
+    unlisted = _write_vocab_gguf(tmp_path / "a" / "qwen3.gguf", "qwen3", "gpt2")
+    mistral = _write_vocab_gguf(tmp_path / "b" / "mistral.gguf", "llama", "llama", name="mistral")
+    configured = _write_vocab_gguf(tmp_path / "c" / "llama.gguf", "llama", "llama")
+    (configured.parent / "tokenizer_config.json").write_text("{}", encoding="utf-8")
+    for path in (unlisted, mistral, configured):
+        assert gguf_reading.header_tokenizer_class(path) is None, path
+    assert gguf_reading.header_tokenizer_class(configured, trust_remote_code=False) is None
+    assert gguf_reading.header_tokenizer_class(mistral.parent / "absent.gguf") is None
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "truncated.gguf").write_bytes(mistral.read_bytes()[:100])
+    assert gguf_reading.header_tokenizer_class(tmp_path / "e" / "truncated.gguf") is None
+    plain = _write_vocab_gguf(tmp_path / "d" / "llama.gguf", "llama", "llama")
+    assert gguf_reading.header_tokenizer_class(plain, trust_remote_code=False) is not None
+    assert gguf_reading.header_tokenizer_class(plain, revision="main") is None
+    assert tk.cached_gguf_vocabulary(unlisted, tmp_path / "files").read_bytes() == _auto_tokenizer_json(unlisted)
+
+
+def test_transformers_reads_gguf_headers_by_mmap_within_the_block_only(tmp_path):
+    """A file `read_gguf_header` refuses goes to transformers' own reader, which raises its own error."""
+    from transformers.integrations.gguf import reader
+
+    original = reader.read_gguf_metadata
+    not_gguf = tmp_path / "not.gguf"
+    not_gguf.write_bytes(b"GGML" + bytes(100))
+    with gguf_reading.gguf_headers_read_by_mmap():
+        assert reader.read_gguf_metadata is not original
+        with pytest.raises(ValueError, match="magic bytes, so it is not a GGUF file"):
+            reader.read_gguf_metadata(str(not_gguf))
+    assert reader.read_gguf_metadata is original
+
+
+def _llama_cpp_vocab(member: str) -> Path:
+    archive = tk.download_distribution(SDIST, FILES_DIR / "downloads", sdist=True)
+    return tk.extract_member(archive, f"{LLAMA_CPP_VOCABS}/{member}", FILES_DIR / "extracted")
+
+
+def test_header_path_on_the_llama_spm_vocabulary(tmp_path):
+    """The default registry's Llama-2 vocabulary (llama-cpp-python's sdist, as above)."""
+    path = _llama_cpp_vocab("ggml-vocab-llama-spm.gguf")
+    assert _header_path_json(path, tmp_path) == _auto_tokenizer_json(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("member", [
+    "ggml-vocab-aquila.gguf", "ggml-vocab-deepseek-coder.gguf", "ggml-vocab-deepseek-llm.gguf",
+    "ggml-vocab-falcon.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-phi-3.gguf",
+    "ggml-vocab-qwen2.gguf", "ggml-vocab-qwen35.gguf", "ggml-vocab-starcoder.gguf",
+])
+def test_header_path_on_llama_cpps_other_vocabularies(tmp_path, member):
+    """Every other vocabulary of llama.cpp's models folder whose architecture is listed (the rest are not)."""
+    path = _llama_cpp_vocab(member)
+    assert _header_path_json(path, tmp_path) == _auto_tokenizer_json(path)
+
+
+@pytest.mark.slow
+def test_header_path_on_the_embedded_model(embedded_offline, registry, tmp_path):
+    """The 491 MB embedded Qwen2.5 GGUF: its 151,936 tokens and 151,387 merges."""
+    entry = registry["qwen2.5-coder-0.5b-instruct"]
+    path = Path(tk.resolve_source(entry.settings["file"], tmp_path, where=entry.key))
+    assert _header_path_json(path, tmp_path) == _auto_tokenizer_json(path)
 
 
 @dg.asset(name="regional_names")
