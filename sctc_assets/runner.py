@@ -259,14 +259,32 @@ class Runner:
         self._jobs: dict[tuple[str, tuple[str, ...]], dg.JobDefinition] = {}
         self._jobs_lock = threading.Lock()
         self._staleness_lock = threading.Lock()
+        self._resolvers: dict[str, Staleness] = {}
         self._settings = settings_digest()
         self._settings_without_registry = settings_digest(registry=False)
         self._entries: Mapping[str, Any] = {}
         self._tags = {"sctc/launched_by": "sctc run", SETTINGS_TAG: self._settings, **process_tags()}
 
-    def retag_process(self) -> None:
-        """The runs this runner starts from now on name the current process (a forked worker's, after a fork)."""
+    def after_fork(self) -> None:
+        """In a forked worker process: its own instance (connections) from the same instance ref, runs that name this
+        process (so a killed worker's runs are marked failed later), its own staleness resolvers. The parent's
+        instance stays referenced: closing a copied SQLite connection would drop this process's locks on the file."""
+        self._inherited_instance = self.instance
+        self.instance = dg.DagsterInstance.from_ref(self.instance.get_ref())
+        share_yaml_log_handlers(self.instance)
         self._tags.update(process_tags())
+        self._resolvers = {}
+
+    def staleness(self, benchmark: str) -> Staleness:
+        """This process's resolver for the model stages of `benchmark`, made on first use (after its inputs)."""
+        with self._staleness_lock:
+            if benchmark not in self._resolvers:
+                self._resolvers[benchmark] = Staleness(self.defs, self.instance)
+            return self._resolvers[benchmark]
+
+    def backend_of(self, model: str) -> str | None:
+        """The registry backend of `model` (after `prepare_run`); None without a registry entry."""
+        return getattr(self._entries.get(model), "backend", None)
 
     def ensure_model_partitions(self, models: Sequence[str]) -> None:
         known = set(self.instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
@@ -493,7 +511,7 @@ class Runner:
         self._say_unchanged(report, plan, model)
         return report
 
-    def _endpoints(self, models: Sequence[str]) -> dict[str, str | None]:
+    def endpoints(self, models: Sequence[str]) -> dict[str, str | None]:
         """Model → the endpoint its calls go to (None: local, replay, or no registry entry to tell), from the
         entries `run` read for the settings digest."""
         return {model: endpoint_of(self._entries[model]) if model in self._entries else None for model in models}
@@ -555,7 +573,7 @@ class Runner:
             return report
         # One resolver for every stage after the inputs: their new data versions are what the partitions compare.
         staleness = Staleness(self.defs, self.instance)
-        for part in run_models(models, self._endpoints(models),
+        for part in run_models(models, self.endpoints(models),
                                lambda model, slot: self.run_model(plan, model, config, slot, staleness)):
             report.merge(part)
         report.merge(self.run_cross(plan, models, config, set(report.ran), staleness))

@@ -15,8 +15,8 @@ an API model: its stages wait on the network, which threads overlap), run by one
 benchmark after another, exactly as `Runner.run` runs them (`run_models`: API models behind different endpoints
 concurrently, each endpoint's limit kept).
 
-Each process keeps one staleness resolver per benchmark for its model tasks, made after the benchmark's inputs
-(as `Runner.run` does); each cross-model task gets a fresh one. A stop request (Ctrl-C, SIGTERM) hands out no
+Each process keeps one staleness resolver per benchmark for its model tasks (`Runner.staleness`), made after the
+benchmark's inputs (as `Runner.run` does); each cross-model task gets a fresh one. A stop request (Ctrl-C, SIGTERM) hands out no
 further task; the tasks under way end as they would in `Runner.run`, and the benchmarks whose tasks were left say
 they were interrupted. An exception a task raised (not a failed stage: that is in its report) is raised once
 every task has ended, the first in the order of the run's benchmarks and stages.
@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections import deque
 from contextlib import nullcontext
 from typing import Any, Sequence
 
@@ -35,7 +34,7 @@ import dagster as dg
 
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.runner import BenchmarkWork, Runner, RunReport
-from sctc_assets.running.concurrent import concurrent_models_enabled, run_models, share_yaml_log_handlers
+from sctc_assets.running.concurrent import concurrent_models_enabled, run_models
 from sctc_assets.running.processes import TaskFailed, WorkerPool, WorkerProcessError, worker_processes
 from sctc_assets.running.unchanged import Staleness
 
@@ -57,14 +56,7 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
     runner.prepare_run(works)
     configs = [work.plan.config(work.options) for work in works]
     groups = [runner.input_groups(work.plan) for work in works]
-    forkable = [[model for model in work.models
-                 if getattr(runner._entries.get(model), "backend", None) in FORKABLE_BACKENDS] for work in works]
-    resolvers: dict[int, Staleness] = {}  # per benchmark, in each process
-
-    def resolver(index: int) -> Staleness:
-        if index not in resolvers:
-            resolvers[index] = Staleness(runner.defs, runner.instance)
-        return resolvers[index]
+    forkable = [[model for model in work.models if runner.backend_of(model) in FORKABLE_BACKENDS] for work in works]
 
     def work(task: tuple[int, str, Any]) -> Any:
         index, kind, argument = task
@@ -74,35 +66,26 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
         if kind == "side_inputs":
             return runner.run_side_inputs(plan, works[index].options, groups[index][1])
         if kind == "model":
-            return runner.run_model(plan, argument, config, nullcontext, resolver(index))
+            return runner.run_model(plan, argument, config, nullcontext, runner.staleness(plan.name))
         return runner.run_cross(plan, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
 
-    def after_fork() -> None:
-        # Its own instance and connections; the parent's stay referenced (closing a copied SQLite connection would
-        # drop this process's locks on the file).
-        runner.inherited_instance = runner.instance
-        runner.instance = dg.DagsterInstance.from_ref(runner.instance.get_ref())
-        share_yaml_log_handlers(runner.instance)
-        runner.retag_process()  # its runs name this process, so a killed worker's runs are marked failed later
-        resolvers.clear()
-
-    schedule = _Schedule(runner, works, configs, forkable, resolver, [bool(second) for _, second in groups])
-    return schedule.run(WorkerPool(processes, work, after_fork))
+    schedule = _Schedule(runner, works, configs, forkable, [bool(second) for _, second in groups])
+    return schedule.run(WorkerPool(processes, work, runner.after_fork))
 
 
 class _Schedule:
     """The dispatcher: which task is ready, who runs it, and what each report holds."""
 
     def __init__(self, runner: Runner, works: Sequence[BenchmarkWork], configs: list[dict],
-                 forkable: list[list[str]], resolver: Any, side_inputs: list[bool]):
-        self.runner, self.works, self.configs, self.forkable, self.resolver = runner, works, configs, forkable, resolver
+                 forkable: list[list[str]], side_inputs: list[bool]):
+        self.runner, self.works, self.configs, self.forkable = runner, works, configs, forkable
         self.side_inputs = side_inputs  # whether a benchmark has inputs its models do not read
         self.reports = [RunReport() for _ in works]
         self.ready: list[tuple[int, int, int, str, Any]] = []  # (priority, order, benchmark index, kind, argument)
         self.order = 0
         self.left = [0] * len(works)  # tasks of each benchmark that its cross-model task waits for
         self.errors: dict[tuple[int, int, str], BaseException] = {}
-        self.local: queue.Queue = queue.Queue()  # (index, report or exception) from the thread of local models
+        self.local: queue.Queue = queue.Queue()  # (order, index, report or exception) from the local models' thread
         self.local_batches: queue.Queue = queue.Queue()
         self.local_running = 0
 
@@ -202,12 +185,10 @@ class _Schedule:
             runner = self.runner
 
             def one(model: str, slot: Any) -> RunReport:
-                with runner._staleness_lock:
-                    staleness = self.resolver(index)
-                return runner.run_model(plan, model, config, slot, staleness)
+                return runner.run_model(plan, model, config, slot, runner.staleness(plan.name))
 
             try:
-                reports = run_models(models, runner._endpoints(models), one)
+                reports = run_models(models, runner.endpoints(models), one)
             except BaseException as exc:  # raised once every task has ended
                 self.local.put((order, index, exc))
                 reports = [RunReport() for _ in models[1:]]
