@@ -39,7 +39,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sctc_assets, not an installed one
 
-from sctc_assets.assets.name.source import published_lists
+from sctc_assets.lib.name.lists import published_lists
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.generation import GenerationRequest, result_columns
 from sctc_assets.lib.name import metrics

@@ -389,3 +389,26 @@ def test_the_printed_summary_shows_no_rate_where_no_answer_was_valid():
     cells = [cell.strip() for cell in row[0].split("|")]
     assert cells[1:6] == ["m", "rules", "4", "0", "–"]  # S: n, valid%, then no Mainland% rather than "0.0"
     assert "50.0 NS" in cells
+
+
+def test_list_positions_equal_the_multiindex_lookup():
+    """`_positions_in` (integer codes per key) finds what `MultiIndex.get_indexer` on object keys finds: missing
+    keys (None, NaN, pd.NA) match each other, ints match equal floats, text dtypes mix, unknown rows get -1."""
+    import numpy as np
+
+    from sctc_assets.lib.name.selections import _positions_in
+
+    keys = ["experiment", "list_source", "row"]
+    known = pd.DataFrame({"experiment": ["a", "a", None, "b"], "list_source": ["u", "g", "u", "u"], "row": [1, 2, 3, 1]})
+    rows = pd.DataFrame({"experiment": pd.Series(["a", None, "b", "c", np.nan, "a"], dtype="string"),
+                         "list_source": ["g", "u", "u", "u", "u", "u"], "row": [2.0, 3, 1, 1, 3, 2]})
+
+    def multiindex(left: pd.DataFrame, right: pd.DataFrame) -> np.ndarray:
+        return pd.MultiIndex.from_frame(left[keys].astype(object)).get_indexer(
+            pd.MultiIndex.from_frame(right[keys].astype(object)))
+
+    for left, right in ((known, rows), (known.iloc[:0], rows), (known, rows.iloc[:0]),
+                        (known.astype(object), rows.astype(object)),
+                        (known.astype({"experiment": "string"}), rows.astype({"experiment": object}))):
+        assert _positions_in(left, right, keys).tolist() == multiindex(left, right).tolist()
+    assert _positions_in(known, rows, keys).tolist() == [1, 2, 3, -1, 2, -1]

@@ -54,13 +54,27 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=SELECTION_COLUMNS)
 
 
+def _positions_in(known: pd.DataFrame, rows: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per row of `rows`, the position of the row of `known` with the same `keys` (unique in `known`), else -1:
+    what `MultiIndex.get_indexer` gives, on one integer code per key combination instead of a tuple per row."""
+    known_codes = np.zeros(len(known), dtype=np.int64)
+    row_codes = np.zeros(len(rows), dtype=np.int64)
+    for key in keys:
+        codes, uniques = pd.factorize(known[key])  # a missing value: -1
+        found = pd.Index(uniques).get_indexer(rows[key])
+        missing, absent = len(uniques), len(uniques) + 1  # codes of a missing value (matches one) and of a value
+        found = np.where(rows[key].isna().to_numpy(), missing, np.where(found < 0, absent, found))  # not known
+        known_codes = known_codes * (absent + 1) + np.where(codes < 0, missing, codes)
+        row_codes = row_codes * (absent + 1) + found
+    return pd.Index(known_codes).get_indexer(row_codes)
+
+
 def _list_signatures(responses: pd.DataFrame, lists: pd.DataFrame) -> tuple[np.ndarray, list[tuple | None]]:
     """Per response, the code of what its extraction depends on besides the answer: the trial's candidates and
     their regions, whatever the order a shuffle gives them (code 0: no list, all 352 names), and those
     signatures, `(candidates, mainland names, taiwan names)` or None."""
     known = lists.drop_duplicates(LIST_KEYS).reset_index(drop=True)
-    position = pd.MultiIndex.from_frame(known[LIST_KEYS].astype(object)).get_indexer(
-        pd.MultiIndex.from_frame(responses[LIST_KEYS].astype(object)))
+    position = _positions_in(known, responses, LIST_KEYS)
     used, inverse = np.unique(position, return_inverse=True)  # the lists these responses were asked, once each
     signatures: list[tuple | None] = [None]
     code_of: dict[tuple, int] = {}
@@ -210,9 +224,13 @@ def compared_with_published(selections: pd.DataFrame) -> pd.DataFrame:
     return both
 
 
-def agreement(selections: pd.DataFrame) -> pd.DataFrame:
-    """Share of answers where the rules give the published region (or both call the answer invalid)."""
-    both = compared_with_published(selections) if not selections.empty else pd.DataFrame()
+def agreement(selections: pd.DataFrame, compared: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of answers where the rules give the published region (or both call the answer invalid); `compared`:
+    `compared_with_published(selections)`, when the caller has it."""
+    if compared is not None:
+        both = compared
+    else:
+        both = compared_with_published(selections) if not selections.empty else pd.DataFrame()
     if both.empty:
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
     counts = (both.groupby(["model", "lang", "experiment", "candidate_scope", "disagreement"]).size()
