@@ -412,3 +412,27 @@ def test_list_positions_equal_the_multiindex_lookup():
                         (known.astype({"experiment": "string"}), rows.astype({"experiment": object}))):
         assert _positions_in(left, right, keys).tolist() == multiindex(left, right).tolist()
     assert _positions_in(known, rows, keys).tolist() == [1, 2, 3, -1, 2, -1]
+
+
+def test_upstream_selections_fast_paths_equal_the_cell_by_cell_ones():
+    """Typed columns (text with missing names, bools, int regions) take vectorized paths; the same values as
+    objects (the cell-by-cell paths) give the same table, and so does an empty file."""
+    import numpy as np
+
+    final = pd.DataFrame({"extracted_name": pd.Series(["王丽华", None, "陳麗華", "", np.nan], dtype="str"),
+                          "refine_flag": [True, False, True, False, True], "region": [1, -1, 0, 0, -1]})
+    for frame in (final, final.iloc[:0]):
+        for rows in (None, {0, 2, 4}, set()):
+            fast = upstream_selections(frame, model="m", lang="zh_hans", experiment="main", shuffles=2, rows=rows)
+            slow = upstream_selections(frame.astype(object), model="m", lang="zh_hans", experiment="main", shuffles=2,
+                                       rows=rows)
+            pd.testing.assert_frame_equal(fast, slow)
+    table = upstream_selections(final, model="m", lang="zh_hans", experiment="main", shuffles=2)
+    def texts(column: str) -> list:
+        return [value if isinstance(value, str) else None for value in table[column]]
+
+    assert texts("selected_name") == ["王丽华", None, "陳麗華", "", None]
+    assert texts("region") == ["mainland", None, "taiwan", "taiwan", None]
+    assert table["rule"].tolist() == ["gpt-4o-mini", "substring", "gpt-4o-mini", "substring", "gpt-4o-mini"]
+    with pytest.raises(ValueError, match="row 1: region must be"):
+        upstream_selections(final.assign(region=[1, 2, 0, 0, 1]), model="m", lang="l", experiment="main", shuffles=2)

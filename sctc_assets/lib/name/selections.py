@@ -142,12 +142,16 @@ def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.Dat
 def published_regions(codes: pd.Series, *, source_name: str) -> list[str | None]:
     """The authors' region codes (1 Mainland, 0 Taiwan, -1 invalid) as regions; another value is an error naming
     the file and row."""
-    numbers = pd.to_numeric(pd.Series(list(codes)), errors="coerce")
+    if isinstance(codes.dtype, np.dtype) and codes.dtype.kind in "iu":  # as read, no Python int per row
+        numbers = pd.Series(codes.to_numpy(), index=pd.RangeIndex(len(codes)))
+    else:
+        numbers = pd.to_numeric(pd.Series(list(codes)), errors="coerce")
     bad = numbers.index[~numbers.isin(list(PUBLISHED_REGIONS))].tolist()
     if bad:
         raise ValueError(f"{source_name}: row {bad[0]}: region must be 1, 0 or -1, got {list(codes)[bad[0]]!r}"
                          + (f" ({len(bad)} such rows)" if len(bad) > 1 else ""))
-    return [PUBLISHED_REGIONS[int(number)] for number in numbers]
+    by_code = np.array([PUBLISHED_REGIONS[-1], PUBLISHED_REGIONS[0], PUBLISHED_REGIONS[1]], dtype=object)
+    return by_code[numbers.to_numpy().astype(np.int64) + 1].tolist()
 
 
 def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experiment: str, shuffles: int,
@@ -160,8 +164,15 @@ def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experimen
     chosen = index.isin(sorted(rows)) if rows is not None else np.ones(len(final), dtype=bool)
     positions = index[chosen].to_numpy()
     valid = regions[chosen].notna().to_numpy()
-    names = [stored_text(name) for name in final["extracted_name"].to_numpy()[chosen]]
-    refined = [str(flag) == "True" for flag in final["refine_flag"].to_numpy()[chosen]]
+    extracted, flags = final["extracted_name"], final["refine_flag"]
+    if isinstance(extracted.dtype, pd.StringDtype):  # texts or missing: stored_text is the text or None
+        names = extracted.to_numpy(dtype=object, na_value=None)[chosen].tolist()
+    else:
+        names = [stored_text(name) for name in extracted.to_numpy()[chosen]]
+    if flags.dtype == np.bool_:
+        refined = flags.to_numpy()[chosen].tolist()  # str(flag) == "True" of a bool is the bool
+    else:
+        refined = [str(flag) == "True" for flag in flags.to_numpy()[chosen]]
     return pd.DataFrame({
         "model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
         "list_id": positions // shuffles, "shuffle": positions % shuffles, "row": positions,
