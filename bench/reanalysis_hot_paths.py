@@ -12,9 +12,11 @@ the same result:
     the cached `tokenizer.json` (cold: convert once; warm: later runs), with the token counts of every name.
 (e) the term labels of the published answers: `rules_labels` and `upstream_labels` (a `to_dict('records')`
     row loop, each term's forms built per row, as they were) against each term's forms and each distinct answer
-    labelled once; and `table_hash` of the resulting tables, cell by cell against Arrow-joined;
-(f) `prompts_to_ask` (the name prompts one replay partition answers) and `published_regions`/`upstream_selections`
-    are in (a) and here: the frame filtered per experiment once, on the Parquet-read `name_prompts`.
+    labelled once; the lexicon source's `fixed_labels` (a term's expected forms folded per answer, as it was,
+    against once per term); and `table_hash` of the resulting tables, cell by cell against Arrow-joined;
+(f) `name_prompts` read back by the IO manager (chunked against one contiguous array per column) and
+    `prompts_to_ask` on it for every replay partition (each filter of the frame copying the prompts, against one
+    filter per experiment); `upstream_selections` is in (a).
 
 "Old" is the code of the commit before this work (`--baseline`, default 87c036a), read with `git show` and
 loaded next to the current modules, so the product keeps one implementation.
@@ -92,6 +94,7 @@ class Baseline:
             name: getattr(self.term_labels, name) for name in ("combine_with_judge", "find_misaligned",
                                                                 "label_answer", "term_forms")})
         self.requests = baseline_module(commit, "sctc_assets/lib/name/requests.py")
+        self.lexicon = baseline_module(commit, "sctc_assets/lib/term/lexicon_labels.py")
 
 
 # --- measuring --------------------------------------------------------------------------------------------------
@@ -314,6 +317,13 @@ def part_e(old: Baseline, source: UpstreamSource, models: list[str]) -> None:
     old_time, old_up = cpu(lambda: [old.labelling.upstream_labels(*part) for part in parts])
     new_time, new_up = cpu(lambda: [upstream_labels(*part) for part in parts])
     line("(e) upstream_labels", old_time, new_time, all(same_table(a, b) for a, b in zip(old_up, new_up)))
+    from sctc_assets.lib.term.lexicon_labels import fixed_labels
+    keyed = [frame.merge(prompts[["lang", "prompt_variant", "trial", "term_id", "expected"]],
+                         on=["lang", "prompt_variant", "trial", "term_id"]) for frame, _, _ in parts]
+    flags = [[False] * len(frame) for frame in keyed]
+    old_time, old_fixed = cpu(lambda: [old.lexicon.fixed_labels(f, m) for f, m in zip(keyed, flags)])
+    new_time, new_fixed = cpu(lambda: [fixed_labels(f, m) for f, m in zip(keyed, flags)])
+    line("(e) lexicon fixed_labels", old_time, new_time, all(same_table(a, b) for a, b in zip(old_fixed, new_fixed)))
     tables = [table for table in (pd.concat(old_rules + old_up, ignore_index=True),
                                   *(frame for frame, _, _ in parts)) if not table.empty]
     old_time, old_hashes = cpu(lambda: [old.content_hash.table_hash(table) for table in tables])
