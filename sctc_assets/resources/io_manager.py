@@ -46,9 +46,9 @@ _TEXT_TYPES = {pa.string(): _TEXT, pa.large_string(): _TEXT, pa.null(): _TEXT}
 def read_table(path: str | Path) -> pd.DataFrame:
     """One stored table as pandas, text columns as `string` with `pd.NA` (the storage rule above).
 
-    Each column is one contiguous array, not one chunk per row group: converting it is faster, and so is every
-    later take or filter of its rows (a take from a chunked Arrow column costs about ten times one from a
-    contiguous one)."""
+    Each column is one contiguous array, not one chunk per 131,072 rows: a later take of its rows costs about a
+    tenth of one from a chunked Arrow column (`name_prompts`, read by every name partition, has two chunks). The
+    copy costs little below a million rows (measured ~+25 % read time on 1.46M rows of answers)."""
     table = pq.read_table(path)
     try:
         table = table.combine_chunks()
