@@ -161,6 +161,12 @@ def part_a_b(old: Baseline, source: UpstreamSource, models: list[str], skip: set
     old_time, old_up = cpu(lambda: [old.selections.upstream_selections(final, **kwargs) for final, kwargs in finals])
     new_time, new_up = cpu(lambda: [upstream_selections(final, **kwargs) for final, kwargs in finals])
     line("(a) upstream_selections", old_time, new_time, all(same_table(a, b) for a, b in zip(old_up, new_up)))
+    from sctc_assets.lib.content_hash import table_hash
+    tables = [pd.concat(new_rules + new_up, ignore_index=True), pd.concat(answers, ignore_index=True)]
+    old_time, old_hashes = cpu(lambda: [old.content_hash.table_hash(table) for table in tables])
+    new_time, new_hashes = cpu(lambda: [table_hash(table) for table in tables])
+    line("(a) table_hash (selections, answers)", old_time, new_time, old_hashes == new_hashes,
+         f"({sum(map(len, tables))} rows)")
     if "b" in skip:
         return
     selections = pd.concat(new_rules + new_up, ignore_index=True)
