@@ -17,6 +17,8 @@ the same result:
 (f) `name_prompts` read back by the IO manager (chunked against one contiguous array per column) and
     `prompts_to_ask` on it for every replay partition (each filter of the frame copying the prompts, against one
     filter per experiment); `upstream_selections` is in (a).
+(g) `top_words` of the published explanations (Tables 31–32): each cell segmented by jieba once per top-10 rank
+    (as it was) against once.
 
 "Old" is the code of the commit before this work (`--baseline`, default 87c036a), read with `git show` and
 loaded next to the current modules, so the product keeps one implementation.
@@ -95,6 +97,7 @@ class Baseline:
                                                                 "label_answer", "term_forms")})
         self.requests = baseline_module(commit, "sctc_assets/lib/name/requests.py")
         self.lexicon = baseline_module(commit, "sctc_assets/lib/term/lexicon_labels.py")
+        self.explanations = baseline_module(commit, "sctc_assets/lib/name/explanations.py")
 
 
 # --- measuring --------------------------------------------------------------------------------------------------
@@ -371,11 +374,31 @@ def part_f(old: Baseline, source: UpstreamSource, models: list[str], scratch: Pa
     line("(f) table_hash (selected prompts)", old_time, new_time, old_hash == new_hash)
 
 
+def part_g(old: Baseline, source: UpstreamSource) -> None:
+    """`top_words` (Tables 31–32) on the published explanations: jieba on every cell once per top-10 rank (as it
+    was) against once per cell."""
+    from sctc_assets.assets.name.appendix import EXPLAINING_MODELS
+    from sctc_assets.lib.name import explanations
+
+    frames = []
+    for model in EXPLAINING_MODELS:
+        for lang in ("zh_hans", "zh_hant"):
+            relative = f"response/regional_name/explanation/{model}_{UPSTREAM_LANG[lang]}.csv"
+            if source.exists(relative):
+                frames.append(source.read_csv(relative, ["adjective", "name", "region"]).assign(model=model, lang=lang))
+    frame = pd.concat(frames, ignore_index=True)
+    explanations.jieba_words("预热")  # jieba's dictionary loaded before either is timed
+    old_time, before = cpu(lambda: old.explanations.top_words(frame))
+    new_time, after = cpu(lambda: explanations.top_words(frame))
+    line("(g) top_words (explanations)", old_time, new_time, same_table(before, after) and
+         list(before.dtypes) == list(after.dtypes), f"({len(frame)} explanations)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--upstream", default=os.environ.get(SCTC_ENV_VAR), help="SC-TC-Bench data")
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=list(PAPER_MODELS))
-    parser.add_argument("--skip", nargs="+", default=[], choices=list("abcdef"))
+    parser.add_argument("--skip", nargs="+", default=[], choices=list("abcdefg"))
     parser.add_argument("--baseline", default="87c036a", help="the commit whose code is 'old'")
     args = parser.parse_args()
     if not args.upstream:
@@ -396,6 +419,8 @@ def main() -> None:
             part_e(old, source, args.models)
         if "f" not in skip:
             part_f(old, source, args.models, Path(scratch))
+        if "g" not in skip:
+            part_g(old, source)
         if "d" not in skip:
             from sctc_assets.lib.name import tokenization as tk
             part_d(old, tk.default_files_dir(), Path(scratch) / "tokenizers",
