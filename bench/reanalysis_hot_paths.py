@@ -170,6 +170,11 @@ def part_a_b(old: Baseline, source: UpstreamSource, models: list[str], skip: set
     new_time, new_hashes = cpu(lambda: [table_hash(table) for table in tables])
     line("(a) table_hash (selections, answers)", old_time, new_time, old_hashes == new_hashes,
          f"({sum(map(len, tables))} rows)")
+    selections = tables[0]
+    old_time, (old_top, _) = cpu(lambda: old.metrics.selection_frequencies(selections, lists))
+    new_time, (new_top, _) = cpu(lambda: metrics.selection_frequencies(selections, lists))
+    line("(a) selection_frequencies (top selected)", old_time, new_time, same_table(old_top, new_top)
+         and list(old_top.dtypes) == list(new_top.dtypes))
     if "b" in skip:
         return
     selections = pd.concat(new_rules + new_up, ignore_index=True)

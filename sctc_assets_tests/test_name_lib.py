@@ -436,3 +436,23 @@ def test_upstream_selections_fast_paths_equal_the_cell_by_cell_ones():
     assert table["rule"].tolist() == ["gpt-4o-mini", "substring", "gpt-4o-mini", "substring", "gpt-4o-mini"]
     with pytest.raises(ValueError, match="row 1: region must be"):
         upstream_selections(final.assign(region=[1, 2, 0, 0, 1]), model="m", lang="l", experiment="main", shuffles=2)
+
+
+def test_asked_rows_are_the_rows_the_merge_keeps():
+    """`_asked_rows` marks the rows of the lists that `_asked_lists`' inner merge keeps, duplicated list keys and
+    missing keys included, and none for an empty group."""
+    import numpy as np
+
+    from sctc_assets.lib.name.metrics import _asked_lists, _asked_rows
+
+    lists = pd.DataFrame({"experiment": ["main", "main", "main", None, "main"],
+                          "list_source": ["upstream", "upstream", "generated", "upstream", "upstream"],
+                          "row": [0, 1, 0, 2, 1], "candidates": [["a"], ["b"], ["c"], ["d"], ["e"]]})
+    group = pd.DataFrame({"experiment": pd.Series(["main", "main", None, "main"], dtype="string"),
+                          "list_source": ["upstream", "upstream", "upstream", "upstream"], "row": [1, 1, 2, 5]})
+    for rows in (group, group.iloc[:0], group.iloc[:1]):
+        merged = _asked_lists(rows, lists)
+        kept = lists[_asked_rows(rows, lists)]
+        assert kept["candidates"].tolist() == merged["candidates"].tolist()
+    assert _asked_rows(group, lists).tolist() == [False, True, False, True, True]
+    assert not np.any(_asked_rows(group.iloc[:0], lists))
