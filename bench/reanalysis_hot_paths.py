@@ -11,7 +11,16 @@ the same result:
 (d) the tokenizers of the GGUF files of `tokenization_counts`: the GGUF parsed by transformers (as it was) against
     the cached `tokenizer.json` (cold: convert once; warm: later runs), with the token counts of every name; and
     the conversion itself, `cached_gguf_vocabulary` through AutoTokenizer (as it was, `--gguf-baseline`) against
-    the header path (`lib/gguf_reading.py`), checked to write the same `tokenizer.json` bytes.
+    the header path (`lib/gguf_reading.py`), checked to write the same `tokenizer.json` bytes;
+(e) the term labels of the published answers: `rules_labels` and `upstream_labels` (a `to_dict('records')`
+    row loop, each term's forms built per row, as they were) against each term's forms and each distinct answer
+    labelled once; the lexicon source's `fixed_labels` (a term's expected forms folded per answer, as it was,
+    against once per term); and `table_hash` of the resulting tables, cell by cell against Arrow-joined;
+(f) `name_prompts` read back by the IO manager (chunked against one contiguous array per column) and
+    `prompts_to_ask` on it for every replay partition (each filter of the frame copying the prompts, against one
+    filter per experiment); `upstream_selections` is in (a).
+(g) `top_words` of the published explanations (Tables 31–32): each cell segmented by jieba once per top-10 rank
+    (as it was) against once.
 
 "Old" is the code of the commit before this work (`--baseline`, default 87c036a; for the conversion
 `--gguf-baseline`, default 785ddb5), read with `git show` and loaded next to the current modules, so the product
@@ -86,6 +95,14 @@ class Baseline:
         self.metrics = baseline_module(commit, "sctc_assets/lib/name/metrics.py")
         self.replay = baseline_module(commit, "sctc_assets/backends/replay.py")
         self.tokenization = baseline_module(commit, "sctc_assets/lib/name/tokenization.py")
+        self.content_hash = baseline_module(commit, "sctc_assets/lib/content_hash.py")
+        self.term_labels = baseline_module(commit, "sctc_assets/lib/term/labels.py")
+        self.labelling = baseline_module(commit, "sctc_assets/lib/term/labelling.py", **{
+            name: getattr(self.term_labels, name) for name in ("combine_with_judge", "find_misaligned",
+                                                                "label_answer", "term_forms")})
+        self.requests = baseline_module(commit, "sctc_assets/lib/name/requests.py")
+        self.lexicon = baseline_module(commit, "sctc_assets/lib/term/lexicon_labels.py")
+        self.explanations = baseline_module(commit, "sctc_assets/lib/name/explanations.py")
 
 
 # --- measuring --------------------------------------------------------------------------------------------------
@@ -152,6 +169,17 @@ def part_a_b(old: Baseline, source: UpstreamSource, models: list[str], skip: set
     old_time, old_up = cpu(lambda: [old.selections.upstream_selections(final, **kwargs) for final, kwargs in finals])
     new_time, new_up = cpu(lambda: [upstream_selections(final, **kwargs) for final, kwargs in finals])
     line("(a) upstream_selections", old_time, new_time, all(same_table(a, b) for a, b in zip(old_up, new_up)))
+    from sctc_assets.lib.content_hash import table_hash
+    tables = [pd.concat(new_rules + new_up, ignore_index=True), pd.concat(answers, ignore_index=True)]
+    old_time, old_hashes = cpu(lambda: [old.content_hash.table_hash(table) for table in tables])
+    new_time, new_hashes = cpu(lambda: [table_hash(table) for table in tables])
+    line("(a) table_hash (selections, answers)", old_time, new_time, old_hashes == new_hashes,
+         f"({sum(map(len, tables))} rows)")
+    selections = tables[0]
+    old_time, (old_top, _) = cpu(lambda: old.metrics.selection_frequencies(selections, lists))
+    new_time, (new_top, _) = cpu(lambda: metrics.selection_frequencies(selections, lists))
+    line("(a) selection_frequencies (top selected)", old_time, new_time, same_table(old_top, new_top)
+         and list(old_top.dtypes) == list(new_top.dtypes))
     if "b" in skip:
         return
     selections = pd.concat(new_rules + new_up, ignore_index=True)
@@ -204,9 +232,10 @@ def part_c(old: Baseline, root: Path, models: list[str], cache_dir: Path) -> Non
             out[(model, benchmark)] = pd.DataFrame(result_columns(results)).take(codes).reset_index(drop=True)
         return out
 
-    old.replay._read_column.cache_clear()  # a new process: nothing parsed yet
-    old_time, before = cpu(old_replay)
     os.environ["SCTC_DATA_DIR"] = str(cache_dir)
+    old_memo = getattr(old.replay, "_read_column", None) or old.replay._published_column
+    old_memo.cache_clear()  # a new process: nothing parsed yet
+    old_time, before = cpu(old_replay)
     from sctc_assets.backends import replay as replay_module
     replay_module._published_column.cache_clear()
     cold_time, after = cpu(new_replay)
@@ -216,6 +245,22 @@ def part_c(old: Baseline, root: Path, models: list[str], cache_dir: Path) -> Non
     same = all(same_table(before[key][columns], after[key][columns]) for key in refs)
     line("(c) replay, first run (cache written)", old_time, cold_time, same)
     line("(c) replay, later runs (cache read)", old_time, warm_time, same)
+    if hasattr(old.replay.ReplayBackend, "replay"):  # the baseline has the columnar replay: the same path, then
+        def old_columnar() -> dict:
+            out = {}
+            for (model, benchmark), frame in refs.items():
+                backend = old.replay.ReplayBackend(upstream_name=model, no_think=model == "ds",
+                                                   upstream_root=str(root))
+                codes, results = backend.replay(frame)
+                out[(model, benchmark)] = pd.DataFrame(result_columns(results)).take(codes).reset_index(drop=True)
+            return out
+        old_memo.cache_clear()
+        replay_module._published_column.cache_clear()
+        old_time, before = cpu(old_columnar)  # reads the cache files the new code wrote
+        replay_module._published_column.cache_clear()
+        warm_time, after = cpu(new_replay)
+        same = all(same_table(before[key][columns], after[key][columns]) for key in refs)
+        line("(c) replay(), baseline's against now (cache read)", old_time, warm_time, same)
 
 
 def part_d(old: Baseline, files_dir: Path, cache_dir: Path, names: pd.DataFrame) -> None:
@@ -263,11 +308,120 @@ def part_d(old: Baseline, files_dir: Path, cache_dir: Path, names: pd.DataFrame)
         line(f"(d) all {len(conversions)} GGUF files: conversion", old_time, new_time, same == len(conversions))
 
 
+def term_inputs(source: UpstreamSource, root: Path, models: list[str]):
+    """Per model and language, the replayed term responses as `term_responses` stores them, with the upstream
+    label inputs (the other language's `gt` and the cleaned verdicts)."""
+    from sctc_assets.assets.term.labels import published_label_inputs
+    from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
+    from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, build_prompts
+    from sctc_assets.lib.term.requests import term_requests
+    from sctc_assets.lib.term.terms import LANGS, parse_terms
+
+    prompts = build_prompts(parse_terms(source.read_csv(TERMS_FILE, TERM_COLUMNS)), langs=LANGS,
+                            variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)
+    parts = []
+    for model in models:
+        backend = ReplayBackend(upstream_name=model, no_think=model == "ds", upstream_root=str(root))
+        for lang in LANGS:
+            selected, _ = term_requests(prompts, lang, PAPER_TRIALS, PROMPT_VARIANTS)
+            codes, results = backend.replay(selected[["lang", "prompt_variant", "row"]].assign(benchmark="term"))
+            columns = pd.DataFrame(result_columns(results)).take(codes).reset_index(drop=True)
+            frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].assign(
+                **columns[["response", "outcome"]]).assign(model=f"paper-{model}")
+            frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
+            if frame.empty:
+                continue
+            needed = {int(v): int(rows.max()) + 1 for v, rows in frame.groupby("prompt_variant")["row"]}
+            other_gt, verdicts, _ = published_label_inputs(source, model, lang, needed)
+            parts.append((frame, other_gt, verdicts))
+    return prompts, parts
+
+
+def part_e(old: Baseline, source: UpstreamSource, models: list[str]) -> None:
+    from sctc_assets.lib.content_hash import table_hash
+    from sctc_assets.lib.term.labelling import rules_labels, upstream_labels
+
+    prompts, parts = term_inputs(source, Path(source.root), models)
+    print(f"(e) {sum(len(frame) for frame, _, _ in parts)} published term answers of {len(models)} models")
+    old_time, old_rules = cpu(lambda: [old.labelling.rules_labels(frame, prompts) for frame, _, _ in parts])
+    new_time, new_rules = cpu(lambda: [rules_labels(frame, prompts) for frame, _, _ in parts])
+    line("(e) rules_labels", old_time, new_time, all(same_table(a, b) for a, b in zip(old_rules, new_rules)))
+    old_time, old_up = cpu(lambda: [old.labelling.upstream_labels(*part) for part in parts])
+    new_time, new_up = cpu(lambda: [upstream_labels(*part) for part in parts])
+    line("(e) upstream_labels", old_time, new_time, all(same_table(a, b) for a, b in zip(old_up, new_up)))
+    from sctc_assets.lib.term.lexicon_labels import fixed_labels
+    keyed = [frame.merge(prompts[["lang", "prompt_variant", "trial", "term_id", "expected"]],
+                         on=["lang", "prompt_variant", "trial", "term_id"]) for frame, _, _ in parts]
+    flags = [[False] * len(frame) for frame in keyed]
+    old_time, old_fixed = cpu(lambda: [old.lexicon.fixed_labels(f, m) for f, m in zip(keyed, flags)])
+    new_time, new_fixed = cpu(lambda: [fixed_labels(f, m) for f, m in zip(keyed, flags)])
+    line("(e) lexicon fixed_labels", old_time, new_time, all(same_table(a, b) for a, b in zip(old_fixed, new_fixed)))
+    tables = [table for table in (pd.concat(old_rules + old_up, ignore_index=True),
+                                  *(frame for frame, _, _ in parts)) if not table.empty]
+    old_time, old_hashes = cpu(lambda: [old.content_hash.table_hash(table) for table in tables])
+    new_time, new_hashes = cpu(lambda: [table_hash(table) for table in tables])
+    line("(e) table_hash (labels, responses)", old_time, new_time, old_hashes == new_hashes,
+         f"({sum(map(len, tables))} rows)")
+
+
+def part_f(old: Baseline, source: UpstreamSource, models: list[str], scratch: Path) -> None:
+    """`prompts_to_ask` for every replay partition, on `name_prompts` as the IO manager reads it back."""
+    from sctc_assets.lib.content_hash import table_hash
+    from sctc_assets.lib.name.candidates import RunSettings
+    from sctc_assets.lib.name.lists import candidate_lists
+    from sctc_assets.lib.name.prompts import build_prompts
+    from sctc_assets.lib.name.requests import prompts_to_ask
+    from sctc_assets.resources.io_manager import _TEXT_TYPES, read_table
+    import pyarrow.parquet as pq
+
+    names = parse_names(source.read_csv(NAMES_FILE, NAME_COLUMNS))
+    lists, _ = candidate_lists(names, source)
+    path = scratch / "name_prompts.parquet"
+    build_prompts(lists).to_parquet(path, index=False)
+    read_table(path)  # the file in the page cache for both
+    old_time, before = cpu(lambda: [pq.read_table(path).to_pandas(types_mapper=_TEXT_TYPES.get)
+                                    for _ in range(5)][-1])
+    new_time, after = cpu(lambda: [read_table(path) for _ in range(5)][-1])
+    line("(f) read name_prompts (IO manager) x5", old_time, new_time, same_table(before, after)
+         and list(before.dtypes) == list(after.dtypes))
+    settings = RunSettings(tuple(EXPERIMENTS))
+    partitions = [(model, lang) for model in models for lang in UPSTREAM_LANG]
+    old_time, old_sel = cpu(lambda: [old.requests.prompts_to_ask(before, lang, settings, replay=True)[0]
+                                     for _, lang in partitions])
+    new_time, new_sel = cpu(lambda: [prompts_to_ask(after, lang, settings, replay=True)[0]
+                                     for _, lang in partitions])
+    same = all(a.equals(b) and list(a.dtypes) == list(b.dtypes) for a, b in zip(old_sel, new_sel))
+    line(f"(f) prompts_to_ask ({len(partitions)} partitions)", old_time, new_time, same)
+    old_time, old_hash = cpu(lambda: [old.content_hash.table_hash(frame) for frame in old_sel[:3]])
+    new_time, new_hash = cpu(lambda: [table_hash(frame) for frame in old_sel[:3]])
+    line("(f) table_hash (selected prompts)", old_time, new_time, old_hash == new_hash)
+
+
+def part_g(old: Baseline, source: UpstreamSource) -> None:
+    """`top_words` (Tables 31–32) on the published explanations: jieba on every cell once per top-10 rank (as it
+    was) against once per cell."""
+    from sctc_assets.assets.name.appendix import EXPLAINING_MODELS
+    from sctc_assets.lib.name import explanations
+
+    frames = []
+    for model in EXPLAINING_MODELS:
+        for lang in ("zh_hans", "zh_hant"):
+            relative = f"response/regional_name/explanation/{model}_{UPSTREAM_LANG[lang]}.csv"
+            if source.exists(relative):
+                frames.append(source.read_csv(relative, ["adjective", "name", "region"]).assign(model=model, lang=lang))
+    frame = pd.concat(frames, ignore_index=True)
+    explanations.jieba_words("预热")  # jieba's dictionary loaded before either is timed
+    old_time, before = cpu(lambda: old.explanations.top_words(frame))
+    new_time, after = cpu(lambda: explanations.top_words(frame))
+    line("(g) top_words (explanations)", old_time, new_time, same_table(before, after) and
+         list(before.dtypes) == list(after.dtypes), f"({len(frame)} explanations)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--upstream", default=os.environ.get(SCTC_ENV_VAR), help="SC-TC-Bench data")
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=list(PAPER_MODELS))
-    parser.add_argument("--skip", nargs="+", default=[], choices=list("abcd"))
+    parser.add_argument("--skip", nargs="+", default=[], choices=list("abcdefg"))
     parser.add_argument("--baseline", default="87c036a", help="the commit whose code is 'old'")
     parser.add_argument("--gguf-baseline", default="785ddb5",
                         help="the commit whose GGUF vocabulary conversion is 'old' in (d)")
@@ -287,6 +441,12 @@ def main() -> None:
             part_a_b(old, source, args.models, skip)
         if "c" not in skip:
             part_c(old, Path(source.root), args.models, Path(scratch) / "data")
+        if "e" not in skip:
+            part_e(old, source, args.models)
+        if "f" not in skip:
+            part_f(old, source, args.models, Path(scratch))
+        if "g" not in skip:
+            part_g(old, source)
         if "d" not in skip:
             from sctc_assets.lib.name import tokenization as tk
             part_d(old, tk.default_files_dir(), Path(scratch) / "tokenizers",

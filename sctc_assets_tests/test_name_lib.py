@@ -389,3 +389,70 @@ def test_the_printed_summary_shows_no_rate_where_no_answer_was_valid():
     cells = [cell.strip() for cell in row[0].split("|")]
     assert cells[1:6] == ["m", "rules", "4", "0", "–"]  # S: n, valid%, then no Mainland% rather than "0.0"
     assert "50.0 NS" in cells
+
+
+def test_list_positions_equal_the_multiindex_lookup():
+    """`_positions_in` (integer codes per key) finds what `MultiIndex.get_indexer` on object keys finds: missing
+    keys (None, NaN, pd.NA) match each other, ints match equal floats, text dtypes mix, unknown rows get -1."""
+    import numpy as np
+
+    from sctc_assets.lib.name.selections import _positions_in
+
+    keys = ["experiment", "list_source", "row"]
+    known = pd.DataFrame({"experiment": ["a", "a", None, "b"], "list_source": ["u", "g", "u", "u"], "row": [1, 2, 3, 1]})
+    rows = pd.DataFrame({"experiment": pd.Series(["a", None, "b", "c", np.nan, "a"], dtype="string"),
+                         "list_source": ["g", "u", "u", "u", "u", "u"], "row": [2.0, 3, 1, 1, 3, 2]})
+
+    def multiindex(left: pd.DataFrame, right: pd.DataFrame) -> np.ndarray:
+        return pd.MultiIndex.from_frame(left[keys].astype(object)).get_indexer(
+            pd.MultiIndex.from_frame(right[keys].astype(object)))
+
+    for left, right in ((known, rows), (known.iloc[:0], rows), (known, rows.iloc[:0]),
+                        (known.astype(object), rows.astype(object)),
+                        (known.astype({"experiment": "string"}), rows.astype({"experiment": object}))):
+        assert _positions_in(left, right, keys).tolist() == multiindex(left, right).tolist()
+    assert _positions_in(known, rows, keys).tolist() == [1, 2, 3, -1, 2, -1]
+
+
+def test_upstream_selections_fast_paths_equal_the_cell_by_cell_ones():
+    """Typed columns (text with missing names, bools, int regions) take vectorized paths; the same values as
+    objects (the cell-by-cell paths) give the same table, and so does an empty file."""
+    import numpy as np
+
+    final = pd.DataFrame({"extracted_name": pd.Series(["王丽华", None, "陳麗華", "", np.nan], dtype="str"),
+                          "refine_flag": [True, False, True, False, True], "region": [1, -1, 0, 0, -1]})
+    for frame in (final, final.iloc[:0]):
+        for rows in (None, {0, 2, 4}, set()):
+            fast = upstream_selections(frame, model="m", lang="zh_hans", experiment="main", shuffles=2, rows=rows)
+            slow = upstream_selections(frame.astype(object), model="m", lang="zh_hans", experiment="main", shuffles=2,
+                                       rows=rows)
+            pd.testing.assert_frame_equal(fast, slow)
+    table = upstream_selections(final, model="m", lang="zh_hans", experiment="main", shuffles=2)
+    def texts(column: str) -> list:
+        return [value if isinstance(value, str) else None for value in table[column]]
+
+    assert texts("selected_name") == ["王丽华", None, "陳麗華", "", None]
+    assert texts("region") == ["mainland", None, "taiwan", "taiwan", None]
+    assert table["rule"].tolist() == ["gpt-4o-mini", "substring", "gpt-4o-mini", "substring", "gpt-4o-mini"]
+    with pytest.raises(ValueError, match="row 1: region must be"):
+        upstream_selections(final.assign(region=[1, 2, 0, 0, 1]), model="m", lang="l", experiment="main", shuffles=2)
+
+
+def test_asked_rows_are_the_rows_the_merge_keeps():
+    """`_asked_rows` marks the rows of the lists that `_asked_lists`' inner merge keeps, duplicated list keys and
+    missing keys included, and none for an empty group."""
+    import numpy as np
+
+    from sctc_assets.lib.name.metrics import _asked_lists, _asked_rows
+
+    lists = pd.DataFrame({"experiment": ["main", "main", "main", None, "main"],
+                          "list_source": ["upstream", "upstream", "generated", "upstream", "upstream"],
+                          "row": [0, 1, 0, 2, 1], "candidates": [["a"], ["b"], ["c"], ["d"], ["e"]]})
+    group = pd.DataFrame({"experiment": pd.Series(["main", "main", None, "main"], dtype="string"),
+                          "list_source": ["upstream", "upstream", "upstream", "upstream"], "row": [1, 1, 2, 5]})
+    for rows in (group, group.iloc[:0], group.iloc[:1]):
+        merged = _asked_lists(rows, lists)
+        kept = lists[_asked_rows(rows, lists)]
+        assert kept["candidates"].tolist() == merged["candidates"].tolist()
+    assert _asked_rows(group, lists).tolist() == [False, True, False, True, True]
+    assert not np.any(_asked_rows(group.iloc[:0], lists))

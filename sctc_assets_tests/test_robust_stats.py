@@ -201,3 +201,18 @@ def test_review_paired_intervals_match_review_metrics():
     assert rows["delta_mse"]["estimate"] == pytest.approx(expected["delta_mse"])
     assert rows["delta_acc"]["paper_p"] == pytest.approx(expected["mcnemar_p"])
     assert rows["delta_acc"]["ci_low"] < rows["delta_acc"]["estimate"] < rows["delta_acc"]["ci_high"]
+
+
+def test_cluster_robust_share_of_a_series_equals_that_of_its_values_as_a_list():
+    """A Series of clusters (Arrow-backed text or numbers) is factorized as it is; the row equals the one of the
+    same clusters given as a plain list (a missing cluster fails in statsmodels either way)."""
+    import numpy as np
+    import pandas as pd
+
+    y = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1], dtype=float)
+    for labels, dtype in ((["a", "b", "a", "c", "c", "b", "c", "d", "a", "b"], "string[pyarrow]"),
+                          (["a", "b", "a", "c", "c", "b", "c", "d", "a", "b"], "str"),
+                          ([1, 2, 1, 3, 3, 2, 1, 2, 3, 1], "int64"), (["x"] * 10, "str")):
+        series = pd.Series(labels, dtype=dtype, index=range(100, 110))
+        assert robust.cluster_robust_share(y, series) == robust.cluster_robust_share(y, list(labels))
+    assert robust.cluster_robust_share(y[:0], pd.Series([], dtype="str"))["n_clusters"] == 0

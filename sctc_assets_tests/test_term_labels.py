@@ -166,3 +166,50 @@ def test_a_short_upstream_file_is_an_error_naming_it(tmp_path):
     with pytest.raises(UpstreamSchemaError, match=r"correctness_annotated_by_gpt/qwen_traditional_1\.csv: 12 rows, but"
                                                   r" the published qwen zh_hant responses of prompt variant 1 have 30"):
         published_label_inputs(source, "qwen", "zh_hant", {1: 30})
+
+
+def test_labelling_each_distinct_answer_once_equals_the_row_by_row_labels():
+    """`rules_labels` and `upstream_labels` label a repeated answer once; the labels equal those of each row on
+    its own: missing answers (NaN from the `str` dtype, pd.NA from `string`), refusals, reasoning, two terms
+    with the same answer, expected forms as lists or arrays, and an empty partition."""
+    import numpy as np
+
+    from sctc_assets.lib.generation import stored_text, strip_reasoning
+    from sctc_assets.lib.term.labelling import LABEL_COLUMNS, rules_labels, upstream_labels
+
+    answers = ["滑鼠", "滑鼠", "鼠标", None, "<think>鼠标</think>滑鼠", "鼠标", "鍵盤", None, "滑鼠", ""]
+    keys = [{"lang": "zh_hant", "prompt_variant": 1 + i % 2, "trial": i // 2, "term_id": i % 2}
+            for i in range(len(answers))]
+    responses = pd.DataFrame([{**key, "model": "m", "response": answer, "row": i,
+                               "outcome": "refusal" if i == 5 else "ok"} for i, (key, answer)
+                              in enumerate(zip(keys, answers))])
+    forms = {0: (["滑鼠"], ["鼠标"]), 1: (np.array(["鍵盤"], dtype=object), ["键盘", "鼠标"])}
+    prompts = pd.DataFrame([{**key, "expected": forms[key["term_id"]][0], "other_region": forms[key["term_id"]][1],
+                             "gt": "x", "prompt": "問題"} for key in keys])
+    other_gt = {1: ["滑鼠/鼠標"] * 10, 2: ["鍵盤"] * 10}
+    verdicts = {1: [1, 0] * 5, 2: [0, 1] * 5}
+
+    def by_row(frame: pd.DataFrame) -> tuple[list, list, list]:
+        merged = frame.merge(prompts, on=["lang", "prompt_variant", "trial", "term_id"])
+        rules, hits, upstream = [], [], []
+        for record in merged.to_dict("records"):
+            refused = record["outcome"] == "refusal"
+            found = term_forms(record["lang"], record["expected"], record["other_region"])
+            hits.append("" if refused else ", ".join(find_misaligned(strip_reasoning(record["response"]), found)))
+            rules.append("incorrect" if refused else label_answer(record["response"], found))
+            variant, row = record["prompt_variant"], record["row"]
+            upstream.append("incorrect" if refused else upstream_label(
+                upstream_misaligned(other_gt[variant][row], stored_text(record["response"]), record["lang"]),
+                verdicts[variant][row]))
+        return rules, hits, upstream
+
+    for dtype in ("str", "string", object):
+        frame = responses.astype({"response": dtype})
+        rules, hits, upstream = by_row(frame)
+        labelled = rules_labels(frame, prompts)
+        assert labelled["label"].tolist() == rules and labelled["misaligned_forms"].tolist() == hits
+        assert upstream_labels(frame, other_gt, verdicts)["label"].tolist() == upstream
+    assert "misaligned" in rules and "correct" in rules
+    empty = rules_labels(responses.iloc[:0], prompts)
+    assert empty.empty and list(empty.columns) == LABEL_COLUMNS
+    assert upstream_labels(responses.iloc[:0], other_gt, verdicts).empty

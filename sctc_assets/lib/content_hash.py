@@ -14,6 +14,8 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 VOLATILE_COLUMNS = ("latency_s", "cached")
 
@@ -45,14 +47,54 @@ _NUMBER_KINDS = {"boolean", "integer", "floating", "mixed-integer-float", "decim
 
 
 def _digest_numbers(values: pd.Series) -> bytes:
-    numbers = values.astype(object).where(values.notna(), np.nan).astype("float64").to_numpy()
+    if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":  # no Python objects: cast in C
+        numbers = values.to_numpy(dtype="float64")
+    elif isinstance(values.dtype, pd.api.extensions.ExtensionDtype) and values.dtype.kind in "biuf":
+        numbers = values.to_numpy(dtype="float64", na_value=np.nan)  # Int64, boolean, Float64 (masked or Arrow)
+    else:
+        numbers = values.astype(object).where(values.notna(), np.nan).astype("float64").to_numpy()
     return b"n" + hashlib.sha256(np.where(np.isnan(numbers), np.inf, numbers).tobytes()).digest()
+
+
+_BATCH = 1 << 16  # texts joined at a time: the hash is streamed, so memory stays a batch, not a column
 
 
 def _digest_texts(texts: list) -> bytes:
     """Texts joined by a separator no text of these tables holds, missing ones as a marker no text equals."""
-    joined = "\x1e".join(text if isinstance(text, str) else _MISSING_TEXT for text in texts)
-    return b"s" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).digest()
+    digest = hashlib.sha256()
+    for start in range(0, len(texts), _BATCH):
+        batch = texts[start:start + _BATCH]
+        try:
+            joined = "\x1e".join(batch)  # no missing text in the batch, the common case, joined in C
+        except TypeError:
+            joined = "\x1e".join(text if isinstance(text, str) else _MISSING_TEXT for text in batch)
+        if start:
+            digest.update(b"\x1e")
+        digest.update(joined.encode("utf-8", "surrogatepass"))
+    return b"s" + digest.digest()
+
+
+def _digest_arrow_texts(values: pd.Series) -> bytes | None:
+    """`_digest_texts` of an Arrow-backed text column without a Python object per cell: the same bytes, joined by
+    Arrow (its texts are UTF-8 already); None when the column is not Arrow-backed text."""
+    dtype = values.dtype
+    if not ((isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow") or isinstance(dtype, pd.ArrowDtype)):
+        return None
+    chunked = pa.chunked_array(values.array.__arrow_array__())
+    if not (pa.types.is_string(chunked.type) or pa.types.is_large_string(chunked.type)):
+        return None
+    texts = pc.fill_null(chunked, _MISSING_TEXT).cast(pa.large_string())
+    digest = hashlib.sha256()
+    for start in range(0, len(texts), _BATCH):
+        batch = texts[start:start + _BATCH].combine_chunks()
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, len(batch)], pa.int64()), batch),
+                                 pa.scalar("\x1e", pa.large_string()))
+        if start:
+            digest.update(b"\x1e")
+        buffer = joined[0].as_buffer()  # None for one empty text
+        if buffer is not None:
+            digest.update(buffer)
+    return b"s" + digest.digest()
 
 
 def _item_text(cell: Any) -> str:
@@ -73,7 +115,8 @@ def _column_digest(values: pd.Series) -> bytes:
         return _digest_numbers(values)
     kind = pd.api.types.infer_dtype(values, skipna=True)
     if kind in ("string", "empty"):
-        return _digest_texts(values.astype(object).tolist())
+        digest = _digest_arrow_texts(values)
+        return digest if digest is not None else _digest_texts(values.astype(object).tolist())
     if kind in _NUMBER_KINDS:
         return _digest_numbers(values)
     cells = values.tolist()

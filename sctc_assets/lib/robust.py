@@ -105,8 +105,10 @@ def cluster_robust_share(outcome: Sequence[float], cluster: Sequence[object], va
     import statsmodels.api as sm
 
     y = np.asarray(outcome, dtype=float)
-    clusters = pd.factorize(pd.Series(list(cluster)))[0]
-    n_clusters = int(len(set(clusters)))
+    # A Series is factorized as it is (the same codes as of its values as a list, without a Python object per
+    # value of an Arrow-backed column).
+    clusters = pd.factorize(cluster if isinstance(cluster, pd.Series) else pd.Series(list(cluster)))[0]
+    n_clusters = int(len(np.unique(clusters)))
     row = {"share": float(y.mean()) if len(y) else NAN, "cr_se": NAN, "cr_z": NAN, "cr_p": NAN,
            "ci_low": NAN, "ci_high": NAN, "n": int(len(y)), "n_clusters": n_clusters}
     if len(y) == 0 or n_clusters < 2:

@@ -44,8 +44,17 @@ _TEXT_TYPES = {pa.string(): _TEXT, pa.large_string(): _TEXT, pa.null(): _TEXT}
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """One stored table as pandas, text columns as `string` with `pd.NA` (the storage rule above)."""
-    return pq.read_table(path).to_pandas(types_mapper=_TEXT_TYPES.get)
+    """One stored table as pandas, text columns as `string` with `pd.NA` (the storage rule above).
+
+    Each column is one contiguous array, not one chunk per 131,072 rows: a later take of its rows costs about a
+    tenth of one from a chunked Arrow column (`name_prompts`, read by every name partition, has two chunks). The
+    copy costs little below a million rows (measured ~+25 % read time on 1.46M rows of answers)."""
+    table = pq.read_table(path)
+    try:
+        table = table.combine_chunks()
+    except pa.ArrowException:  # a column too large for one array (over 2 GiB of `string`): left chunked
+        pass
+    return table.to_pandas(types_mapper=_TEXT_TYPES.get)
 
 
 def _unstorable(frame: pd.DataFrame) -> str | None:

@@ -38,9 +38,10 @@ def published_selections(source: UpstreamSource, responses: pd.DataFrame, *, mod
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SELECTION_COLUMNS)), missing
 
 
-def disagreement_examples(selections: pd.DataFrame, responses: pd.DataFrame) -> str:
-    """A few answers per experiment and kind where the rules and the published extraction differ."""
-    differing = compared_with_published(selections) if not selections.empty else pd.DataFrame()
+def disagreement_examples(compared: pd.DataFrame, responses: pd.DataFrame) -> str:
+    """A few answers per experiment and kind where the rules and the published extraction differ (`compared`:
+    `compared_with_published` of the selections)."""
+    differing = compared
     if not differing.empty:
         differing = differing[differing["disagreement"] != "none"]
     if differing.empty:
@@ -90,9 +91,10 @@ def name_selections(
     selections = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SELECTION_COLUMNS)
     statuses = (selections.groupby(["experiment", "extraction_source", "status"]).size().rename("answers")
                 .reset_index()) if not selections.empty else pd.DataFrame()
-    agreed = agreement(selections)
+    compared = compared_with_published(selections) if not selections.empty else pd.DataFrame()
+    agreed = agreement(selections, compared)
     return dg.Output(selections, data_version=content_version(selections), metadata=table_metadata(
         selections, statuses=dg.MetadataValue.md(markdown_table(statuses, rows=60)),
         agreement_with_published=dg.MetadataValue.md(markdown_table(agreed, rows=20)),
-        disagreement_examples=dg.MetadataValue.md(disagreement_examples(selections, name_responses)),
+        disagreement_examples=dg.MetadataValue.md(disagreement_examples(compared, name_responses)),
         notes=dg.MetadataValue.json(notes)))

@@ -148,7 +148,7 @@ class CandidateMatcher:
             for cue in pattern.finditer(folded):
                 index = bisect_left(positions, cue.end())  # the first mention at or after the cue
                 if index == len(mentions):
-                    continue
+                    break  # cues come in order: no later one has a mention after it either
                 following = mentions[index]
                 if following.position - cue.end() > gap or _SENTENCE_END.search(folded, cue.end(), following.position):
                     continue

@@ -88,6 +88,14 @@ def _asked_lists(group: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
     return lists.merge(asked, on=LIST_KEYS, how="inner")
 
 
+def _asked_rows(group: pd.DataFrame, lists: pd.DataFrame) -> np.ndarray:
+    """Which rows of `lists` `_asked_lists` keeps (an inner merge with the group's distinct list keys keeps the
+    rows of `lists` whose keys the group has, in order), without copying them."""
+    from sctc_assets.lib.name.selections import _positions_in
+
+    return _positions_in(group[LIST_KEYS].drop_duplicates(), lists, LIST_KEYS) >= 0
+
+
 TOP_COLUMNS = ["model", "lang", "experiment", "extraction_source", "rank", "name", "region", "selections",
                "appearances", "normalized_frequency"]
 
@@ -100,14 +108,19 @@ def selection_frequencies(selections: pd.DataFrame, lists: pd.DataFrame) -> tupl
     if selections.empty:
         return pd.DataFrame(columns=TOP_COLUMNS), skipped
     keys = ["model", "lang", "experiment", "list_source", "extraction_source"]
+    counted: dict[bytes, tuple[Counter, set, set]] = {}  # the extraction sources of one answer set ask the same lists
+    columns = {name: lists[name].to_numpy(dtype=object) for name in ("candidates", "mainland_names", "taiwan_names")}
     for (model, lang, experiment, list_source, source), group in selections.groupby(keys, sort=True):
-        asked = _asked_lists(group, lists)
-        if asked.empty:
+        asked = _asked_rows(group, lists)  # the rows `_asked_lists` keeps, as a mask over `lists`
+        if not asked.any():
             skipped.append((experiment, list_source))
             continue
-        appearances = Counter(name for names in asked["candidates"] for name in names)
-        mainland = {name for names in asked["mainland_names"] for name in names}
-        taiwan = {name for names in asked["taiwan_names"] for name in names}
+        key = asked.tobytes()
+        if key not in counted:
+            counted[key] = (Counter(name for names in columns["candidates"][asked] for name in names),
+                            {name for names in columns["mainland_names"][asked] for name in names},
+                            {name for names in columns["taiwan_names"][asked] for name in names})
+        appearances, mainland, taiwan = counted[key]
         chosen = Counter(name for name in group["selected_name"].dropna() if name in appearances)
         frame = pd.DataFrame({"name": list(chosen), "selections": list(chosen.values())})
         if frame.empty:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.generation import GenerationRequest
@@ -14,14 +15,22 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
     """The prompt rows one model answers, and notes. A replay answers the authors' rows even where the upstream
     copy lacks their lists (its prompt is then unknown)."""
     frames, notes = [], []
+
+    def equal(column: str, value: str) -> np.ndarray:
+        return (in_lang[column] == value).to_numpy(dtype=bool, na_value=False)
+
+    # Rows are chosen on the key columns and the frame filtered once per experiment (each filter copies the
+    # prompts, a take that costs most on the chunked columns of a table read from Parquet).
     in_lang = name_prompts[name_prompts["lang"] == lang]
+    upstream = equal("list_source", "upstream")
     for name in settings.experiments:
         spec = EXPERIMENTS[name]
-        published = in_lang[(in_lang["experiment"] == name) & (in_lang["list_source"] == "upstream")]
-        source = "upstream" if replay else settings.list_source or ("upstream" if not published.empty else "generated")
+        in_experiment = equal("experiment", name)
+        published = bool((in_experiment & upstream).any())
+        source = "upstream" if replay else settings.list_source or ("upstream" if published else "generated")
         if replay and settings.list_source == "generated":
             notes.append(f"{name}: a replay only has answers to the authors' lists; list_source 'generated' ignored")
-        chosen = in_lang[(in_lang["experiment"] == name) & (in_lang["list_source"] == source)]
+        chosen = in_lang[in_experiment & (upstream if source == "upstream" else equal("list_source", source))]
         if chosen.empty and source == "upstream":
             if not replay:
                 raise ValueError(f"name_responses: no authors' lists for {name} "
@@ -32,9 +41,10 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
             chosen = grid.to_frame(index=False).assign(
                 experiment=name, list_source="upstream", lang=lang, prompt=None,
                 row=lambda frame: frame["list_id"] * spec.shuffles + frame["shuffle"])
+        if not chosen["row"].is_monotonic_increasing:  # a stable sort of sorted rows changes nothing
+            chosen = chosen.sort_values("row", kind="stable")
         # Rows that repeat a prompt are separate samples, as in the paper: the occurrence number over the full
         # design keeps them apart, and stays the same whatever --name-lists/--name-shuffles select.
-        chosen = chosen.sort_values("row", kind="stable")
         chosen = chosen.assign(occurrence=chosen.groupby("prompt", dropna=False).cumcount())
         if settings.lists is not None:
             chosen = chosen[chosen["list_id"] < settings.lists]

@@ -54,13 +54,27 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=SELECTION_COLUMNS)
 
 
+def _positions_in(known: pd.DataFrame, rows: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per row of `rows`, the position of the row of `known` with the same `keys` (unique in `known`), else -1:
+    what `MultiIndex.get_indexer` gives, on one integer code per key combination instead of a tuple per row."""
+    known_codes = np.zeros(len(known), dtype=np.int64)
+    row_codes = np.zeros(len(rows), dtype=np.int64)
+    for key in keys:
+        codes, uniques = pd.factorize(known[key])  # a missing value: -1
+        found = pd.Index(uniques).get_indexer(rows[key])
+        missing, absent = len(uniques), len(uniques) + 1  # codes of a missing value (matches one) and of a value
+        found = np.where(rows[key].isna().to_numpy(), missing, np.where(found < 0, absent, found))  # not known
+        known_codes = known_codes * (absent + 1) + np.where(codes < 0, missing, codes)
+        row_codes = row_codes * (absent + 1) + found
+    return pd.Index(known_codes).get_indexer(row_codes)
+
+
 def _list_signatures(responses: pd.DataFrame, lists: pd.DataFrame) -> tuple[np.ndarray, list[tuple | None]]:
     """Per response, the code of what its extraction depends on besides the answer: the trial's candidates and
     their regions, whatever the order a shuffle gives them (code 0: no list, all 352 names), and those
     signatures, `(candidates, mainland names, taiwan names)` or None."""
     known = lists.drop_duplicates(LIST_KEYS).reset_index(drop=True)
-    position = pd.MultiIndex.from_frame(known[LIST_KEYS].astype(object)).get_indexer(
-        pd.MultiIndex.from_frame(responses[LIST_KEYS].astype(object)))
+    position = _positions_in(known, responses, LIST_KEYS)
     used, inverse = np.unique(position, return_inverse=True)  # the lists these responses were asked, once each
     signatures: list[tuple | None] = [None]
     code_of: dict[tuple, int] = {}
@@ -128,12 +142,16 @@ def rules_selections(responses: pd.DataFrame, lists: pd.DataFrame, names: pd.Dat
 def published_regions(codes: pd.Series, *, source_name: str) -> list[str | None]:
     """The authors' region codes (1 Mainland, 0 Taiwan, -1 invalid) as regions; another value is an error naming
     the file and row."""
-    numbers = pd.to_numeric(pd.Series(list(codes)), errors="coerce")
+    if isinstance(codes.dtype, np.dtype) and codes.dtype.kind in "iu":  # as read, no Python int per row
+        numbers = pd.Series(codes.to_numpy(), index=pd.RangeIndex(len(codes)))
+    else:
+        numbers = pd.to_numeric(pd.Series(list(codes)), errors="coerce")
     bad = numbers.index[~numbers.isin(list(PUBLISHED_REGIONS))].tolist()
     if bad:
         raise ValueError(f"{source_name}: row {bad[0]}: region must be 1, 0 or -1, got {list(codes)[bad[0]]!r}"
                          + (f" ({len(bad)} such rows)" if len(bad) > 1 else ""))
-    return [PUBLISHED_REGIONS[int(number)] for number in numbers]
+    by_code = np.array([PUBLISHED_REGIONS[-1], PUBLISHED_REGIONS[0], PUBLISHED_REGIONS[1]], dtype=object)
+    return by_code[numbers.to_numpy().astype(np.int64) + 1].tolist()
 
 
 def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experiment: str, shuffles: int,
@@ -146,8 +164,15 @@ def upstream_selections(final: pd.DataFrame, *, model: str, lang: str, experimen
     chosen = index.isin(sorted(rows)) if rows is not None else np.ones(len(final), dtype=bool)
     positions = index[chosen].to_numpy()
     valid = regions[chosen].notna().to_numpy()
-    names = [stored_text(name) for name in final["extracted_name"].to_numpy()[chosen]]
-    refined = [str(flag) == "True" for flag in final["refine_flag"].to_numpy()[chosen]]
+    extracted, flags = final["extracted_name"], final["refine_flag"]
+    if isinstance(extracted.dtype, pd.StringDtype):  # texts or missing: stored_text is the text or None
+        names = extracted.to_numpy(dtype=object, na_value=None)[chosen].tolist()
+    else:
+        names = [stored_text(name) for name in extracted.to_numpy()[chosen]]
+    if flags.dtype == np.bool_:
+        refined = flags.to_numpy()[chosen].tolist()  # str(flag) == "True" of a bool is the bool
+    else:
+        refined = [str(flag) == "True" for flag in flags.to_numpy()[chosen]]
     return pd.DataFrame({
         "model": model, "lang": lang, "experiment": experiment, "list_source": "upstream",
         "list_id": positions // shuffles, "shuffle": positions % shuffles, "row": positions,
@@ -210,9 +235,13 @@ def compared_with_published(selections: pd.DataFrame) -> pd.DataFrame:
     return both
 
 
-def agreement(selections: pd.DataFrame) -> pd.DataFrame:
-    """Share of answers where the rules give the published region (or both call the answer invalid)."""
-    both = compared_with_published(selections) if not selections.empty else pd.DataFrame()
+def agreement(selections: pd.DataFrame, compared: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of answers where the rules give the published region (or both call the answer invalid); `compared`:
+    `compared_with_published(selections)`, when the caller has it."""
+    if compared is not None:
+        both = compared
+    else:
+        both = compared_with_published(selections) if not selections.empty else pd.DataFrame()
     if both.empty:
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
     counts = (both.groupby(["model", "lang", "experiment", "candidate_scope", "disagreement"]).size()

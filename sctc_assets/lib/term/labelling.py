@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from sctc_assets.lib.generation import stored_text, strip_reasoning
-from sctc_assets.lib.term.labels import combine_with_judge, find_misaligned, label_answer, term_forms
+from sctc_assets.lib.term.labels import combine_with_judge, find_misaligned, term_forms
 from sctc_assets.lib.term.upstream_labels import upstream_label, upstream_misaligned
 
 ITEM_KEYS = ["lang", "prompt_variant", "trial", "term_id"]
@@ -38,17 +38,52 @@ def _with_prompts(responses: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFram
     return merged
 
 
+def _forms_key(lang: object, expected: object, other_region: object) -> tuple | None:
+    """What `term_forms` depends on, hashable (None: not hashable, computed for the row alone)."""
+    try:
+        key = (lang, tuple(expected), tuple(other_region))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _rules_label(response: object, forms) -> tuple[str, str]:
+    """The misaligned forms found (joined) and the label of one answer: `label_answer`, with the answer's
+    reasoning stripped and its misaligned forms searched once."""
+    text = strip_reasoning(response)
+    found = find_misaligned(text, forms)
+    if found:
+        return ", ".join(found), "misaligned"
+    return "", "correct" if any(term in text for term in forms.expected) else "incorrect"
+
+
 def rules_labels(responses: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+    """Each term's forms are built once, and each distinct answer to a term labelled once (answers repeat)."""
     merged = _with_prompts(responses, prompts)
     labels, hits = [], []
-    for record in merged.to_dict("records"):
-        if record["outcome"] == REFUSAL:
+    forms_of: dict[tuple, object] = {}
+    labelled: dict[tuple, tuple[str, str]] = {}
+    for outcome, lang, expected, other_region, response in zip(
+            merged["outcome"].tolist(), merged["lang"].tolist(), merged["expected"].tolist(),
+            merged["other_region"].tolist(), merged["response"].tolist()):
+        if outcome == REFUSAL:
             hits.append("")
             labels.append("incorrect")
             continue
-        forms = term_forms(record["lang"], record["expected"], record["other_region"])
-        hits.append(", ".join(find_misaligned(strip_reasoning(record["response"]), forms)))
-        labels.append(label_answer(record["response"], forms))
+        key = _forms_key(lang, expected, other_region)
+        if key is None:
+            hit, label = _rules_label(response, term_forms(lang, expected, other_region))
+        else:
+            text = stored_text(response)
+            answer = (key, text)
+            if answer not in labelled:
+                if key not in forms_of:
+                    forms_of[key] = term_forms(lang, expected, other_region)
+                labelled[answer] = _rules_label(text, forms_of[key])
+            hit, label = labelled[answer]
+        hits.append(hit)
+        labels.append(label)
     merged["label_source"] = "rules"
     merged["label"] = labels
     merged["misaligned_forms"] = hits
@@ -69,14 +104,18 @@ def upstream_labels(
     frame = scorable(responses)
     frame = frame[frame["prompt_variant"].isin(set(other_region_gt) & set(judged_correct))].copy()
     labels = []
-    for record in frame.to_dict("records"):
-        if record["outcome"] == REFUSAL:
+    misaligned_of: dict[tuple, bool] = {}  # answers repeat: each distinct (term, answer, lang) tested once
+    for outcome, variant, row, response, lang in zip(
+            frame["outcome"].tolist(), frame["prompt_variant"].tolist(), frame["row"].tolist(),
+            frame["response"].tolist(), frame["lang"].tolist()):
+        if outcome == REFUSAL:
             labels.append("incorrect")
             continue
-        variant, row = int(record["prompt_variant"]), int(record["row"])
-        misaligned = upstream_misaligned(other_region_gt[variant][row], stored_text(record["response"]),
-                                         record["lang"])
-        labels.append(upstream_label(misaligned, judged_correct[variant][row]))
+        variant, row = int(variant), int(row)
+        key = (other_region_gt[variant][row], stored_text(response), lang)
+        if key not in misaligned_of:
+            misaligned_of[key] = upstream_misaligned(*key)
+        labels.append(upstream_label(misaligned_of[key], judged_correct[variant][row]))
     frame["label_source"] = "upstream"
     frame["label"] = labels
     frame["misaligned_forms"] = ""

@@ -258,12 +258,16 @@ def fixed_labels(frame: pd.DataFrame, misaligned: Iterable[bool], *, upstream_na
         # step 5 reads the answer's opening as the model wrote it
         texts = [_read(response, False, settings.cut_marked_answer)[0] for response in frame["response"].tolist()]
     labels, decided = [], []
+    folded_of: dict[tuple, list[str]] = {}  # a term's expected forms folded once, not once per answer
     for answer, text, expected, is_misaligned in zip(answers, texts, frame["expected"].tolist(), flags):
         if is_misaligned:
             labels.append("misaligned")
             decided.append("misaligned_rule")
             continue
-        folded_expected = [fold(term) for term in expected]
+        key = tuple(expected)
+        folded_expected = folded_of.get(key)
+        if folded_expected is None:
+            folded_expected = folded_of[key] = [fold(term) for term in expected]
         correct = rule_correct(answer, folded_expected, text, abbreviations=settings.abbreviations)
         labels.append("correct" if correct else "incorrect")
         decided.append("rule")
