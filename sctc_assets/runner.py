@@ -579,14 +579,17 @@ class Runner:
         report.merge(self.run_cross(plan, models, config, set(report.ran), staleness))
         return report
 
-    def run_all(self, works: Sequence[BenchmarkWork]) -> list[RunReport]:
+    def run_all(self, works: Sequence[BenchmarkWork],
+                before_cross: Callable[[BenchmarkWork], None] = lambda work: None) -> list[RunReport]:
         """Several benchmarks: their stages spread over worker processes where this process may fork them
-        (`sctc_assets.running.schedule`), else one benchmark after another, stopping after an interrupted one."""
+        (`sctc_assets.running.schedule`; `before_cross(work)` is called in this process when a benchmark's last
+        stage, the cross-model one, starts: the export of its other tables then overlaps it), else one benchmark
+        after another, stopping after an interrupted one."""
         from sctc_assets.running.schedule import run_in_workers, workers_for
 
         processes = workers_for(self.instance)
         if processes > 1:
-            return run_in_workers(self, works, processes)
+            return run_in_workers(self, works, processes, before_cross)
         reports = []
         for work in works:
             reports.append(self.run(work.plan, work.models, work.options))
@@ -604,8 +607,9 @@ def _file_state(path: Path) -> list[int]:
 
 
 def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
-                  defs: dg.Definitions) -> dict[str, Path]:
-    """Write each table asset as `<out_dir>/<asset>.parquet`; partitioned tables keep the chosen models only.
+                  defs: dg.Definitions, names: Sequence[str] | None = None) -> dict[str, Path]:
+    """Write each table asset (of `names`, default all the plan's) as `<out_dir>/<asset>.parquet`; partitioned
+    tables keep the chosen models only.
 
     A table whose stored files (the same ones, same sizes and times) were exported to the same, untouched file
     before is not written again: `<out_dir>/.sctc-export.json` records what each file was written from."""
@@ -616,7 +620,7 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
     except (OSError, ValueError):
         manifest = {}
     written = {}
-    for name in plan.tables:
+    for name in plan.tables if names is None else names:
         assets_def = defs.get_assets_def(name)
         partitions_def = assets_def.partitions_def
         if partitions_def is None:

@@ -59,6 +59,27 @@ def test_the_pool_runs_tasks_in_children_and_forwards_results_failures_and_print
     assert f"squaring 3 in {results['a'][1]}" in printed and f"squaring 4 in {results['c'][1]}" in printed
 
 
+def test_an_isolated_task_runs_in_a_process_of_its_own_and_its_worker_goes_on(capsys):
+    pool = WorkerPool(1, _task)
+    try:
+        pool.submit("worker", ("square", 2))
+        results = _drain(pool, 1)
+        pool.submit("isolated", ("square", 3), isolated=True)
+        results.update(_drain(pool, 1))
+        pool.submit("dies", ("die", 0), isolated=True)
+        results.update(_drain(pool, 1))
+        pool.submit("after", ("square", 4))
+        results.update(_drain(pool, 1))
+    finally:
+        pool.close()
+
+    worker = results["worker"][1]
+    assert results["isolated"][0] == 9 and results["isolated"][1] not in (worker, os.getpid())
+    assert f"squaring 3 in {results['isolated'][1]}" in capsys.readouterr().out
+    assert isinstance(results["dies"], TaskFailed) and "(exit status 3)" in results["dies"].message
+    assert results["after"] == (16, worker)  # the worker itself lived on
+
+
 def test_a_dead_worker_fails_its_task_and_the_others_go_on():
     pool = WorkerPool(2, _task)
     try:
@@ -285,3 +306,18 @@ def test_the_name_benchmark_s_tokenizers_and_explanation_words_run_beside_its_mo
     assert {"name_prompts", "name_candidate_lists", "regional_names"} <= set(first)
     assert {"tokenization_counts", "name_explanation_words"} <= set(second)
     assert runner.input_groups(PLANS["corpus"]) == (PLANS["corpus"].inputs, ())
+
+
+def test_before_cross_is_called_once_per_benchmark_when_every_model_stage_is_done(persistent):
+    defs, instance, io_manager, _ = persistent
+    seen = []
+
+    def before_cross(work):
+        stored = [io_manager.path_for(dg.AssetKey("mini_rates"), defs.get_assets_def("mini_rates").partitions_def,
+                                      model).exists() for model in work.models]
+        seen.append((work.plan.name, all(stored)))
+
+    [report] = _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {})], before_cross)
+
+    assert report.ok
+    assert seen == [("mini", True)]

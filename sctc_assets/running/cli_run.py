@@ -109,6 +109,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
     from sctc_assets.runner import BenchmarkWork, Runner, export_tables
     from sctc_assets.running.instance import cli_instance, report_dead_runs
+    from sctc_assets.running.processes import give_back_memory
 
     project = project or _project()
     defs, resources = project.defs, project.resources
@@ -128,7 +129,17 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         works.append(BenchmarkWork(plan, served, options))
-    for work, report in zip(works, runner.run_all(works)):
+    io_manager = resources.get("io_manager")
+    io_manager = io_manager if isinstance(io_manager, ParquetIOManager) else ParquetIOManager()
+
+    def export_before_cross(work: BenchmarkWork) -> None:
+        """The tables the cross-model stage does not write, exported while it runs (the export below then finds
+        them written from the same files and leaves them)."""
+        export_tables(work.plan, work.models, io_manager, out_dir, defs,
+                      names=[name for name in work.plan.tables if name not in work.plan.cross_model])
+        give_back_memory()  # the joined answer tables, while the workers still run
+
+    for work, report in zip(works, runner.run_all(works, export_before_cross)):
         name, plan, served = work.plan.name, work.plan, work.models
         failures += report.failures
         if report.interrupted is not None:
@@ -137,9 +148,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         if report.inputs_failed:
             print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written", file=sys.stderr)
         else:
-            io_manager = resources.get("io_manager")
-            written = export_tables(plan, served, io_manager if isinstance(io_manager, ParquetIOManager)
-                                    else ParquetIOManager(), out_dir, defs)
+            written = export_tables(plan, served, io_manager, out_dir, defs)
             tables = _TablesOnDemand(written, read_table)
             print()
             print(plan.summary(tables, served))

@@ -7,7 +7,9 @@ run starts, so no lock is held by a thread the child lacks; `sctc_assets.running
 
 Each child first runs `after_fork` (the runner opens its own `DagsterInstance` from the same instance ref: the same
 SQLite files, written by several processes as with `sctc ui` and a daemon, never through a connection the parent
-opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result. What
+opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result (an
+`isolated` task in a process the worker forks for it, so what it loads leaves with it). After each task a worker
+gives the memory it freed back to the operating system, and the idle workers end once no task is left for them. What
 a child prints (the stage lines, the assets' progress) is sent to the parent, which prints it, so output goes
 wherever the parent's goes, line by line. A child exits with `os._exit` when the parent closes its task pipe, so
 nothing of the parent (open connections, atexit hooks) runs a second time.
@@ -20,6 +22,7 @@ task with an error naming how it ended; the others go on.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import io
 import os
@@ -122,6 +125,18 @@ class _ForwardedText(io.TextIOBase):
                 self._pending = ""
 
 
+def give_back_memory() -> None:
+    """Return what this process freed to the operating system. The allocators keep freed pages for reuse, so an
+    idle worker would go on holding its last stage's tables (a gigabyte after a name stage) while the others run."""
+    gc.collect()
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _quiet_stop(signum: int, _frame: Any) -> None:
     if stop_reason() is not None:
         os._exit(130)
@@ -166,18 +181,21 @@ class WorkerPool:
     @property
     def idle(self) -> int:
         """How many live workers wait for a task."""
-        return sum(1 for worker in self._workers if worker.task_id is None and worker.results >= 0)
+        return sum(1 for worker in self._workers if worker.task_id is None and worker.tasks >= 0 and worker.results >= 0)
 
     @property
     def busy(self) -> int:
         return sum(1 for worker in self._workers if worker.task_id is not None)
 
-    def submit(self, task_id: Any, task: Any) -> None:
-        """Hand `task` to an idle worker (there must be one: see `idle`)."""
-        worker = next(worker for worker in self._workers if worker.task_id is None and worker.results >= 0)
+    def submit(self, task_id: Any, task: Any, *, isolated: bool = False) -> None:
+        """Hand `task` to an idle worker (there must be one: see `idle`). An `isolated` task runs in a process the
+        worker forks for it, so what it loads (tokenizer libraries and vocabularies, say) leaves with it instead
+        of staying in the worker's memory for the rest of the run."""
+        worker = next(worker for worker in self._workers
+                      if worker.task_id is None and worker.tasks >= 0 and worker.results >= 0)
         worker.task_id = task_id
         try:
-            _send(worker.tasks, task)
+            _send(worker.tasks, (task, isolated))
         except BrokenPipeError:  # it died: `wait` sees its result pipe end and fails the task
             pass
 
@@ -191,17 +209,16 @@ class WorkerPool:
             sys.stderr = _ForwardedText(result_write, "stderr", lock)
             self._after_fork()
             while True:
-                task = _receive(task_read)
-                if task is None:
+                message = _receive(task_read)
+                if message is None:
                     break
-                try:
-                    result: Any = self._work(task)
-                except BaseException as exc:  # reported to the parent, which fails the task with it
-                    result = TaskFailed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+                task, isolated = message
+                result = self._isolated(task) if isolated else self._result_of(task)
                 sys.stdout.flush()
                 sys.stderr.flush()
                 with lock:
                     _send(result_write, ("result", result))
+                give_back_memory()
         except BaseException:
             traceback.print_exc(file=sys.__stderr__)
             status = 1
@@ -211,6 +228,41 @@ class WorkerPool:
                 sys.stderr.flush()
             finally:
                 os._exit(status)
+
+    def _result_of(self, task: Any) -> Any:
+        try:
+            return self._work(task)
+        except BaseException as exc:  # reported to the parent, which fails the task with it
+            return TaskFailed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+    def _isolated(self, task: Any) -> Any:
+        """`work(task)` in a process forked from this worker (between tasks it runs no other thread of its own);
+        its output goes to the parent as this worker's does."""
+        result_read, result_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            status = 0
+            try:
+                os.close(result_read)
+                self._after_fork()
+                result = self._result_of(task)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                _send(result_write, result)
+            except BaseException:
+                traceback.print_exc(file=sys.__stderr__)
+                status = 1
+            finally:
+                os._exit(status)
+        os.close(result_write)
+        try:
+            result = _receive(result_read)
+        finally:
+            os.close(result_read)
+            _, status = os.waitpid(pid, 0)
+        if result is None:
+            return TaskFailed(f"its process ended before reporting it ({_ending(status)})")
+        return result
 
     def forward_stop(self) -> None:
         """Pass a stop request of this process on to the children, once."""
@@ -265,6 +317,13 @@ class WorkerPool:
             return []
         task_id, worker.task_id = worker.task_id, None
         return [(task_id, TaskFailed(f"its worker process ended before reporting it ({_ending(status)})"))]
+
+    def release_idle(self) -> None:
+        """End the idle children (no further task will come): their memory goes back while the others finish."""
+        for worker in self._workers:
+            if worker.task_id is None and worker.tasks >= 0:
+                os.close(worker.tasks)
+                worker.tasks = -1
 
     def close(self) -> None:
         """End the children: each finishes its task, sees its task pipe closed and exits; then reap them."""

@@ -28,7 +28,7 @@ import os
 import queue
 import threading
 from contextlib import nullcontext
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import dagster as dg
 
@@ -51,8 +51,11 @@ def workers_for(instance: dg.DagsterInstance) -> int:
     return worker_processes()
 
 
-def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: int) -> list[RunReport]:
-    """The stages of `works` over `processes` forked workers and this process; one report per benchmark."""
+def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: int,
+                   before_cross: Callable[[BenchmarkWork], None] = lambda work: None) -> list[RunReport]:
+    """The stages of `works` over `processes` forked workers and this process; one report per benchmark.
+    `before_cross(work)` runs in this process once a benchmark's cross-model task is handed out (unless a stop
+    was requested)."""
     runner.prepare_run(works)
     configs = [work.plan.config(work.options) for work in works]
     groups = [runner.input_groups(work.plan) for work in works]
@@ -69,7 +72,7 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
             return runner.run_model(plan, argument, config, nullcontext, runner.staleness(plan.name))
         return runner.run_cross(plan, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
 
-    schedule = _Schedule(runner, works, configs, forkable, [bool(second) for _, second in groups])
+    schedule = _Schedule(runner, works, configs, forkable, [bool(second) for _, second in groups], before_cross)
     return schedule.run(WorkerPool(processes, work, runner.after_fork))
 
 
@@ -77,13 +80,15 @@ class _Schedule:
     """The dispatcher: which task is ready, who runs it, and what each report holds."""
 
     def __init__(self, runner: Runner, works: Sequence[BenchmarkWork], configs: list[dict],
-                 forkable: list[list[str]], side_inputs: list[bool]):
+                 forkable: list[list[str]], side_inputs: list[bool], before_cross: Callable[[BenchmarkWork], None]):
         self.runner, self.works, self.configs, self.forkable = runner, works, configs, forkable
+        self.before_cross = before_cross
         self.side_inputs = side_inputs  # whether a benchmark has inputs its models do not read
         self.reports = [RunReport() for _ in works]
         self.ready: list[tuple[int, int, int, str, Any]] = []  # (priority, order, benchmark index, kind, argument)
         self.order = 0
         self.left = [0] * len(works)  # tasks of each benchmark that its cross-model task waits for
+        self.open = set(range(len(works)))  # benchmarks that may still add tasks (their cross-model one not yet)
         self.errors: dict[tuple[int, int, str], BaseException] = {}
         self.local: queue.Queue = queue.Queue()  # (order, index, report or exception) from the local models' thread
         self.local_batches: queue.Queue = queue.Queue()
@@ -92,6 +97,8 @@ class _Schedule:
     def _add(self, index: int, kind: str, argument: Any = None) -> None:
         self.ready.append((_PRIORITY[kind], self.order, index, kind, argument))
         self.order += 1
+        if kind == "cross":
+            self.open.discard(index)
 
     def run(self, pool: WorkerPool) -> list[RunReport]:
         thread = threading.Thread(target=self._local_models, name="sctc-local-models", daemon=True)
@@ -102,14 +109,23 @@ class _Schedule:
             while self.ready or pool.busy or self.local_running:
                 if stop_reason() is not None:
                     self._drop_ready()
+                crossing = []
                 while self.ready and pool.idle:
                     self.ready.sort(key=self._urgency)
                     _, order, index, kind, argument = self.ready.pop(0)
-                    pool.submit((order, index, kind, argument), (index, kind, argument))
+                    pool.submit((order, index, kind, argument), (index, kind, argument),
+                                isolated=kind == "side_inputs")
+                    if kind == "cross":
+                        crossing.append(index)
                 if self.ready and not pool.idle and not pool.busy:  # every worker died
                     for _, order, index, kind, argument in self.ready:
                         self.errors[(index, order, kind)] = WorkerProcessError("no worker process left")
                     self.ready.clear()
+                if not self.ready and not self.open:
+                    pool.release_idle()
+                for index in crossing:
+                    if stop_reason() is None:
+                        self.before_cross(self.works[index])
                 for (order, index, kind, argument), result in pool.wait(0.2):
                     self._done(order, index, kind, argument, result)
                 while not self.local.empty():
@@ -135,6 +151,7 @@ class _Schedule:
         for _, _, index, _, _ in self.ready:
             self.reports[index].interrupted = self.reports[index].interrupted or stop_reason()
         self.ready.clear()
+        self.open.clear()  # nothing further is handed out
 
     def _done(self, order: int, index: int, kind: str, argument: Any, result: Any) -> None:
         if isinstance(result, BaseException | TaskFailed):
@@ -142,12 +159,16 @@ class _Schedule:
                 f"{self.works[index].plan.name} {kind}{f' {argument}' if kind == 'model' else ''}: {result.message}")
             if kind in ("model", "side_inputs"):
                 self._before_cross_done(index)
+            else:
+                self.open.discard(index)
             return
         if kind == "inputs":
             report, go_on = result
             self.reports[index].merge(report)
             if go_on:
                 self._models_ready(index)
+            else:
+                self.open.discard(index)
             return
         self.reports[index].merge(result)
         if kind in ("model", "side_inputs"):
