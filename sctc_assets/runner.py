@@ -28,7 +28,7 @@ from dagster._core.definitions.job_definition import default_job_io_manager
 
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
+from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
 from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
@@ -333,7 +333,10 @@ class Runner:
         if lang is not None:
             tags[f"sctc/{plan.dimension}"] = lang
         run_config = {"ops": {name: {"config": config[name]} for name in selection if name in config}}
-        result = self._execute(job, selection, partition_key=partition_key, run_config=run_config, tags=tags)
+        try:
+            result = self._execute(job, selection, partition_key=partition_key, run_config=run_config, tags=tags)
+        finally:
+            forget_reads()
         report.run_ids.append(result.run_id)
         for event in result.get_asset_materialization_events():
             report.materialized.add((event.asset_key.to_user_string(), model, lang))

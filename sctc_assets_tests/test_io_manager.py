@@ -65,3 +65,29 @@ def test_an_input_a_run_cannot_do_without_is_still_an_error(tmp_path, selection,
     assert not result.success
     failure = next(event for event in result.all_events if event.is_step_failure)
     assert message in str(failure.step_failure_data.error)
+
+
+def test_a_run_reads_each_unchanged_file_once_and_no_asset_changes_another_s_input(tmp_path, monkeypatch):
+    import sctc_assets.resources.io_manager as io
+
+    if not io._COPY_ON_WRITE:
+        pytest.skip("the memo is kept only where pandas copies on write (pandas 3)")
+    path = tmp_path / "table.parquet"
+    pd.DataFrame({"model": ["a", "b"], "n": [1, 2]}).to_parquet(path, index=False)
+    reads = []
+    monkeypatch.setattr(io, "read_table", lambda p: reads.append(p) or pd.read_parquet(p))
+    io.forget_reads()
+
+    first = io._read_stored(path)
+    first["n"] = first["n"] * 10  # an asset changing its input in place
+    first.loc[0, "model"] = "changed"
+    second = io._read_stored(path)
+    assert reads == [path]
+    assert second["n"].tolist() == [1, 2] and second["model"].tolist() == ["a", "b"]
+
+    pd.DataFrame({"model": ["c"], "n": [3]}).to_parquet(path, index=False)  # written again: read again
+    assert io._read_stored(path)["model"].tolist() == ["c"] and len(reads) == 2
+    io.forget_reads()
+    io._read_stored(path)
+    assert len(reads) == 3
+    io.forget_reads()

@@ -21,6 +21,8 @@ error naming the asset, partition, column and first bad row, before anything is 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -55,6 +57,41 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except pa.ArrowException:  # a column too large for one array (over 2 GiB of `string`): left chunked
         pass
     return table.to_pandas(types_mapper=_TEXT_TYPES.get)
+
+
+# The tables one Dagster run has read, by file (path, inode, size, time): the assets of a stage read the same
+# partitions several times (six per-model name tables read each language's selections). Kept only where pandas
+# copies on write (pandas 3), so an asset that changes its input cannot change another's; cleared after each run.
+_READ_MEMO: "OrderedDict[tuple, tuple[pd.DataFrame, int]]" = OrderedDict()
+_READ_MEMO_BYTES = 256 * 1024 * 1024
+_READ_MEMO_LOCK = threading.Lock()  # the stages of API models run on threads of one process
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
+
+
+def _read_stored(path: Path) -> pd.DataFrame:
+    """`read_table(path)`, from this run's memo when the file is unchanged since it was read."""
+    if not _COPY_ON_WRITE:
+        return read_table(path)
+    status = path.stat()
+    key = (str(path), status.st_ino, status.st_size, status.st_mtime_ns)
+    with _READ_MEMO_LOCK:
+        if key in _READ_MEMO:
+            _READ_MEMO.move_to_end(key)
+            return _READ_MEMO[key][0].copy(deep=False)
+    frame = read_table(path)
+    size = int(frame.memory_usage(index=False).sum())
+    if size <= _READ_MEMO_BYTES // 2:
+        with _READ_MEMO_LOCK:
+            _READ_MEMO[key] = (frame, size)
+            while sum(kept for _, kept in _READ_MEMO.values()) > _READ_MEMO_BYTES:
+                _READ_MEMO.popitem(last=False)
+    return frame.copy(deep=False)
+
+
+def forget_reads() -> None:
+    """Drop the memo of `_read_stored` (at the end of a Dagster run: the next one may read other files)."""
+    with _READ_MEMO_LOCK:
+        _READ_MEMO.clear()
 
 
 def _unstorable(frame: pd.DataFrame) -> str | None:
@@ -195,7 +232,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                     context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
                     return pd.DataFrame()
                 raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({path})")
-            return read_table(path)
+            return _read_stored(path)
         partitions_def = context.asset_partitions_def
         keys = list(context.asset_partition_keys)
         paths = {key: self.path_for(asset_key, partitions_def, key) for key in keys}
@@ -212,7 +249,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             context.log.warning(
                 f"{asset_key.to_user_string()}: skipping {len(missing)} partition(s) never materialized: "
                 + ", ".join(missing[:20]) + (" …" if len(missing) > 20 else ""))
-        return concat_tables([read_table(path) for path in present.values()])
+        return concat_tables([_read_stored(path) for path in present.values()])
 
     def _skip_models_without_results(self, context: dg.InputContext, partitions_def: dg.PartitionsDefinition,
                                      keys: list[str], missing: list[str]) -> list[str]:
