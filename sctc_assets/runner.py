@@ -359,7 +359,8 @@ class Runner:
         return result.success
 
     def _inputs(self, report: RunReport, plan: BenchmarkPlan, config: Mapping[str, Any],
-                names: Sequence[str] | None = None, label: str | None = None, observe: bool = True) -> bool:
+                names: Sequence[str] | None = None, label: str | None = None, observe: bool = True,
+                isolate: Callable[[Callable[[], Any]], Any] | None = None) -> bool:
         """Materialize the inputs of `names` (default all the plan's) that changed, and what depends on them among
         them; say which did not. With `observe`, the observable sources upstream of all the plan's inputs are
         observed first (the second group of `input_groups` leaves that to the first)."""
@@ -384,7 +385,16 @@ class Runner:
             self.log(f"[{label}] unchanged since their last materialization (code version, upstream data, settings),"
                      f" not materialized again: {', '.join(unchanged)}")
             self._report_checks(report, label, latest_check_failures(self.defs, unchanged, self.instance))
-        return self._stage(report, plan, "inputs", label, to_run, config)
+        if isolate is None or not to_run:
+            return self._stage(report, plan, "inputs", label, to_run, config)
+
+        def stage() -> tuple[bool, RunReport]:
+            staged = RunReport()
+            return self._stage(staged, plan, "inputs", label, to_run, config), staged
+
+        ok, staged = isolate(stage)
+        report.merge(staged)
+        return ok
 
     def input_groups(self, plan: BenchmarkPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(the inputs that the model stages read, directly or through other inputs; the others, which can be
@@ -536,11 +546,14 @@ class Runner:
                             partition_key=key)
         return report, True
 
-    def run_side_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any], names: Sequence[str]) -> RunReport:
+    def run_side_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any], names: Sequence[str],
+                        isolate: Callable[[Callable[[], Any]], Any] | None = None) -> RunReport:
         """The second group of `input_groups`, beside the models: its failure is a failed stage, not failed inputs
-        (the models and the cross-model tables do not read it)."""
+        (the models and the cross-model tables do not read it). `isolate(stage)` runs the stage, when something is
+        left to materialize, and returns what `stage()` returns (in a forked process, say)."""
         report = RunReport()
-        self._inputs(report, plan, plan.config(options), names, f"{plan.name}: inputs beside the models", observe=False)
+        self._inputs(report, plan, plan.config(options), names, f"{plan.name}: inputs beside the models",
+                     observe=False, isolate=isolate)
         return report
 
     def run_cross(self, plan: BenchmarkPlan, models: Sequence[str], config: Mapping[str, Any],

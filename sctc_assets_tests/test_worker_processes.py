@@ -16,7 +16,7 @@ from sctc_assets.lib.interrupt import clear_stop, request_stop
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.runner import BenchmarkWork, Runner, export_tables
 from sctc_assets.running.instance import cli_instance
-from sctc_assets.running.processes import PROCESSES_ENV, TaskFailed, WorkerPool
+from sctc_assets.running.processes import PROCESSES_ENV, TaskFailed, WorkerPool, in_forked_process
 from sctc_assets.running.schedule import workers_for
 from sctc_assets.validation import option_problems
 from sctc_assets_tests.test_runner import (FAILING, MINI_JOBS, MINI_PLAN, _runs_by_status, _start_target, _wait_for,
@@ -59,15 +59,18 @@ def test_the_pool_runs_tasks_in_children_and_forwards_results_failures_and_print
     assert f"squaring 3 in {results['a'][1]}" in printed and f"squaring 4 in {results['c'][1]}" in printed
 
 
-def test_an_isolated_task_runs_in_a_process_of_its_own_and_its_worker_goes_on(capsys):
-    pool = WorkerPool(1, _task)
+def _isolated(task):
+    return in_forked_process(lambda: _task(task))
+
+
+def test_a_task_s_forked_process_runs_its_work_and_the_worker_goes_on(capsys):
+    pool = WorkerPool(1, lambda task: _isolated(task[1]) if task[0] == "isolated" else _task(task))
     try:
         pool.submit("worker", ("square", 2))
         results = _drain(pool, 1)
-        pool.submit("isolated", ("square", 3), isolated=True)
-        results.update(_drain(pool, 1))
-        pool.submit("dies", ("die", 0), isolated=True)
-        results.update(_drain(pool, 1))
+        for name, task in (("isolated", ("square", 3)), ("raises", ("raise", 8)), ("dies", ("die", 0))):
+            pool.submit(name, ("isolated", task))
+            results.update(_drain(pool, 1))
         pool.submit("after", ("square", 4))
         results.update(_drain(pool, 1))
     finally:
@@ -76,6 +79,7 @@ def test_an_isolated_task_runs_in_a_process_of_its_own_and_its_worker_goes_on(ca
     worker = results["worker"][1]
     assert results["isolated"][0] == 9 and results["isolated"][1] not in (worker, os.getpid())
     assert f"squaring 3 in {results['isolated'][1]}" in capsys.readouterr().out
+    assert isinstance(results["raises"], TaskFailed) and "ValueError: bad value 8" in results["raises"].message
     assert isinstance(results["dies"], TaskFailed) and "(exit status 3)" in results["dies"].message
     assert results["after"] == (16, worker)  # the worker itself lived on
 

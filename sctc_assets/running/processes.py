@@ -7,8 +7,9 @@ run starts, so no lock is held by a thread the child lacks; `sctc_assets.running
 
 Each child first runs `after_fork` (the runner opens its own `DagsterInstance` from the same instance ref: the same
 SQLite files, written by several processes as with `sctc ui` and a daemon, never through a connection the parent
-opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result (an
-`isolated` task in a process the worker forks for it, so what it loads leaves with it). After each task a worker
+opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result (a
+task may run part of its work in a process of its own, `in_forked_process`, so what it loads leaves with it).
+After each task a worker
 gives the memory it freed back to the operating system, and the idle workers end once no task is left for them. What
 a child prints (the stage lines, the assets' progress) is sent to the parent, which prints it, so output goes
 wherever the parent's goes, line by line. A child exits with `os._exit` when the parent closes its task pipe, so
@@ -35,13 +36,14 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from sctc_assets.lib.interrupt import request_stop, stop_reason
 
 PROCESSES_ENV = "SCTC_WORKER_PROCESSES"
 MAX_DEFAULT_PROCESSES = 4
 _LENGTH = struct.Struct("<Q")
+T = TypeVar("T")
 
 
 class WorkerProcessError(RuntimeError):
@@ -137,6 +139,43 @@ def give_back_memory() -> None:
         pass
 
 
+def in_forked_process(work: Callable[[], T], after_fork: Callable[[], None] = lambda: None) -> T:
+    """`work()` in a process forked for it, `after_fork` first there, so what it loads (tokenizer libraries and
+    vocabularies, say) leaves with it instead of staying in a worker's memory for the rest of the run. Fork it
+    from a worker between its stages, when no other thread of the worker runs; what it prints goes where this
+    process's output goes. What `work` raised is raised here as a `WorkerProcessError` with its text."""
+    result_read, result_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 0
+        try:
+            os.close(result_read)
+            after_fork()
+            try:
+                outcome: tuple[str, Any] = ("result", work())
+            except BaseException as exc:
+                outcome = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            _send(result_write, outcome)
+        except BaseException:
+            traceback.print_exc(file=sys.__stderr__)
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(result_write)
+    try:
+        outcome = _receive(result_read)
+    finally:
+        os.close(result_read)
+        _, status = os.waitpid(pid, 0)
+    if outcome is None:
+        raise WorkerProcessError(f"a forked process ended before reporting its result ({_ending(status)})")
+    if outcome[0] == "error":
+        raise WorkerProcessError(outcome[1])
+    return outcome[1]
+
+
 def _quiet_stop(signum: int, _frame: Any) -> None:
     if stop_reason() is not None:
         os._exit(130)
@@ -187,15 +226,13 @@ class WorkerPool:
     def busy(self) -> int:
         return sum(1 for worker in self._workers if worker.task_id is not None)
 
-    def submit(self, task_id: Any, task: Any, *, isolated: bool = False) -> None:
-        """Hand `task` to an idle worker (there must be one: see `idle`). An `isolated` task runs in a process the
-        worker forks for it, so what it loads (tokenizer libraries and vocabularies, say) leaves with it instead
-        of staying in the worker's memory for the rest of the run."""
+    def submit(self, task_id: Any, task: Any) -> None:
+        """Hand `task` to an idle worker (there must be one: see `idle`)."""
         worker = next(worker for worker in self._workers
                       if worker.task_id is None and worker.tasks >= 0 and worker.results >= 0)
         worker.task_id = task_id
         try:
-            _send(worker.tasks, (task, isolated))
+            _send(worker.tasks, task)
         except BrokenPipeError:  # it died: `wait` sees its result pipe end and fails the task
             pass
 
@@ -209,11 +246,10 @@ class WorkerPool:
             sys.stderr = _ForwardedText(result_write, "stderr", lock)
             self._after_fork()
             while True:
-                message = _receive(task_read)
-                if message is None:
+                task = _receive(task_read)
+                if task is None:
                     break
-                task, isolated = message
-                result = self._isolated(task) if isolated else self._result_of(task)
+                result = self._result_of(task)
                 sys.stdout.flush()
                 sys.stderr.flush()
                 with lock:
@@ -234,35 +270,6 @@ class WorkerPool:
             return self._work(task)
         except BaseException as exc:  # reported to the parent, which fails the task with it
             return TaskFailed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-
-    def _isolated(self, task: Any) -> Any:
-        """`work(task)` in a process forked from this worker (between tasks it runs no other thread of its own);
-        its output goes to the parent as this worker's does."""
-        result_read, result_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            status = 0
-            try:
-                os.close(result_read)
-                self._after_fork()
-                result = self._result_of(task)
-                sys.stdout.flush()
-                sys.stderr.flush()
-                _send(result_write, result)
-            except BaseException:
-                traceback.print_exc(file=sys.__stderr__)
-                status = 1
-            finally:
-                os._exit(status)
-        os.close(result_write)
-        try:
-            result = _receive(result_read)
-        finally:
-            os.close(result_read)
-            _, status = os.waitpid(pid, 0)
-        if result is None:
-            return TaskFailed(f"its process ended before reporting it ({_ending(status)})")
-        return result
 
     def forward_stop(self) -> None:
         """Pass a stop request of this process on to the children, once."""

@@ -35,7 +35,8 @@ import dagster as dg
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.runner import BenchmarkWork, Runner, RunReport
 from sctc_assets.running.concurrent import concurrent_models_enabled, run_models
-from sctc_assets.running.processes import TaskFailed, WorkerPool, WorkerProcessError, worker_processes
+from sctc_assets.running.processes import (TaskFailed, WorkerPool, WorkerProcessError, in_forked_process,
+                                            worker_processes)
 from sctc_assets.running.unchanged import Staleness
 
 # Backends whose model stages are CPU work on published answers, safe in a forked worker.
@@ -66,8 +67,9 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
         plan, config = works[index].plan, configs[index]
         if kind == "inputs":
             return runner.run_inputs(plan, works[index].options, groups[index][0])
-        if kind == "side_inputs":
-            return runner.run_side_inputs(plan, works[index].options, groups[index][1])
+        if kind == "side_inputs":  # materialized in a process of their own: what they load leaves with it
+            return runner.run_side_inputs(plan, works[index].options, groups[index][1],
+                                          isolate=lambda stage: in_forked_process(stage, runner.after_fork))
         if kind == "model":
             return runner.run_model(plan, argument, config, nullcontext, runner.staleness(plan.name))
         return runner.run_cross(plan, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
@@ -113,8 +115,7 @@ class _Schedule:
                 while self.ready and pool.idle:
                     self.ready.sort(key=self._urgency)
                     _, order, index, kind, argument = self.ready.pop(0)
-                    pool.submit((order, index, kind, argument), (index, kind, argument),
-                                isolated=kind == "side_inputs")
+                    pool.submit((order, index, kind, argument), (index, kind, argument))
                     if kind == "cross":
                         crossing.append(index)
                 if self.ready and not pool.idle and not pool.busy:  # every worker died
