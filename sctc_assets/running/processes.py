@@ -8,10 +8,9 @@ run starts, so no lock is held by a thread the child lacks; `sctc_assets.running
 Each child first runs `after_fork` (the runner opens its own `DagsterInstance` from the same instance ref: the same
 SQLite files, written by several processes as with `sctc ui` and a daemon, never through a connection the parent
 opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result (a
-task may run part of its work in a process of its own, `in_forked_process`, so what it loads leaves with it).
-After each task a worker
-gives the memory it freed back to the operating system, and the idle workers end once no task is left for them. What
-a child prints (the stage lines, the assets' progress) is sent to the parent, which prints it, so output goes
+task may run part of its work in a process of its own, `in_forked_process`, so what it loads leaves with it). After
+each task a worker gives the memory it freed back to the operating system, and idle workers end once no task is left
+for them (`release_idle`). What a child prints (the stage lines, the assets' progress) is sent to the parent, which prints it, so output goes
 wherever the parent's goes, line by line. A child exits with `os._exit` when the parent closes its task pipe, so
 nothing of the parent (open connections, atexit hooks) runs a second time.
 
