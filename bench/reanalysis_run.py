@@ -2,15 +2,16 @@
 
     python bench/reanalysis_run.py [--benchmarks term name] [--models KEY …] [--keep DIR]
 
-Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables,
-no response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
+Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables, no
+response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
 downloaded files are linked in: the embedded model file (from this checkout's `data/models`) and the tokenizer
-distributions (see below). Warm: the same command again, nothing
-changed, the same `--out`. Each run is a child process (`python -m sctc_assets.cli run … --no-report`); its CPU seconds (user +
-sys, its worker processes included) and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be
-shared, so CPU seconds are the figure to compare. Also printed: the Dagster runs and materializations each `sctc
-run` added to the instance, and whether the two runs exported the same tables (hashed after each run; the warm
-run exports them from storage, leaving files already exported from the same stored files as they are). Needs $SCTC_UPSTREAM (the SC-TC-Bench archive or folder).
+distributions (see below). Warm: the same command again, nothing changed, the same `--out`. Each run is a child
+process (`python -m sctc_assets.cli run … --no-report`); its CPU seconds (user + sys, its worker processes included)
+and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be shared,
+so CPU seconds are the figure to compare. Also printed: the Dagster runs and materializations each `sctc run` added
+to the instance, and whether the runs exported the same tables (hashed after each run; the warm run exports them
+from storage, leaving files already exported from the same stored files as they are). Needs $SCTC_UPSTREAM (the SC-
+TC-Bench archive or folder).
 
 `sctc run` spreads the stages over worker processes (`$SCTC_WORKER_PROCESSES`, default the usable cores, at most
 4), so memory is printed twice: the peak RSS of the largest single process (the kernel's accounting) and the peak
@@ -193,7 +194,8 @@ def main() -> None:
             continue
         same = result["tables"] == reference
         print(f"exported tables, {name} vs cold: {len(result['tables'])} vs {len(reference)}, "
-              f"{'identical' if same else 'DIFFERENT: ' + str(sorted(set(reference.items()) ^ set(result['tables'].items())))}")
+              + ("identical" if same else "DIFFERENT: "
+                 + str(sorted(set(reference.items()) ^ set(result["tables"].items())))))
 
 
 if __name__ == "__main__":

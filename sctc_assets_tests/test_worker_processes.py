@@ -277,7 +277,8 @@ SIDE_PLAN = dataclasses.replace(MINI_PLAN, inputs=("mini_prompts", "mini_notes")
 def test_inputs_no_model_reads_run_beside_the_models_and_their_failure_fails_only_their_stage(persistent):
     defs, instance, io_manager, _ = persistent
     defs = dg.Definitions(assets=[mini_prompts, mini_notes, mini_answers, mini_rates, mini_tests],
-                          jobs=[dg.define_asset_job("mini_inputs", selection=[mini_prompts, mini_notes]), *MINI_JOBS[1:]],
+                          jobs=[dg.define_asset_job("mini_inputs", selection=[mini_prompts, mini_notes]),
+                                *MINI_JOBS[1:]],
                           resources={"io_manager": io_manager})
     runner = _runner(defs, instance, io_manager)
     assert runner.input_groups(SIDE_PLAN) == (("mini_prompts",), ("mini_notes",))

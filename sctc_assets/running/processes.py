@@ -7,12 +7,12 @@ run starts, so no lock is held by a thread the child lacks; `sctc_assets.running
 
 Each child first runs `after_fork` (the runner opens its own `DagsterInstance` from the same instance ref: the same
 SQLite files, written by several processes as with `sctc ui` and a daemon, never through a connection the parent
-opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result (a
-task may run part of its work in a process of its own, `in_forked_process`, so what it loads leaves with it). After
-each task a worker gives the memory it freed back to the operating system, and idle workers end once no task is left
-for them (`release_idle`). What a child prints (the stage lines, the assets' progress) is sent to the parent, which prints it, so output goes
-wherever the parent's goes, line by line. A child exits with `os._exit` when the parent closes its task pipe, so
-nothing of the parent (open connections, atexit hooks) runs a second time.
+opened), then runs `work(task)` for every task the parent sends it, one at a time, and sends back the result (a task
+may run part of its work in a process of its own, `in_forked_process`, so what it loads leaves with it). After each
+task a worker gives the memory it freed back to the operating system, and idle workers end once no task is left for
+them (`release_idle`). What a child prints (the stage lines, the assets' progress) is sent to the parent, which
+prints it, so output goes wherever the parent's goes, line by line. A child exits with `os._exit` when the parent
+closes its task pipe, so nothing of the parent (open connections, atexit hooks) runs a second time.
 
 Ctrl-C reaches the children with the parent (one process group); a SIGTERM to the parent is passed on to them
 (`forward_stop`); both make a child finish its stage as the parent would (stored answers kept, no new model
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 from sctc_assets.lib.interrupt import request_stop, stop_reason
+from sctc_assets.running.concurrent import ConcurrencyError
 
 PROCESSES_ENV = "SCTC_WORKER_PROCESSES"
 MAX_DEFAULT_PROCESSES = 4
@@ -63,8 +64,6 @@ def worker_processes() -> int:
     if not raw:
         return max(1, min(available_cores(), MAX_DEFAULT_PROCESSES))
     if not raw.isdigit() or int(raw) < 1:
-        from sctc_assets.running.concurrent import ConcurrencyError
-
         raise ConcurrencyError(f"${PROCESSES_ENV}={raw!r}: expected a whole number of at least 1")
     return int(raw)
 
@@ -219,7 +218,8 @@ class WorkerPool:
     @property
     def idle(self) -> int:
         """How many live workers wait for a task."""
-        return sum(1 for worker in self._workers if worker.task_id is None and worker.tasks >= 0 and worker.results >= 0)
+        return sum(1 for worker in self._workers
+                   if worker.task_id is None and worker.tasks >= 0 and worker.results >= 0)
 
     @property
     def busy(self) -> int:

@@ -16,10 +16,10 @@ benchmark after another, exactly as `Runner.run` runs them (`run_models`: API mo
 concurrently, each endpoint's limit kept).
 
 Each process keeps one staleness resolver per benchmark for its model tasks (`Runner.staleness`), made after the
-benchmark's inputs (as `Runner.run` does); each cross-model task gets a fresh one. A stop request (Ctrl-C, SIGTERM) hands out no
-further task; the tasks under way end as they would in `Runner.run`, and the benchmarks whose tasks were left say
-they were interrupted. An exception a task raised (not a failed stage: that is in its report) is raised once
-every task has ended, the first in the order of the run's benchmarks and stages.
+benchmark's inputs (as `Runner.run` does); each cross-model task gets a fresh one. A stop request (Ctrl-C, SIGTERM)
+hands out no further task; the tasks under way end as they would in `Runner.run`, and the benchmarks whose tasks
+were left say they were interrupted. An exception a task raised (not a failed stage: that is in its report) is
+raised once every task has ended, the first in the order of the run's benchmarks and stages.
 """
 
 from __future__ import annotations
