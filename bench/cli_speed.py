@@ -45,7 +45,7 @@ import os
 from sctc_assets.lib.cache import cache_key
 from sctc_assets.lib.generation import GenerationResult
 from sctc_assets.lib.registry import load_registry
-from sctc_assets.planning import _name_design, keyed_request
+from sctc_assets.estimate import _name_design, keyed_request
 from sctc_assets.resources.registry import ModelRegistryResource
 entries = load_registry({str(registry)!r})
 design = _name_design([entries[{MODELS[0]!r}]], {{}})[0]

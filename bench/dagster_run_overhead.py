@@ -49,7 +49,8 @@ def _child(setting: str, runs: int) -> None:
 
     from sctc_assets.partitions import model_lang_partitions
     from sctc_assets.running.instance import cli_instance
-    from sctc_assets.runner import BenchmarkPlan, Runner
+    from sctc_assets.benchmarks.spec import BenchmarkSpec
+    from sctc_assets.running.runner import Runner
 
     partitions = model_lang_partitions(("zh_hans", "zh_hant"))
 
@@ -67,7 +68,7 @@ def _child(setting: str, runs: int) -> None:
 
     defs = dg.Definitions(assets=[answers, labels, scores],
                           jobs=[dg.define_asset_job("bench_model_lang", selection=[answers, labels, scores])])
-    plan = BenchmarkPlan(name="bench", langs=("zh_hans", "zh_hant"), inputs=(), per_model_lang=("answers", "labels", "scores"),
+    plan = BenchmarkSpec.of_stages(name="bench", langs=("zh_hans", "zh_hant"), inputs=(), per_model_lang=("answers", "labels", "scores"),
                          per_model=(), cross_model=())
     if setting == "ui":
         instance = dg.DagsterInstance.get()

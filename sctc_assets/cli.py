@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from sctc_assets.benchmark_options import BENCHMARKS, OPTIONS
+from sctc_assets.benchmarks import BENCHMARKS, SPECS
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
 from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
 
@@ -57,8 +57,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None
         group.add_argument("--max-cost", type=float, metavar="USD",
                            help=f"stop asking models once this run has spent USD, by the registry's prices "
                                 f"(default ${BUDGET_ENV_VARS['max_cost']}, else no limit)")
-    for options in OPTIONS.values():
-        options.add_arguments(parser)
+    for spec in SPECS.values():
+        spec.add_arguments(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,9 +176,9 @@ class Selection:
 
     def for_benchmark(self, name: str) -> tuple[list[str], list[str]]:
         """(chosen, served): the benchmark's models, and those whose registry entry can answer it."""
-        defaults = self.default_models if OPTIONS[name].default_models else []
+        defaults = self.default_models if SPECS[name].default_models else []
         chosen = self.explicit or list(dict.fromkeys(defaults + self.added.get(name, [])))
-        return chosen, [model for model in chosen if model in self.entries and OPTIONS[name].serves(self.entries[model])]
+        return chosen, [model for model in chosen if model in self.entries and SPECS[name].serves(self.entries[model])]
 
 
 def _print_problems(problems: Sequence[str]) -> int:
@@ -202,7 +202,7 @@ def _select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     if problems:
         return _print_problems(problems)
     try:  # preparing may import published results as registry entries, so it comes before reading the registry
-        added = {name: OPTIONS[name].prepare(options) for name in args.benchmarks}
+        added = {name: SPECS[name].prepare(options) for name in args.benchmarks}
         entries = load_registry(default_registry_path())
     except (UpstreamError, ValueError, OSError) as exc:  # registry and option errors are ValueErrors naming the file
         return _print_problems([str(exc)])
@@ -236,9 +236,9 @@ def _models_per_benchmark(args: argparse.Namespace, selection: Selection) -> dic
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from sctc_assets.lib.plan import render
+    from sctc_assets.estimate import build_estimate
+    from sctc_assets.lib.estimate import render
     from sctc_assets.lib.upstream_source import UpstreamError
-    from sctc_assets.planning import build_plan
     from sctc_assets.validation import key_problems
 
     args.benchmarks = chosen_benchmarks(args.benchmarks)
@@ -246,7 +246,7 @@ def _plan(args: argparse.Namespace) -> int:
     if isinstance(selection, int):
         return selection
     try:
-        plan = build_plan(_models_per_benchmark(args, selection), selection.entries, vars(args))
+        plan = build_estimate(_models_per_benchmark(args, selection), selection.entries, vars(args))
     except (UpstreamError, ValueError, OSError) as exc:
         return _print_problems([str(exc)])
     plan.warnings += [f"{problem}: `sctc run` would stop here"
@@ -269,14 +269,14 @@ def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_mo
                 added: Mapping[str, Sequence[str]], halted: Sequence[Any]) -> None:
     """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh plan
     (the cache holds every answer that arrived, so the plan counts exactly the calls a rerun makes)."""
-    from sctc_assets.planning import build_plan
+    from sctc_assets.estimate import build_estimate
 
     reason = (halted[0].message or "").split("GenerationHalted", 1)[-1].lstrip(":").strip()
     print(f"\nmodel calls halted: {reason}", file=sys.stderr)
     selection = Selection(dict(entries), list(default_models), {name: list(keys) for name, keys in added.items()},
                           args.models)
     try:
-        plan = build_plan({name: selection.for_benchmark(name)[1] for name in args.benchmarks}, selection.entries,
+        plan = build_estimate({name: selection.for_benchmark(name)[1] for name in args.benchmarks}, selection.entries,
                           vars(args))
     except Exception as exc:  # noqa: BLE001 - the run's own report matters more than this estimate
         print(f"(what is left could not be computed: {exc})", file=sys.stderr)
@@ -301,14 +301,13 @@ def _run(args: argparse.Namespace) -> int:
         return selection
     _apply_budget(args)
 
-    from sctc_assets.benchmarks import PLANS
     from sctc_assets.lib.upstream_source import UpstreamError
     from sctc_assets.running.cli_run import run_benchmarks
 
     options = vars(args)
     try:
         for name in args.benchmarks:  # a bad option (an unknown corpus, say) stops the run before it starts
-            PLANS[name].partitioned_inputs(options)
+            SPECS[name].partitioned_inputs(options)
     except (UpstreamError, ValueError) as exc:  # registry and option errors are ValueErrors naming the file
         print(f"error: {exc}", file=sys.stderr)
         return 2

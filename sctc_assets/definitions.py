@@ -8,6 +8,7 @@ import dagster as dg
 from sctc_assets.assets import corpus, name, report, reviews, sovereignty, term
 from sctc_assets.assets.answer_checks import ANSWER_CHECKS
 from sctc_assets.assets.automation import automation_sensor
+from sctc_assets.assets.jobs import JOBS
 from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -32,6 +33,6 @@ BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty
 
 defs = dg.Definitions.merge(
     *BENCHMARK_DEFINITIONS,
-    dg.Definitions(resources=shared_resources(), asset_checks=ANSWER_CHECKS,
+    dg.Definitions(resources=shared_resources(), asset_checks=ANSWER_CHECKS, jobs=JOBS,
                    sensors=[model_registry_sensor, automation_sensor()]),
 )

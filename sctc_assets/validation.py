@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+from sctc_assets.benchmarks import SPECS
 from sctc_assets.lib.registry import ModelEntry
 from sctc_assets.lib.term.prompts import PAPER_TRIALS
 
-# The keys each benchmark reads from a registry entry's `benchmarks:` block (`last_names`: the name benchmark's
-# log-probability experiment). Anything else is a typo the run would silently ignore.
+# The keys each benchmark reads from a registry entry's `benchmarks:` block, from the specs (`last_names`: the name
+# benchmark's log-probability experiment). Anything else is a typo the run would silently ignore.
 BENCHMARK_SETTINGS: dict[str, frozenset[str]] = {
-    "term": frozenset({"trials", "prompt_variants", "max_new_tokens"}),
-    "name": frozenset({"experiments", "lists", "shuffles", "list_source"}),
-    "sovereignty": frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
-    "reviews": frozenset({"max_pairs", "translation_control", "system_role"}),
-    "last_names": frozenset({"langs", "pairs", "names", "seed"}),
+    **{spec.name: spec.settings_keys for spec in SPECS.values() if spec.settings_keys},
+    **{block: keys for spec in SPECS.values() for block, keys in spec.extra_settings.items()},
 }
 MAX_TEMPERATURE = 2.0
 
@@ -102,11 +100,6 @@ def _where(entry: ModelEntry) -> str:
 
 def _benchmark_settings_problems(entry: ModelEntry, benchmarks: Sequence[str], options: Mapping[str, Any]) -> list[str]:
     """Unknown `benchmarks:` names and keys of the entry, and the run settings of each chosen benchmark."""
-    from sctc_assets.lib.name.candidates import run_settings as name_settings
-    from sctc_assets.lib.reviews.requests import run_settings as review_settings
-    from sctc_assets.lib.sovereignty.prompts import run_settings as sovereignty_settings
-    from sctc_assets.lib.term.prompts import run_settings as term_settings
-
     where, problems = _where(entry), []
     for name, settings in entry.benchmarks.items():
         if name not in BENCHMARK_SETTINGS:
@@ -117,24 +110,12 @@ def _benchmark_settings_problems(entry: ModelEntry, benchmarks: Sequence[str], o
         if unknown:
             problems.append(f"{where}: benchmarks.{name}: unknown setting(s) {', '.join(map(repr, unknown))} "
                             f"(settings: {', '.join(sorted(BENCHMARK_SETTINGS[name]))})")
-    # The settings a run of this model would use: the options, else the entry's, else the paper's.
-    resolvers: dict[str, Callable[[], Any]] = {
-        "term": lambda: term_settings(options.get("trials"), options.get("prompt_variants"),
-                                      entry.benchmark_settings("term")),
-        "name": lambda: name_settings(options.get("name_experiments"), options.get("name_lists"),
-                                      options.get("name_shuffles"), options.get("name_list_source"),
-                                      entry.benchmark_settings("name"), where="name benchmark"),
-        "sovereignty": lambda: sovereignty_settings(options.get("sovereignty_samples"),
-                                                    options.get("sovereignty_temperature"),
-                                                    entry.benchmark_settings("sovereignty")),
-        "reviews": lambda: review_settings(options.get("max_pairs"),
-                                           False if options.get("no_translation_control") else None,
-                                           entry.benchmark_settings("reviews")),
-    }
+    # The settings a run of this model would use: the options, else the entry's, else the paper's, resolved as
+    # the benchmark's response asset resolves them.
     for name in benchmarks:
-        if name in resolvers:
+        if SPECS[name].run_settings is not None:
             try:
-                resolvers[name]()
+                SPECS[name].settings_for(options, entry)
             except (TypeError, ValueError) as exc:
                 problems.append(f"{where}: benchmarks.{name} (or its options): {exc}")
     return problems
@@ -192,15 +173,13 @@ def model_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], ben
         if model in entries and entries[model].enabled:
             problems += backend_problems(entries[model])
             problems += _benchmark_settings_problems(entries[model], benchmarks, options)
-    from sctc_assets.planning import JUDGE_ENV_VARS, JUDGE_OPTIONS, chosen_judge
-
     for benchmark in benchmarks:
-        judge = chosen_judge(benchmark, options)
-        if not judge:
+        spec = SPECS[benchmark]
+        judge = spec.chosen_judge(options)
+        if not judge or spec.judge is None:
             continue
         if judge not in entries:
-            given = (f"--{JUDGE_OPTIONS[benchmark].replace('_', '-')}" if options.get(JUDGE_OPTIONS[benchmark])
-                     else f"${JUDGE_ENV_VARS[benchmark]}")
+            given = spec.judge.flag if options.get(spec.judge.option) else f"${spec.judge.env_var}"
             problems.append(f"{given}: {judge!r} is not in the registry (see `sctc models`)")
         elif judge not in models:
             problems += backend_problems(entries[judge])
@@ -213,8 +192,6 @@ def key_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], bench
                  options: Mapping[str, Any]) -> list[str]:
     """The missing API keys of the chosen models and judges: they block a run, not a plan (`sctc plan` prices a
     model before its key is set)."""
-    from sctc_assets.planning import chosen_judge
-
-    judges = [chosen_judge(benchmark, options) for benchmark in benchmarks]
+    judges = [SPECS[benchmark].chosen_judge(options) for benchmark in benchmarks]
     keys = [key for key in dict.fromkeys([*models, *judges]) if key and key in entries]
     return [problem for problem in (key_problem(entries[key]) for key in keys) if problem]

@@ -19,7 +19,7 @@ from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.paths import default_cache_path
 from sctc_assets.partitions import model_and_lang, model_lang_partitions
-from sctc_assets.runner import BenchmarkPlan
+from sctc_assets.benchmarks.spec import BenchmarkSpec
 
 PARTITIONS = model_lang_partitions(("zh_hans", "zh_hant"))
 WAIT_S = 60
@@ -37,7 +37,7 @@ def _store_answers(model: str, lang: str) -> None:
         cache.put(key, {"backend": "target", "model": model}, request, GenerationResult(text="答", outcome="ok"))
 
 
-def build(mode: str, marker: Path) -> tuple[BenchmarkPlan, dg.Definitions]:
+def build(mode: str, marker: Path) -> tuple[BenchmarkSpec, dg.Definitions]:
     @dg.asset(code_version="1")
     def target_inputs() -> None:
         return None
@@ -57,7 +57,7 @@ def build(mode: str, marker: Path) -> tuple[BenchmarkPlan, dg.Definitions]:
 
     jobs = [dg.define_asset_job("target_inputs", selection=[target_inputs]),
             dg.define_asset_job("target_model_lang", selection=[target_answers])]
-    plan = BenchmarkPlan(name="target", langs=("zh_hans", "zh_hant"), inputs=("target_inputs",),
+    plan = BenchmarkSpec.of_stages(name="target", langs=("zh_hans", "zh_hant"), inputs=("target_inputs",),
                          per_model_lang=("target_answers",), per_model=(), cross_model=())
     return plan, dg.Definitions(assets=[target_inputs, target_answers], jobs=jobs)
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sctc_assets.benchmarks import TERM_PLAN
+from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets_tests.fakes import count_calls, every_asset, write_two_term_fakes
 
 # Every cross-model table of the term benchmark, unpartitioned (the corpus-backed one is in the corpus plan).
-CROSS_MODEL = {name: {None} for name in TERM_PLAN.cross_model}
+CROSS_MODEL = {name: {None} for name in TERM.cross_model}
 # The sensor evaluates every asset; the test evaluates the term benchmark and the corpus tables that read it (the
 # other benchmarks share no asset with them, and evaluating them would only cost time).
 EVALUATED = dg.AssetSelection.groups("term", "corpus")
@@ -44,7 +44,7 @@ def _requested(result) -> dict[str, set]:
 
 def _launch(instance, requested: dict[str, set]) -> None:
     """What the daemon's runs do with one tick's requests: each partition's assets together, stage by stage."""
-    for stage in (TERM_PLAN.per_model_lang, TERM_PLAN.per_model, TERM_PLAN.cross_model):
+    for stage in (TERM.per_model_lang, TERM.per_model, TERM.cross_model):
         by_partition: dict = {}
         for name in stage:
             for partition in requested.get(name, ()):
@@ -74,7 +74,7 @@ def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_
     calls = registry
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION_NAME, ["fake-a", "fake-b"])
-        _materialize(instance, TERM_PLAN.inputs)
+        _materialize(instance, TERM.inputs)
         requested, cursor, _ = _settle(instance, None)
         assert requested == {}  # nothing has answers yet, and inputs are never automated
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sctc_assets.benchmark_options import BENCHMARKS, OPTIONS
+from sctc_assets.benchmarks import BENCHMARKS
 from sctc_assets.cli import BUDGET_SCOPE_ENV_VAR, _apply_budget, _parser, chosen_benchmarks, main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,18 +57,6 @@ def test_benchmarks_all_means_every_benchmark_in_order():
     assert chosen_benchmarks(["name", "term", "name"]) == ["name", "term"]
     args = _parser().parse_args(["run", "--benchmarks", "all"])
     assert chosen_benchmarks(args.benchmarks) == list(BENCHMARKS)
-
-
-def test_the_plans_take_their_options_from_the_light_module():
-    from sctc_assets.benchmarks import PLANS
-
-    assert list(PLANS) == list(BENCHMARKS)
-    for name, plan in PLANS.items():
-        options = OPTIONS[name]
-        assert (plan.langs, plan.dimension, plan.default_models) == (options.langs, options.dimension,
-                                                                     options.default_models)
-        assert plan.config is options.config and plan.add_arguments is options.add_arguments
-        assert plan.serves is options.serves and plan.prepare is options.prepare
 
 
 @pytest.fixture

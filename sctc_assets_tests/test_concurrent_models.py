@@ -13,13 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sctc_assets.benchmarks import TERM_PLAN
+from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.paths import default_cache_path
 from sctc_assets.lib.registry import ModelEntry
 from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR
-from sctc_assets.runner import Runner
+from sctc_assets.running.runner import Runner
 from sctc_assets.running.instance import cli_instance
 from sctc_assets.running.concurrent import (CONCURRENT_ENV, STAGES_PER_ENDPOINT_ENV, ConcurrencyError, Lane,
                                             endpoint_of, plan_lanes, stages_per_endpoint)
@@ -29,7 +29,7 @@ KEY_ENV = "SCTC_TEST_CONCURRENT_KEY"
 PROMPTS_PER_LANG = 110  # term prompts of one language, one prompt variant, one trial
 CONCURRENCY = 16
 # The asking asset and the inputs it needs; the scoring stages only add CPU time here.
-PLAN = dataclasses.replace(TERM_PLAN, inputs=("regional_terms", "term_prompts"), per_model_lang=("term_responses",),
+PLAN = dataclasses.replace(TERM, inputs=("regional_terms", "term_prompts"), per_model_lang=("term_responses",),
                            per_model=(), cross_model=())
 
 

@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.corpus.plan import CORPUS_PLAN
+from sctc_assets.benchmarks import CORPUS
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.corpus.registry import CorpusRegistryError
 from sctc_assets.lib.corpus.tables import PAPER_CORPORA
@@ -92,8 +92,8 @@ def _materialize(instance, names) -> None:
 
 
 def _tables(instance) -> None:
-    _materialize(instance, CORPUS_PLAN.inputs)
-    _materialize(instance, CORPUS_PLAN.cross_model)
+    _materialize(instance, CORPUS.inputs)
+    _materialize(instance, CORPUS.cross_model)
 
 
 def _read(name: str) -> pd.DataFrame:

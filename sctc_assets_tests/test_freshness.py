@@ -16,9 +16,9 @@ from dagster._core.test_utils import in_process_test_workspace
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster_graphql.test.utils import execute_dagster_graphql
 
-from sctc_assets.benchmarks import TERM_PLAN
+from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.runner import Runner
+from sctc_assets.running.runner import Runner
 from sctc_assets_tests.fakes import count_calls, every_asset
 from sctc_assets_tests.schema_check import stored_table_problems
 
@@ -127,7 +127,7 @@ def materialize_stale_until_fresh(instance: dg.DagsterInstance, max_rounds: int 
 def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     calls = tmp_path / "calls.log"
     runner = Runner(defs, instance, shared_resources(), log=lambda line: None)
-    assert runner.run(TERM_PLAN, ["fake-a", "fake-b"], {}).ok
+    assert runner.run(TERM, ["fake-a", "fake-b"], {}).ok
     first_calls = count_calls(calls)
 
     # One full run: nothing is stale, nothing missing.
@@ -139,7 +139,7 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     # 1. The runner path (`sctc run --models fake-a`), model A unchanged: nothing is stale, so neither A's nor B's
     # partitions are materialized again (`sctc run` leaves what is fresh as it is), and no model is asked.
     before = _records(instance)
-    report = runner.run(TERM_PLAN, ["fake-a"], {})
+    report = runner.run(TERM, ["fake-a"], {})
     assert report.ok and {model for _, model, _ in report.unchanged} == {"fake-a", None}
     after = _records(instance)
     touched = {key for key in after if after[key] != before.get(key)}
@@ -165,15 +165,15 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     assert _partitioned(rounds[0]) == {("term_choice_rates", "fake-a"), ("term_misalignment_by_term", "fake-a")}
     for stale in rounds:
         assert _partitioned(stale) <= _of_model(stale, "fake-a"), stale
-        assert {name for name, partition in stale if partition is None} <= set(TERM_PLAN.cross_model), stale
+        assert {name for name, partition in stale if partition is None} <= set(TERM.cross_model), stale
     assert set().union(*rounds) - _partitioned(set().union(*rounds)) == {(name, None) for name in
-                                                                        TERM_PLAN.cross_model}
+                                                                        TERM.cross_model}
     assert _with_status(ui_stale_statuses(instance), "STALE") == set()
     final = _records(instance)
     assert _of_model({key for key in final if final[key] != after.get(key)}, "fake-b") == set()
     assert count_calls(calls) == first_calls + 2 * 110  # scoring asks no model
 
     # The stored tables have the columns and types their schemas declare (sovereignty: test_sovereignty_pipeline).
-    problems = stored_table_problems(shared_resources()["io_manager"], TERM_PLAN.tables)
-    assert set(TERM_PLAN.tables) == set(problems)
+    problems = stored_table_problems(shared_resources()["io_manager"], TERM.tables)
+    assert set(TERM.tables) == set(problems)
     assert {table: found for table, found in problems.items() if found} == {}

@@ -21,13 +21,13 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from sctc_assets.benchmarks import TERM_PLAN
-from sctc_assets.assets.sovereignty.plan import SOVEREIGNTY_PLAN
+from sctc_assets.benchmarks import TERM
+from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.cli import main
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.paths import default_cache_path
-from sctc_assets.runner import Runner
+from sctc_assets.running.runner import Runner
 from sctc_assets_tests.openai_stub_server import REFUSAL_FAULTS, TRANSIENT_FAULTS, FaultPlan, \
     StubOpenAIServer
 
@@ -91,7 +91,7 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
         monkeypatch.setenv("SCTC_MODELS", str(_registry(live_environment / "models.yaml", server.base_url)))
         runner = Runner(defs, instance, shared_resources(), log=lambda message: None)
 
-        report = runner.run(TERM_PLAN, [MODEL], {})
+        report = runner.run(TERM, [MODEL], {})
         assert report.ok, report.failures
         first = _fates(server)
         responses = _partitions("term_responses")
@@ -122,7 +122,7 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
 
         # The rerun asks exactly the prompts that ended in an error, and nothing that was answered.
         asked_before = len(server.requests)
-        report = runner.run(TERM_PLAN, [MODEL], {})
+        report = runner.run(TERM, [MODEL], {})
         assert report.ok, report.failures
         again = _fates(server, asked_before)
         assert set(again) == {prompt for prompt, outcome in expected.items() if outcome == "error"}
@@ -134,7 +134,7 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
 
         # The sovereignty benchmark through the same endpoint and faults.
         asked_before = len(server.requests)
-        report = runner.run(SOVEREIGNTY_PLAN, [MODEL], {})
+        report = runner.run(SOVEREIGNTY, [MODEL], {})
         assert report.ok, report.failures
         sovereignty = _partitions("sovereignty_responses")
         fates = _fates(server, asked_before)
@@ -192,7 +192,7 @@ def test_kill_9_mid_partition_then_rerun_pays_only_for_what_was_not_stored(live_
 
 def _ask(runner: Runner, key: dg.MultiPartitionKey) -> dg.ExecuteInProcessResult:
     """One term_responses partition, through the job `sctc run` uses for it."""
-    job = runner._job(TERM_PLAN.job_name("per_model_lang"), ["term_responses"])
+    job = runner._job(TERM.job_name("per_model_lang"), ["term_responses"])
     return runner._execute(job, ["term_responses"], partition_key=key, tags={})
 
 
@@ -204,7 +204,7 @@ def test_a_run_budget_halts_a_partition_through_dagster_and_a_rerun_continues(li
         monkeypatch.setenv("SCTC_BUDGET_SCOPE", "first run")
         runner = Runner(defs, instance, shared_resources(), log=lambda message: None)
         runner.ensure_model_partitions([MODEL])
-        runner.run(TERM_PLAN, [], {})  # the model-independent inputs
+        runner.run(TERM, [], {})  # the model-independent inputs
         key = dg.MultiPartitionKey({"model": MODEL, "lang": "zh_hans"})
         result = _ask(runner, key)
         failures = [event.step_failure_data.error for event in result.all_events if event.is_step_failure]

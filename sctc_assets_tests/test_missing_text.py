@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sctc_assets.assets.name.plan import NAME_PLAN
-from sctc_assets.assets.reviews.plan import REVIEWS_PLAN
-from sctc_assets.assets.sovereignty.plan import SOVEREIGNTY_PLAN
-from sctc_assets.benchmarks import TERM_PLAN
+from sctc_assets.benchmarks import NAME
+from sctc_assets.benchmarks import REVIEWS
+from sctc_assets.benchmarks import SOVEREIGNTY
+from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.generation import stored_text, strip_reasoning
 from sctc_assets.lib.name.extraction import EMPTY, REFUSAL
@@ -28,7 +28,7 @@ from sctc_assets.lib.sovereignty.upstream import RedFlagList
 from sctc_assets.lib.term.labelling import rules_labels
 from sctc_assets.lib.term.labels import label_answer, term_forms
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, read_table
-from sctc_assets.runner import Runner, export_tables
+from sctc_assets.running.runner import Runner, export_tables
 from sctc_assets_tests.fakes import outcome_kind
 
 MIX = [None, float("nan"), pd.NA, "", "  ", "<think>只想不答</think>", "滑鼠"]
@@ -160,11 +160,11 @@ def _registry(tmp_path: Path, tsb_location: str) -> Path:
 # Every stage of each benchmark but the tokenizer counts (it loads every tokenizer of the registry), for the model
 # that refuses and, besides it, a replay of published answers.
 PLANS = [
-    (TERM_PLAN, [MODEL, "paper-qwen"]),
-    (dataclasses.replace(NAME_PLAN, inputs=tuple(name for name in NAME_PLAN.inputs if name != "tokenization_counts")),
+    (TERM, [MODEL, "paper-qwen"]),
+    (dataclasses.replace(NAME, inputs=tuple(name for name in NAME.inputs if name != "tokenization_counts")),
      [MODEL, "paper-qwen"]),
-    (SOVEREIGNTY_PLAN, [MODEL, "tsb-qwen3-max"]),
-    (REVIEWS_PLAN, [MODEL]),
+    (SOVEREIGNTY, [MODEL, "tsb-qwen3-max"]),
+    (REVIEWS, [MODEL]),
 ]
 
 
@@ -297,13 +297,13 @@ def test_reviews_leave_refusals_and_errors_out_of_the_pairs(refused_run):
 
 ALL_ASSETS = list({id(assets_def): assets_def for assets_def in
                    (defs.get_assets_def(key) for key in defs.resolve_asset_graph().get_all_asset_keys())}.values())
-CROSS_MODEL = {"term_choice_tests": ("term_choice_rates", TERM_PLAN),
-               "term_variant_correlations": ("term_choice_rates", TERM_PLAN),
-               "term_misalignment_summary": ("term_misalignment_by_term", TERM_PLAN),
-               "name_choice_tests": ("name_choice_rates", NAME_PLAN),
-               "last_name_agreement": ("last_name_logprobs", NAME_PLAN),
-               "last_name_region_tests": ("last_name_logprobs", NAME_PLAN),
-               "sovereignty_summary": ("sovereignty_model_summary", SOVEREIGNTY_PLAN)}
+CROSS_MODEL = {"term_choice_tests": ("term_choice_rates", TERM),
+               "term_variant_correlations": ("term_choice_rates", TERM),
+               "term_misalignment_summary": ("term_misalignment_by_term", TERM),
+               "name_choice_tests": ("name_choice_rates", NAME),
+               "last_name_agreement": ("last_name_logprobs", NAME),
+               "last_name_region_tests": ("last_name_logprobs", NAME),
+               "sovereignty_summary": ("sovereignty_model_summary", SOVEREIGNTY)}
 
 
 @pytest.mark.parametrize("written", ["nothing", "an empty table", "a table without columns"])

@@ -379,7 +379,7 @@ def test_appearances_count_the_rows_answered_only():
 
 
 def test_the_printed_summary_shows_no_rate_where_no_answer_was_valid():
-    from sctc_assets.assets.name.plan import name_summary
+    from sctc_assets.benchmarks.name import name_summary
 
     rates = pd.DataFrame({"model": ["m", "m"], "extraction_source": ["rules"] * 2, "experiment": ["main"] * 2,
                           "lang": ["zh_hans", "zh_hant"], "n": [4, 4], "n_valid": [0, 2], "valid_rate": [0.0, 0.5],

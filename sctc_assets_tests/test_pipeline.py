@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.benchmarks import TERM_PLAN
+from sctc_assets.benchmarks import TERM
 from sctc_assets.cli import main
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets.runner import Runner
+from sctc_assets.running.runner import Runner
 from sctc_assets.sensors import model_registry_sensor
 from sctc_assets_tests.fakes import count_calls
 
@@ -53,7 +53,7 @@ def _materializations(instance: dg.DagsterInstance, asset: str) -> dict[str, int
 
 def test_definitions_load_without_torch_and_list_every_asset():
     names = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert set(TERM_PLAN.tables) <= names
+    assert set(TERM.tables) <= names
     assert {"term_model_lang", "term_per_model", "term_cross_model"} <= {job.name for job in defs.jobs}
     out = subprocess.run([sys.executable, "-c", "import sys, sctc_assets.definitions; print('torch' in sys.modules)"],
                          capture_output=True, text=True, check=True)
@@ -81,7 +81,7 @@ def test_materialize_partitions_rerun_one_model_and_the_backfill_path(environmen
     calls = environment
     with dg.DagsterInstance.ephemeral() as instance:
         runner = Runner(defs, instance, shared_resources(), log=lambda message: None)
-        report = runner.run(TERM_PLAN, ["fake-a", "fake-b", "paper-qwen"], {})
+        report = runner.run(TERM, ["fake-a", "fake-b", "paper-qwen"], {})
         assert report.ok, report.failures
         # fake-a: 2 trials × 1 variant × 110 terms, fake-b: 1 trial × 2 variants × 110, both languages
         assert count_calls(calls) == 2 * 110 * 2 + 1 * 2 * 110 * 2
@@ -102,7 +102,7 @@ def test_materialize_partitions_rerun_one_model_and_the_backfill_path(environmen
 
         # Rerunning one unchanged model materializes nothing: its partitions are left as they are.
         before = {asset: _materializations(instance, asset) for asset in ("term_responses", "term_choice_rates")}
-        report = runner.run(TERM_PLAN, ["fake-a"], {})
+        report = runner.run(TERM, ["fake-a"], {})
         after = {asset: _materializations(instance, asset) for asset in ("term_responses", "term_choice_rates")}
         changed = {asset: sorted(k for k in after[asset] if after[asset][k] != before[asset].get(k)) for asset in after}
         assert changed == {"term_responses": [], "term_choice_rates": []}

@@ -10,7 +10,8 @@ import pytest
 
 from sctc_assets.cli import main
 from sctc_assets.partitions import model_lang_partitions
-from sctc_assets.runner import BenchmarkPlan, Runner
+from sctc_assets.benchmarks.spec import BenchmarkSpec
+from sctc_assets.running.runner import Runner
 
 PRO_FILE = "gpt-4o-mini_20260205_114757_bilingual.json"
 QWEN_FILE = "qwen3-max_20260205_130445_bilingual.json"
@@ -77,7 +78,7 @@ def answers(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 
 
 def test_only_a_live_backend_whose_every_call_failed_fails_the_run():
-    plan = BenchmarkPlan(name="tiny", langs=("zh_hant",), inputs=(), per_model_lang=("answers",), per_model=(),
+    plan = BenchmarkSpec.of_stages(name="tiny", langs=("zh_hant",), inputs=(), per_model_lang=("answers",), per_model=(),
                          cross_model=())
     with dg.instance_for_test() as instance:
         report = Runner(dg.Definitions(assets=[answers]), instance, {}, log=lambda line: None).run(

@@ -12,7 +12,8 @@ from dagster._core.instance.ref import InstanceRef
 from sctc_assets.partitions import model_and_lang, model_lang_partitions, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.registry import ModelRegistryResource
-from sctc_assets.runner import BenchmarkPlan, Runner, export_tables
+from sctc_assets.benchmarks.spec import BenchmarkSpec
+from sctc_assets.running.runner import Runner, export_tables
 from sctc_assets.running.event_log import FastSqliteEventLogStorage
 from sctc_assets.running.instance import cli_instance
 
@@ -66,7 +67,7 @@ def re_tests(re_rates: pd.DataFrame) -> pd.DataFrame:
     return re_rates.assign(rank=re_rates["mean"].rank())
 
 
-PLAN = BenchmarkPlan(name="re", langs=("zh_hans", "zh_hant"), inputs=("re_prompts",),
+PLAN = BenchmarkSpec.of_stages(name="re", langs=("zh_hans", "zh_hant"), inputs=("re_prompts",),
                      per_model_lang=("re_answers", "re_scores"), per_model=("re_rates",), cross_model=("re_tests",),
                      jobs={"per_model_lang": "re_model_lang"}, skip_unchanged=True)
 PER_MODEL = ("re_answers", "re_scores", "re_rates")

@@ -12,11 +12,11 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.reviews.plan import REVIEWS_PLAN
+from sctc_assets.benchmarks import REVIEWS
 from sctc_assets.cli import main
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.paths import REPO_DATA_DIR, default_cache_path
-from sctc_assets.runner import Runner
+from sctc_assets.running.runner import Runner
 from sctc_assets_tests.fakes import count_calls
 
 INPUTS = {"raw_reviews", "review_varieties", "review_pairs", "review_prompts"}
@@ -61,7 +61,7 @@ def test_without_models_only_the_inputs_run(calls, tmp_path, capsys):
 def test_models_answer_every_format_through_partitions_and_the_cache(calls):
     with dg.DagsterInstance.ephemeral() as instance:
         runner = Runner(defs, instance, shared_resources(), log=lambda message: None)
-        report = runner.run(REVIEWS_PLAN, ["fake-a", "fake-nosys"], {})
+        report = runner.run(REVIEWS, ["fake-a", "fake-nosys"], {})
         # fake-nosys never gives a score the paper's parser accepts: each of its partitions fails its
         # usable_answers check (an ERROR), and nothing else fails
         assert sorted(failure.stage for failure in report.failures) == [
@@ -99,7 +99,7 @@ def test_models_answer_every_format_through_partitions_and_the_cache(calls):
         assert set(translation.model) == {"fake-a"} and len(translation) == 6
 
         # Re-running one model re-reads the cache; a UI backfill runs the partitioned job through it too.
-        runner.run(REVIEWS_PLAN, ["fake-a"], {})
+        runner.run(REVIEWS, ["fake-a"], {})
         job = defs.resolve_job_def("reviews_model_format")
         result = job.execute_in_process(partition_key=dg.MultiPartitionKey({"model": "fake-nosys", "format": "plain"}),
                                         instance=instance, resources=shared_resources())
@@ -170,7 +170,7 @@ def test_the_hf_config_flag_reaches_load_dataset(calls, tmp_path, capsys, monkey
 
     options = vars(_parser().parse_args(["run", "--benchmarks", "reviews", "--reviews-hf", "user/reviews",
                                          "--reviews-hf-config", "zh-TW", "--reviews-split", "test"]))
-    assert REVIEWS_PLAN.config(options)["raw_reviews"] == {"hf_dataset": "user/reviews", "hf_split": "test",
+    assert REVIEWS.config(options)["raw_reviews"] == {"hf_dataset": "user/reviews", "hf_split": "test",
                                                            "hf_config": "zh-TW"}
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
     folder = tmp_path / "hotel-reviews"

@@ -18,7 +18,8 @@ from sctc_assets.assets.metadata import upstream_comparison_result
 from sctc_assets.lib.interrupt import clear_stop, request_stop
 from sctc_assets.partitions import model_and_lang, model_lang_partitions, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
-from sctc_assets.runner import BenchmarkPlan, RunReport, Runner, export_tables
+from sctc_assets.benchmarks.spec import BenchmarkSpec
+from sctc_assets.running.runner import RunReport, Runner, export_tables
 from sctc_assets.running.instance import cli_instance, sweep_dead_runs
 from sctc_assets.running.logs import RunLog
 
@@ -57,7 +58,7 @@ def tiny_inputs_without_upstream_files() -> dg.AssetCheckResult:
     return upstream_comparison_result(0, [], ["prompt_1.csv"])
 
 
-TINY_PLAN = BenchmarkPlan(name="tiny", langs=("zh_hans",), inputs=("tiny_inputs",), per_model_lang=("tiny_answers",),
+TINY_PLAN = BenchmarkSpec.of_stages(name="tiny", langs=("zh_hans",), inputs=("tiny_inputs",), per_model_lang=("tiny_answers",),
                           per_model=(), cross_model=())
 
 
@@ -164,7 +165,7 @@ def empty_table() -> pd.DataFrame:
 def test_an_empty_table_is_exported_with_its_columns_over_an_older_file(tmp_path):
     io_manager = ParquetIOManager(base_dir=str(tmp_path / "storage"))
     defs = dg.Definitions(assets=[empty_table], resources={"io_manager": io_manager})
-    plan = BenchmarkPlan(name="tiny", langs=("zh_hans",), inputs=("empty_table",), per_model_lang=(), per_model=(),
+    plan = BenchmarkSpec.of_stages(name="tiny", langs=("zh_hans",), inputs=("empty_table",), per_model_lang=(), per_model=(),
                          cross_model=())
     out = tmp_path / "out"
     out.mkdir()
@@ -215,7 +216,7 @@ MINI_JOBS = [dg.define_asset_job("mini_inputs", selection=[mini_prompts]),
              dg.define_asset_job("mini_model_lang", selection=[mini_answers]),
              dg.define_asset_job("mini_per_model", selection=[mini_rates]),
              dg.define_asset_job("mini_cross_model", selection=[mini_prompts, mini_tests])]
-MINI_PLAN = BenchmarkPlan(name="mini", langs=("zh_hans", "zh_hant"), inputs=("mini_prompts",),
+MINI_PLAN = BenchmarkSpec.of_stages(name="mini", langs=("zh_hans", "zh_hant"), inputs=("mini_prompts",),
                           per_model_lang=("mini_answers",), per_model=("mini_rates",), cross_model=("mini_tests",),
                           config=lambda options: {"mini_answers": {"trials": options.get("trials", 1)}},
                           skip_unchanged=True)
@@ -344,7 +345,7 @@ def _versioned_defs():
                           jobs=[dg.define_asset_job("v_inputs", selection=[vroot, vderived, vunversioned])])
 
 
-V_PLAN = BenchmarkPlan(name="v", langs=(), inputs=("vroot", "vderived", "vunversioned"), per_model_lang=(),
+V_PLAN = BenchmarkSpec.of_stages(name="v", langs=(), inputs=("vroot", "vderived", "vunversioned"), per_model_lang=(),
                        per_model=(), cross_model=(), config=lambda options: {"vroot": {"seed": options.get("seed", 0)}})
 
 

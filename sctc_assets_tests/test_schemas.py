@@ -12,12 +12,12 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.corpus.plan import CORPUS_PLAN
-from sctc_assets.assets.name.plan import NAME_PLAN
-from sctc_assets.assets.reviews.plan import REVIEWS_PLAN
+from sctc_assets.benchmarks import CORPUS
+from sctc_assets.benchmarks import NAME
+from sctc_assets.benchmarks import REVIEWS
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.schemas import TABLE_SCHEMAS, Column, TableSchemaSpec, frame_problems, markdown
-from sctc_assets.runner import Runner
+from sctc_assets.running.runner import Runner
 from sctc_assets_tests.schema_check import stored_table_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,10 +117,10 @@ def test_stored_name_review_and_corpus_tables_match_their_schemas(small_run):
     with dg.instance_for_test() as instance:
         runner = Runner(defs, instance, resources, log=lambda line: None)
         # tokenization_counts loads real tokenizers (minutes); its table is checked by the tokenization tests' run
-        name_plan = dataclasses.replace(NAME_PLAN, inputs=tuple(n for n in NAME_PLAN.inputs
+        name_plan = dataclasses.replace(NAME, inputs=tuple(n for n in NAME.inputs
                                                                 if n != "tokenization_counts"))
-        for plan, options in ((name_plan, {}), (REVIEWS_PLAN, {}), (CORPUS_PLAN, {"corpora": ["local"]})):
-            models = {REVIEWS_PLAN.name: ["fake-r"], CORPUS_PLAN.name: []}.get(plan.name, ["fake-a"])
+        for plan, options in ((name_plan, {}), (REVIEWS, {}), (CORPUS, {"corpora": ["local"]})):
+            models = {REVIEWS.name: ["fake-r"], CORPUS.name: []}.get(plan.name, ["fake-a"])
             report = runner.run(plan, models, options)
             assert report.ok, report.failures
     problems = stored_table_problems(resources["io_manager"])

@@ -10,7 +10,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.sovereignty.plan import SOVEREIGNTY_PLAN
+from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.cli import main
 from sctc_assets.definitions import shared_resources
 from sctc_assets.lib.sovereignty.scoring import RULES, STATUSES
@@ -74,8 +74,8 @@ def test_published_results_import_score_export_and_import_again(registry: Path, 
     qwen = responses[responses["model"] == "tsb-qwen3-max"]
     assert len(qwen) == 20 and (qwen["outcome"] == "error").sum() == 7  # the null answers are kept
     # Every stored table of the benchmark has the columns and types its schema declares.
-    problems = stored_table_problems(shared_resources()["io_manager"], SOVEREIGNTY_PLAN.tables)
-    assert set(problems) == set(SOVEREIGNTY_PLAN.tables)
+    problems = stored_table_problems(shared_resources()["io_manager"], SOVEREIGNTY.tables)
+    assert set(problems) == set(SOVEREIGNTY.tables)
     assert {table: found for table, found in problems.items() if found} == {}
 
     with dg.DagsterInstance.ephemeral() as instance:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sctc_assets.backends.tsb_replay import TSBReplayBackend
-from sctc_assets.benchmarks import PLANS
+from sctc_assets.benchmarks import SPECS
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.registry import RegistryError, load_registry, write_overlay
 from sctc_assets.lib.sovereignty.prompts import run_settings
@@ -65,7 +65,7 @@ def test_each_benchmark_runs_the_models_that_can_answer_it(registry: Path):
     write_overlay(registry, "tsb", {"tsb-a": {"backend": "tsb_replay", "results_file": "/x.json"},
                                     "paper-qwen": {"backend": "replay", "upstream_name": "qwen"}}, comment="")
     entries = load_registry(registry)
-    served = {name: [key for key, entry in entries.items() if PLANS[name].serves(entry)]
+    served = {name: [key for key, entry in entries.items() if SPECS[name].serves(entry)]
               for name in ("term", "sovereignty")}
     assert served == {"term": ["local", "paper-qwen"], "sovereignty": ["local", "tsb-a"]}
 

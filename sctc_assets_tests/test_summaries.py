@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.name.plan import name_summary
-from sctc_assets.assets.reviews.plan import reviews_summary
-from sctc_assets.assets.sovereignty.plan import sovereignty_summary_text
-from sctc_assets.benchmarks import term_summary
+from sctc_assets.benchmarks.name import name_summary
+from sctc_assets.benchmarks.reviews import reviews_summary
+from sctc_assets.benchmarks.sovereignty import sovereignty_summary_text
+from sctc_assets.benchmarks.term import term_summary
 
 
 def _headings(text: str) -> list[str]:
@@ -44,7 +44,7 @@ def _sovereignty_row(prompt_set: str, a: str, b: str) -> dict:
 
 
 def test_the_sovereignty_summary_has_a_table_per_prompt_set(monkeypatch):
-    import sctc_assets.assets.sovereignty.plan as plan
+    import sctc_assets.benchmarks.sovereignty as plan
 
     pairs = (("zh_hant", "en"), ("zh_hans", "en"), ("zh_hans", "zh_hant"))
     summary = pd.DataFrame([_sovereignty_row(prompt_set, a, b) for prompt_set in ("quick_test", "stage1_sovereignty")

@@ -967,10 +967,10 @@ def test_the_term_benchmark_sets_its_own_answer_length(random_model, isolated_da
     import dagster as dg
     import pandas as pd
 
-    from sctc_assets.benchmarks import TERM_PLAN
+    from sctc_assets.benchmarks import TERM
     from sctc_assets.definitions import defs, shared_resources
     from sctc_assets.lib.term.prompts import generation_overrides
-    from sctc_assets.runner import Runner
+    from sctc_assets.running.runner import Runner
 
     registry = tmp_path / "models.yaml"
     registry.write_text(
@@ -979,7 +979,7 @@ def test_the_term_benchmark_sets_its_own_answer_length(random_model, isolated_da
         " benchmarks: {term: {trials: 1, prompt_variants: [2], max_new_tokens: 3}}}\n", encoding="utf-8")
     monkeypatch.setenv("SCTC_MODELS", str(registry))
     with dg.DagsterInstance.ephemeral() as instance:
-        report = Runner(defs, instance, shared_resources(), log=lambda message: None).run(TERM_PLAN, ["tiny"], {})
+        report = Runner(defs, instance, shared_resources(), log=lambda message: None).run(TERM, ["tiny"], {})
         assert report.ok, report.failures
     stored = pd.concat(pd.read_parquet(path) for path in (isolated_data_dir / "storage" / "term_responses").rglob(
         "*.parquet"))

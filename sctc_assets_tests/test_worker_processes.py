@@ -14,7 +14,8 @@ import pytest
 
 from sctc_assets.lib.interrupt import clear_stop, request_stop
 from sctc_assets.resources.io_manager import ParquetIOManager
-from sctc_assets.runner import BenchmarkWork, Runner, export_tables
+from sctc_assets.running.runner import BenchmarkWork, Runner, export_tables
+from sctc_assets.running.schedule import run_all
 from sctc_assets.running.instance import cli_instance
 from sctc_assets.running.processes import PROCESSES_ENV, TaskFailed, WorkerPool, in_forked_process
 from sctc_assets.running.schedule import workers_for
@@ -141,7 +142,7 @@ def test_replayed_models_run_in_worker_processes_and_the_others_in_this_one(pers
     assert workers_for(instance) == 2
     FAILING["langs"] = {"r2/zh_hant"}
 
-    [report] = _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {"trials": 2})])
+    [report] = run_all(_runner(defs, instance, io_manager), [BenchmarkWork(MINI_PLAN, MODELS, {"trials": 2})])
 
     assert report.failed_models == ["r2"]
     assert [failure.stage for failure in report.failures] == ["mini: r2/zh_hant"]
@@ -160,7 +161,7 @@ def test_replayed_models_run_in_worker_processes_and_the_others_in_this_one(pers
 def test_workers_write_the_tables_one_process_writes(persistent, monkeypatch):
     defs, instance, io_manager, tmp_path = persistent
     work = [BenchmarkWork(MINI_PLAN, MODELS, {"trials": 3})]
-    [spread] = _runner(defs, instance, io_manager).run_all(work)
+    [spread] = run_all(_runner(defs, instance, io_manager), work)
     spread_tables = {name: pd.read_parquet(path) for name, path in
                      export_tables(MINI_PLAN, MODELS, io_manager, tmp_path / "spread", defs).items()}
 
@@ -170,7 +171,7 @@ def test_workers_write_the_tables_one_process_writes(persistent, monkeypatch):
                               resources={"io_manager": other})
     (tmp_path / "home-one").mkdir()
     one_instance = cli_instance(tmp_path / "home-one")
-    [single] = _runner(one_defs, one_instance, other).run_all(work)
+    [single] = run_all(_runner(one_defs, one_instance, other), work)
     one_tables = {name: pd.read_parquet(path) for name, path in
                   export_tables(MINI_PLAN, MODELS, other, tmp_path / "one", one_defs).items()}
     one_runs = {run.tags["sctc/pid"] for run in one_instance.get_runs()}
@@ -187,13 +188,13 @@ def test_workers_write_the_tables_one_process_writes(persistent, monkeypatch):
                                       .reset_index(drop=True))
 
     # Unchanged, a second run materializes nothing, in workers too.
-    [again] = _runner(defs, instance, io_manager).run_all(work)
+    [again] = run_all(_runner(defs, instance, io_manager), work)
     assert again.ok and again.materialized == set() and again.run_ids == []
 
 
 def test_the_workers_lines_reach_this_process_s_output(persistent, capsys):
     defs, instance, io_manager, _ = persistent
-    Runner(defs, instance, {"io_manager": io_manager, "models": _Registry()}).run_all(
+    run_all(Runner(defs, instance, {"io_manager": io_manager, "models": _Registry()}), 
         [BenchmarkWork(MINI_PLAN, ["r1", "r2"], {})])
 
     printed = capsys.readouterr().out
@@ -205,7 +206,7 @@ def test_the_workers_lines_reach_this_process_s_output(persistent, capsys):
 def test_a_stop_before_the_run_starts_no_stage_and_says_interrupted(persistent):
     defs, instance, io_manager, _ = persistent
     request_stop("interrupted (SIGINT)")
-    [report] = _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {})])
+    [report] = run_all(_runner(defs, instance, io_manager), [BenchmarkWork(MINI_PLAN, MODELS, {})])
 
     assert report.interrupted == "interrupted (SIGINT)"
     assert instance.get_runs() == []
@@ -222,7 +223,7 @@ def test_an_error_raised_by_a_model_s_stages_in_a_worker_names_the_model(persist
 
     monkeypatch.setattr(Runner, "run_model", run_model)
     with pytest.raises(Exception, match=r"mini model r3: KeyError: 'no such column: outcome'"):
-        _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {})])
+        run_all(_runner(defs, instance, io_manager), [BenchmarkWork(MINI_PLAN, MODELS, {})])
     # The other models finished their stages before the error was raised.
     done = {run.tags.get("sctc/model") for run in instance.get_runs()}
     assert {"r1", "r2", "api"} <= done
@@ -286,7 +287,7 @@ def test_inputs_no_model_reads_run_beside_the_models_and_their_failure_fails_onl
 
     SIDE["fail"] = True
     try:
-        [report] = runner.run_all([BenchmarkWork(SIDE_PLAN, ["r1", "r2"], {})])
+        [report] = run_all(runner, [BenchmarkWork(SIDE_PLAN, ["r1", "r2"], {})])
     finally:
         SIDE["fail"] = False
 
@@ -303,14 +304,14 @@ def test_inputs_no_model_reads_run_beside_the_models_and_their_failure_fails_onl
 
 
 def test_the_name_benchmark_s_tokenizers_and_explanation_words_run_beside_its_models():
-    from sctc_assets.benchmarks import PLANS
+    from sctc_assets.benchmarks import SPECS
     from sctc_assets.definitions import defs
 
     runner = Runner(defs, dg.DagsterInstance.ephemeral(), {})
-    first, second = runner.input_groups(PLANS["name"])
+    first, second = runner.input_groups(SPECS["name"])
     assert {"name_prompts", "name_candidate_lists", "regional_names"} <= set(first)
     assert {"tokenization_counts", "name_explanation_words"} <= set(second)
-    assert runner.input_groups(PLANS["corpus"]) == (PLANS["corpus"].inputs, ())
+    assert runner.input_groups(SPECS["corpus"]) == (SPECS["corpus"].inputs, ())
 
 
 def test_before_cross_is_called_once_per_benchmark_when_every_model_stage_is_done(persistent):
@@ -320,9 +321,9 @@ def test_before_cross_is_called_once_per_benchmark_when_every_model_stage_is_don
     def before_cross(work):
         stored = [io_manager.path_for(dg.AssetKey("mini_rates"), defs.get_assets_def("mini_rates").partitions_def,
                                       model).exists() for model in work.models]
-        seen.append((work.plan.name, all(stored)))
+        seen.append((work.spec.name, all(stored)))
 
-    [report] = _runner(defs, instance, io_manager).run_all([BenchmarkWork(MINI_PLAN, MODELS, {})], before_cross)
+    [report] = run_all(_runner(defs, instance, io_manager), [BenchmarkWork(MINI_PLAN, MODELS, {})], before_cross)
 
     assert report.ok
     assert seen == [("mini", True)]

@@ -41,7 +41,7 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
                    added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None) -> int:
     """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
 
-    `project` (tests): an object with `plans`, `defs` and `resources` instead of the project's own. `failures`,
+    `project` (tests): an object with `specs`, `defs` and `resources` instead of the project's own. `failures`,
     when given, receives every stage failure of every benchmark (the caller reports halted stages from it)."""
     from sctc_assets.running.logs import RunLog, new_log_path
 
@@ -96,10 +96,10 @@ class _TablesOnDemand(Mapping):
 def _project() -> Any:
     from types import SimpleNamespace
 
-    from sctc_assets.benchmarks import PLANS
+    from sctc_assets.benchmarks import SPECS
     from sctc_assets.definitions import defs, shared_resources
 
-    return SimpleNamespace(plans=PLANS, defs=defs, resources=shared_resources())
+    return SimpleNamespace(specs=SPECS, defs=defs, resources=shared_resources())
 
 
 def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
@@ -107,7 +107,8 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
-    from sctc_assets.runner import BenchmarkWork, Runner, export_tables
+    from sctc_assets.running.runner import BenchmarkWork, Runner, export_tables
+    from sctc_assets.running.schedule import run_all
     from sctc_assets.running.instance import cli_instance, report_dead_runs
     from sctc_assets.running.processes import give_back_memory
 
@@ -121,26 +122,26 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     status = 0
     works = []
     for name in args.benchmarks:
-        plan = project.plans[name]
-        chosen = args.models or list(dict.fromkeys((list(default_models) if plan.default_models else [])
+        spec = project.specs[name]
+        chosen = args.models or list(dict.fromkeys((list(default_models) if spec.default_models else [])
                                                    + list(added[name])))
-        served = [model for model in chosen if plan.serves(entries[model])]
+        served = [model for model in chosen if spec.serves(entries[model])]
         if len(served) < len(chosen):
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
-        works.append(BenchmarkWork(plan, served, options))
+        works.append(BenchmarkWork(spec, served, options))
     io_manager = resources.get("io_manager")
     io_manager = io_manager if isinstance(io_manager, ParquetIOManager) else ParquetIOManager()
 
     def export_before_cross(work: BenchmarkWork) -> None:
         """The tables the cross-model stage does not write, exported while it runs (the export below then finds
         them written from the same files and leaves them)."""
-        export_tables(work.plan, work.models, io_manager, out_dir, defs,
-                      names=[name for name in work.plan.tables if name not in work.plan.cross_model])
+        export_tables(work.spec, work.models, io_manager, out_dir, defs,
+                      names=[name for name in work.spec.tables if name not in work.spec.cross_model])
         give_back_memory()  # the joined answer tables, while the workers still run
 
-    for work, report in zip(works, runner.run_all(works, export_before_cross)):
-        name, plan, served = work.plan.name, work.plan, work.models
+    for work, report in zip(works, run_all(runner, works, export_before_cross)):
+        name, spec, served = work.spec.name, work.spec, work.models
         failures += report.failures
         if report.interrupted is not None:
             break
@@ -148,10 +149,10 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         if report.inputs_failed:
             print(f"\n{name}: the inputs stage failed, so nothing else ran; no tables written", file=sys.stderr)
         else:
-            written = export_tables(plan, served, io_manager, out_dir, defs)
+            written = export_tables(spec, served, io_manager, out_dir, defs)
             tables = _TablesOnDemand(written, read_table)
             print()
-            print(plan.summary(tables, served))
+            print(spec.summary(tables, served))
             print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
         if not report.ok:
             status = 1
@@ -160,7 +161,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
                 print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
         if report.failed_models:
             print(f"\n{name}: stages failed for {', '.join(report.failed_models)}", file=sys.stderr)
-            for model, names in report.earlier_rows(plan, tables).items():
+            for model, names in report.earlier_rows(spec, tables).items():
                 print(f"  {model}: its rows in {', '.join(names)} (and the summary above) are from an earlier run,"
                       " not this one", file=sys.stderr)
     return status

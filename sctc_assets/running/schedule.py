@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import dagster as dg
 
 from sctc_assets.lib.interrupt import stop_reason
-from sctc_assets.runner import BenchmarkWork, Runner, RunReport
+from sctc_assets.running.runner import BenchmarkWork, Runner, RunReport
 from sctc_assets.running.concurrent import concurrent_models_enabled, run_models
 from sctc_assets.running.processes import (TaskFailed, WorkerPool, WorkerProcessError, in_forked_process,
                                             worker_processes)
@@ -58,21 +58,21 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
     `before_cross(work)` runs in this process once a benchmark's cross-model task is handed out (unless a stop
     was requested)."""
     runner.prepare_run(works)
-    configs = [work.plan.config(work.options) for work in works]
-    groups = [runner.input_groups(work.plan) for work in works]
+    configs = [work.spec.config(work.options) for work in works]
+    groups = [runner.input_groups(work.spec) for work in works]
     forkable = [[model for model in work.models if runner.backend_of(model) in FORKABLE_BACKENDS] for work in works]
 
     def work(task: tuple[int, str, Any]) -> Any:
         index, kind, argument = task
-        plan, config = works[index].plan, configs[index]
+        spec, config = works[index].spec, configs[index]
         if kind == "inputs":
-            return runner.run_inputs(plan, works[index].options, groups[index][0])
+            return runner.run_inputs(spec, works[index].options, groups[index][0])
         if kind == "side_inputs":  # materialized in a process of their own: what they load leaves with it
-            return runner.run_side_inputs(plan, works[index].options, groups[index][1],
+            return runner.run_side_inputs(spec, works[index].options, groups[index][1],
                                           isolate=lambda stage: in_forked_process(stage, runner.after_fork))
         if kind == "model":
-            return runner.run_model(plan, argument, config, nullcontext, runner.staleness(plan.name))
-        return runner.run_cross(plan, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
+            return runner.run_model(spec, argument, config, nullcontext, runner.staleness(spec.name))
+        return runner.run_cross(spec, works[index].models, config, argument, Staleness(runner.defs, runner.instance))
 
     schedule = _Schedule(runner, works, configs, forkable, [bool(second) for _, second in groups], before_cross)
     return schedule.run(WorkerPool(processes, work, runner.after_fork))
@@ -157,7 +157,7 @@ class _Schedule:
     def _done(self, order: int, index: int, kind: str, argument: Any, result: Any) -> None:
         if isinstance(result, BaseException | TaskFailed):
             self.errors[(index, order, kind)] = result if isinstance(result, BaseException) else WorkerProcessError(
-                f"{self.works[index].plan.name} {kind}{f' {argument}' if kind == 'model' else ''}: {result.message}")
+                f"{self.works[index].spec.name} {kind}{f' {argument}' if kind == 'model' else ''}: {result.message}")
             if kind in ("model", "side_inputs"):
                 self._before_cross_done(index)
             else:
@@ -203,11 +203,11 @@ class _Schedule:
             if batch is None:
                 return
             order, index, models = batch
-            plan, config = self.works[index].plan, self.configs[index]
+            spec, config = self.works[index].spec, self.configs[index]
             runner = self.runner
 
             def one(model: str, slot: Any) -> RunReport:
-                return runner.run_model(plan, model, config, slot, runner.staleness(plan.name))
+                return runner.run_model(spec, model, config, slot, runner.staleness(spec.name))
 
             try:
                 reports = run_models(models, runner.endpoints(models), one)
@@ -216,3 +216,20 @@ class _Schedule:
                 reports = [RunReport() for _ in models[1:]]
             for report in reports:
                 self.local.put((order, index, report))
+
+
+def run_all(runner: Runner, works: Sequence[BenchmarkWork],
+            before_cross: Callable[[BenchmarkWork], None] = lambda work: None) -> list[RunReport]:
+    """Several benchmarks: their stages spread over worker processes where this process may fork them
+    (`before_cross(work)` is called in this process when a benchmark's last stage, the cross-model one, starts: the
+    export of its other tables then overlaps it), else one benchmark after another, stopping after an interrupted
+    one."""
+    processes = workers_for(runner.instance)
+    if processes > 1:
+        return run_in_workers(runner, works, processes, before_cross)
+    reports = []
+    for work in works:
+        reports.append(runner.run(work.spec, work.models, work.options))
+        if reports[-1].interrupted is not None:
+            break
+    return reports

@@ -12,19 +12,6 @@ CORPUS_ASSETS = [corpus_shards, corpus_patterns, corpus_counts, corpus_term_coun
                  corpus_term_frequency_tables]
 
 # One run per shard, so a backfill spreads shards over whatever the run launcher offers (processes, pods).
-corpus_shards_job = dg.define_asset_job(
-    "corpus_count_shards", selection=dg.AssetSelection.assets(corpus_counts),
-    description="Count one or more corpus shards (a backfill runs each shard on its own).")
-corpus_inputs_job = dg.define_asset_job(
-    "corpus_inputs", selection=dg.AssetSelection.assets("regional_terms", corpus_shards, corpus_patterns),
-    description="The terms, the registered shards and the patterns counted in them.")
-corpus_tables_job = dg.define_asset_job(
-    "corpus_tables",
-    selection=dg.AssetSelection.assets(corpus_shards, corpus_patterns, corpus_term_counts, corpus_name_counts,
-                                       corpus_term_frequency_tables),
-    description="Register the shards, build the patterns, and sum the counted shards into the tables.")
-
-
 def defs() -> dg.Definitions:
-    return dg.Definitions(assets=CORPUS_ASSETS, jobs=[corpus_inputs_job, corpus_shards_job, corpus_tables_job],
+    return dg.Definitions(assets=CORPUS_ASSETS,
                           sensors=[corpus_registry_sensor])

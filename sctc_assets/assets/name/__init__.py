@@ -33,30 +33,15 @@ from sctc_assets.assets.name.appendix import (
 )
 from sctc_assets.assets.name.robust import name_list_clustered_rates, name_significance_robustness
 
-NAME_INPUTS = [regional_names, name_candidate_lists, name_prompts, last_name_pairs, tokenization_counts,
-               name_explanation_words, name_talent_examples, name_invalid_class_validation]
-NAME_MODEL_LANG = [name_responses, name_judgements, name_selections]
-NAME_PER_MODEL = [name_choice_rates, name_extraction_agreement, name_top_selected, name_gender_tables,
-                  name_permutation_stability, last_name_logprobs, name_list_clustered_rates]
-NAME_CROSS_MODEL = [name_choice_tests, name_popularity_correlation, last_name_agreement, last_name_region_tests,
-                    name_significance_robustness]
-NAME_ASSETS = NAME_INPUTS + NAME_MODEL_LANG + NAME_PER_MODEL + NAME_CROSS_MODEL
-NAME_CHECKS = [name_prompts_match_upstream, *LAST_NAME_CHECKS]
-
-# Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
-NAME_JOBS = [
-    dg.define_asset_job("name_inputs", selection=dg.AssetSelection.assets(*NAME_INPUTS),
-                        description="Names, candidate lists, prompts, last-name pairs and tokenization counts."),
-    dg.define_asset_job("name_model_lang", selection=dg.AssetSelection.assets(*NAME_MODEL_LANG),
-                        description="Answer, judge and extract the selections of one or more model × lang partitions."),
-    dg.define_asset_job("name_per_model", selection=dg.AssetSelection.assets(*NAME_PER_MODEL),
-                        description="Per-model rate, agreement, top-name, gender and permutation tables; last-name "
-                                    "log-probabilities."),
-    dg.define_asset_job("name_cross_model", selection=dg.AssetSelection.assets(*NAME_INPUTS, *NAME_CROSS_MODEL),
-                        description="Names, candidate lists, prompts, last-name pairs, tokenization counts and the "
-                                    "cross-model tables."),
+NAME_ASSETS = [
+    regional_names, name_candidate_lists, name_prompts, last_name_pairs, tokenization_counts, name_explanation_words,
+    name_talent_examples, name_invalid_class_validation, name_responses, name_judgements, name_selections,
+    name_choice_rates, name_extraction_agreement, name_top_selected, name_gender_tables, name_permutation_stability,
+    last_name_logprobs, name_list_clustered_rates, name_choice_tests, name_popularity_correlation,
+    last_name_agreement, last_name_region_tests, name_significance_robustness,
 ]
+NAME_CHECKS = [name_prompts_match_upstream, *LAST_NAME_CHECKS]
 
 
 def defs() -> dg.Definitions:
-    return dg.Definitions(assets=NAME_ASSETS, asset_checks=NAME_CHECKS, jobs=NAME_JOBS)
+    return dg.Definitions(assets=NAME_ASSETS, asset_checks=NAME_CHECKS)

@@ -7,13 +7,14 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.replay_answers import replayed_columns, replays
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
-from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES, run_settings
+from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES
 from sctc_assets.lib.name.extraction import judge_prompt
 from sctc_assets.lib.name.requests import prompts_to_ask, requests_of
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
@@ -23,7 +24,7 @@ from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "name"
-JUDGE_ENV_VAR = "SCTC_NAME_JUDGE"
+JUDGE_ENV_VAR = NAME.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ["model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response",
                     "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached",
                     "latency_s", "seed", "served_model", "system_fingerprint"]
@@ -59,9 +60,8 @@ def name_responses(
     them)."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
-    settings = run_settings(config.experiments, config.lists, config.shuffles, config.list_source,
-                            entry.benchmark_settings("name"), where=f"name_responses: model {model!r} (run config, "
-                                                                   "else registry benchmarks.name)")
+    settings = NAME.run_settings(config.model_dump(), entry, where=f"name_responses: model {model!r} (run config, "
+                                                                  "else registry benchmarks.name)")
     selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
     backend = models.backend(model, open_upstream=upstream.open)
     frame = selected[["lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()

@@ -16,17 +16,5 @@ from sctc_assets.assets.reviews.source import (
 REVIEW_ASSETS = [raw_reviews, review_varieties, review_pairs, review_prompts, review_predictions, review_metrics,
                  review_paired_cis, review_significance_robustness]
 
-review_inputs_job = dg.define_asset_job(
-    "reviews_inputs", selection=dg.AssetSelection.assets(raw_reviews, review_varieties, review_pairs, review_prompts),
-    description="Load, classify and pair the reviews and write the prompts (no model).")
-review_model_format_job = dg.define_asset_job(
-    "reviews_model_format", selection=dg.AssetSelection.assets(review_predictions),
-    description="Predict the scores of one or more model × format partitions.")
-review_per_model_job = dg.define_asset_job(
-    "reviews_per_model", selection=dg.AssetSelection.assets(review_metrics, review_paired_cis),
-    description="Per-model metric tables.")
-
-
 def defs() -> dg.Definitions:
-    return dg.Definitions(assets=REVIEW_ASSETS, asset_checks=[review_pairs_aligned],
-                          jobs=[review_inputs_job, review_model_format_job, review_per_model_job])
+    return dg.Definitions(assets=REVIEW_ASSETS, asset_checks=[review_pairs_aligned])

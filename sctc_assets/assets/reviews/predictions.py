@@ -10,12 +10,12 @@ from pydantic import Field
 from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
-from sctc_assets.benchmark_options import answers_new_prompts
+from sctc_assets.benchmarks.reviews import REVIEWS, answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.report.headlines import review_headlines
 from sctc_assets.lib.reviews import metrics
 from sctc_assets.lib.reviews.prompts import FORMATS
-from sctc_assets.lib.reviews.requests import review_requests, run_settings
+from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import predictions_table
 from sctc_assets.partitions import model_lang_partitions, models_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
@@ -47,7 +47,7 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
     entry = models.entry(model)
     if not answers_new_prompts(entry):
         raise dg.Failure(f"{model} replays published answers ({entry.backend}) and has none for the review benchmark")
-    settings = run_settings(config.max_pairs, config.translation_control, entry.benchmark_settings("reviews"))
+    settings = REVIEWS.run_settings(config.model_dump(), entry)
     max_pairs, control, system_role = settings.max_pairs, settings.translation_control, settings.system_role
     selected, requests = review_requests(review_prompts, fmt, settings)
     backend = models.backend(model)

@@ -20,27 +20,5 @@ SOVEREIGNTY_ASSETS = [
     sovereignty_review_queue, sovereignty_bootstrap_cis, sovereignty_significance_robustness,
 ]
 
-# Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
-sovereignty_inputs_job = dg.define_asset_job(
-    "sovereignty_inputs", selection=dg.AssetSelection.assets(sovereignty_prompts),
-    description="The prompts in the three languages.")
-sovereignty_model_lang_job = dg.define_asset_job(
-    "sovereignty_model_lang",
-    selection=dg.AssetSelection.assets(sovereignty_responses, sovereignty_judgements, sovereignty_flags,
-                                       sovereignty_results),
-    description="Answer, judge, flag and score one or more model × lang partitions.")
-sovereignty_per_model_job = dg.define_asset_job(
-    "sovereignty_per_model",
-    selection=dg.AssetSelection.assets(sovereignty_model_summary, sovereignty_prompt_pass_rates,
-                                       sovereignty_pro_export),
-    description="Per-model metrics and the Pro-format export.")
-sovereignty_cross_model_job = dg.define_asset_job(
-    "sovereignty_cross_model",
-    selection=dg.AssetSelection.assets(sovereignty_prompts, sovereignty_summary, sovereignty_review_queue,
-                                       sovereignty_bootstrap_cis, sovereignty_significance_robustness),
-    description="The prompts, the cross-model summary and the review queue.")
-
-
 def defs() -> dg.Definitions:
-    return dg.Definitions(assets=SOVEREIGNTY_ASSETS,
-                          jobs=[sovereignty_inputs_job, sovereignty_model_lang_job, sovereignty_per_model_job, sovereignty_cross_model_job])
+    return dg.Definitions(assets=SOVEREIGNTY_ASSETS)

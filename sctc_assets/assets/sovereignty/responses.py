@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
@@ -16,13 +17,13 @@ from sctc_assets.lib.generation import GenerationRequest, provenance_columns
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES, run_settings
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.partitions import model_and_lang
 from sctc_assets.resources.registry import ModelRegistryResource
 
 GROUP = "sovereignty"
-JUDGE_ENV_VAR = "SCTC_SOVEREIGNTY_JUDGE"
+JUDGE_ENV_VAR = SOVEREIGNTY.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
                                 "output_tokens", "finish_reason", "cached", "latency_s", "seed", "served_model",
                                 "system_fingerprint"]
@@ -50,7 +51,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     `refusal`/`error`; replay gaps are skipped and named."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
-    samples, overrides = run_settings(config.samples, config.temperature, entry.benchmark_settings("sovereignty"))
+    samples, overrides = SOVEREIGNTY.run_settings(config.model_dump(), entry)
     items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples)
     backend = models.backend(model, overrides=overrides)
     results = backend.generate(requests, cache=models.cache(),

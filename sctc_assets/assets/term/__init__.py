@@ -32,26 +32,5 @@ TERM_ASSETS = [
 ]
 TERM_CHECKS = [term_prompts_match_upstream]
 
-# Dagster jobs hold one partitioning each, so the benchmark splits into stages (`sctc run` runs them in order).
-term_inputs_job = dg.define_asset_job(
-    "term_inputs", selection=dg.AssetSelection.assets(regional_terms, term_prompts),
-    description="The model-independent inputs: the regional terms and every prompt.")
-term_model_lang_job = dg.define_asset_job(
-    "term_model_lang", selection=dg.AssetSelection.assets(term_responses, term_judgements, term_labels),
-    description="Generate, judge and label one or more model × lang partitions.")
-term_per_model_job = dg.define_asset_job(
-    "term_per_model", selection=dg.AssetSelection.assets(term_choice_rates, term_misalignment_by_term),
-    description="Per-model metric tables.")
-term_cross_model_job = dg.define_asset_job(
-    "term_cross_model",
-    selection=dg.AssetSelection.assets(regional_terms, term_prompts, term_published_labels, term_verdict_lexicon,
-                                       term_choice_tests, term_variant_correlations, term_misalignment_summary,
-                                       term_label_source_agreement, term_robust_tests, term_significance_robustness,
-                                       term_power, term_incorrect_types),
-    description="Model-independent inputs and the cross-model tables.")
-
-TERM_JOBS = [term_inputs_job, term_model_lang_job, term_per_model_job, term_cross_model_job]
-
-
 def defs() -> dg.Definitions:
-    return dg.Definitions(assets=TERM_ASSETS, asset_checks=TERM_CHECKS, jobs=TERM_JOBS)
+    return dg.Definitions(assets=TERM_ASSETS, asset_checks=TERM_CHECKS)

@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.benchmarks.term import TERM
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
@@ -16,14 +17,14 @@ from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
-from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides
 from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.partitions import model_and_lang, term_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "term"
-JUDGE_ENV_VAR = "SCTC_TERM_JUDGE"
+JUDGE_ENV_VAR = TERM.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "row", "prompt", "response", "outcome",
                     "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s",
                     "seed", "served_model", "system_fingerprint"]
@@ -53,7 +54,7 @@ def term_responses(
     outcome `error`; replay gaps (files the upstream copy lacks) are skipped and named in the metadata."""
     model, lang = model_and_lang(context)
     entry = models.entry(model)
-    trials, variants = run_settings(config.trials, config.prompt_variants, entry.benchmark_settings("term"))
+    trials, variants = TERM.run_settings(config.model_dump(), entry)
     overrides = generation_overrides(entry.benchmark_settings("term"))
     selected, requests = term_requests(term_prompts, lang, trials, variants)
     backend = models.backend(model, open_upstream=upstream.open, overrides=overrides)

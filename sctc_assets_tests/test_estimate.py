@@ -3,6 +3,7 @@ cache keys, with token and cost estimates; and a halted run says what is left.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
@@ -13,12 +14,13 @@ from sctc_assets.backends.base import ResultCallback
 from sctc_assets.cli import main
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
-from sctc_assets.lib.plan import (
-    MESSAGE_OVERHEAD, SCRIPT_RULE, Plan, PlanRow, RequestSet, TokenCounter, cache_keys, cached_answers, plan_partition,
-    render,
+from sctc_assets.lib.estimate import (
+    MESSAGE_OVERHEAD, SCRIPT_RULE, Estimate, EstimateRow, RequestSet, TokenCounter, cache_keys, cached_answers,
+    estimate_partition, render,
 )
 from sctc_assets.lib.registry import load_registry
-from sctc_assets.planning import PLAN_EXTRAS, build_plan, keyed_request
+from sctc_assets.benchmarks import SPECS
+from sctc_assets.estimate import build_estimate, keyed_request
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls
 
 
@@ -59,7 +61,7 @@ def test_plan_keys_are_the_keys_generate_stores(tmp_path):
     few = cached_answers(backend.identity(), request_set, cache, stored_count=len(stored), keyed=keyed)
     every = cached_answers(backend.identity(), request_set, cache, stored_count=10 ** 6, keyed=keyed)
     assert sorted(few) == sorted(every) == list(range(20))
-    row = plan_partition("term", "a", "zh_hans", request_set, identity=backend.identity(), cache=cache,
+    row = estimate_partition("term", "a", "zh_hans", request_set, identity=backend.identity(), cache=cache,
                          counter=SCRIPT_RULE, max_output_tokens=None, pricing=(None, None), stored_count=len(stored),
                          keyed=keyed)
     assert (row.calls, row.cached, row.to_ask) == (60, 20, 40)
@@ -70,7 +72,7 @@ def test_plan_keys_are_the_keys_generate_stores(tmp_path):
 def test_repeats_of_one_request_are_asked_once_and_tokens_follow_the_script_rule():
     same = [GenerationRequest.user("你好abcd", trial=0), GenerationRequest.user("你好abcd", trial=0),
             GenerationRequest.user("你好abcd", trial=1)]
-    row = plan_partition("term", "m", "zh_hans", RequestSet(same), identity={"backend": "x", "model": "m"},
+    row = estimate_partition("term", "m", "zh_hans", RequestSet(same), identity={"backend": "x", "model": "m"},
                          cache=None, counter=SCRIPT_RULE, max_output_tokens=50, pricing=(1.0, 2.0))
     # 2 Han characters (1 token each) + 4 ASCII letters (1 token), plus the chat format, for each of 2 requests
     assert (row.calls, row.cached, row.to_ask) == (3, 0, 2)
@@ -83,7 +85,7 @@ def test_a_request_an_earlier_partition_asks_is_not_counted_again():
     asked: set = set()
     first = RequestSet([GenerationRequest.user("a"), GenerationRequest.user("b")])
     second = RequestSet([GenerationRequest.user("b"), GenerationRequest.user("c"), GenerationRequest.user("b", trial=1)])
-    rows = [plan_partition("reviews", "m", fmt, requests, identity={"model": "m"}, cache=None, counter=SCRIPT_RULE,
+    rows = [estimate_partition("reviews", "m", fmt, requests, identity={"model": "m"}, cache=None, counter=SCRIPT_RULE,
                            max_output_tokens=None, pricing=(None, None), asked_before=asked)
             for fmt, requests in (("plain", first), ("shuffled", second))]
     assert [(row.calls, row.to_ask, row.note) for row in rows] == [(2, 2, ""), (3, 2, "1 asked in an earlier partition")]
@@ -99,7 +101,7 @@ def test_a_real_tokenizer_is_sampled_and_scaled_by_characters():
     prompts = ["字" * (index % 7 + 1) + str(index) for index in range(5000)]
     requests = RequestSet([GenerationRequest.user(prompt) for prompt in prompts])
     counter = TokenCounter("one per character", encode)
-    row = plan_partition("name", "m", "en", requests, identity={"model": "m"}, cache=None, counter=counter,
+    row = estimate_partition("name", "m", "en", requests, identity={"model": "m"}, cache=None, counter=counter,
                          max_output_tokens=None, pricing=(None, None))
     assert len(calls) <= 1000  # a sample, not every prompt
     characters = sum(map(len, prompts))
@@ -108,9 +110,9 @@ def test_a_real_tokenizer_is_sampled_and_scaled_by_characters():
 
 
 def test_render_marks_ceilings_and_totals_per_model():
-    plan = Plan(rows=[PlanRow("term", "m", "zh_hans", 10, 4, 6, 600, 60, True, 0.001, "rule"),
-                      PlanRow("term", "m", "zh_hant", 10, 10, 0, 0, 0, False, 0.0, "rule"),
-                      PlanRow("term", "paper", "zh_hans", 10, None, 0, note="replays published answers")])
+    plan = Estimate(rows=[EstimateRow("term", "m", "zh_hans", 10, 4, 6, 600, 60, True, 0.001, "rule"),
+                      EstimateRow("term", "m", "zh_hant", 10, 10, 0, 0, 0, False, 0.0, "rule"),
+                      EstimateRow("term", "paper", "zh_hans", 10, None, 0, note="replays published answers")])
     plan.add_note("term", "a note for the benchmark")
     text = render(plan)
     assert "≤ 60" in text and "≤ 0.0010" in text and "replays published answers" in text
@@ -139,7 +141,7 @@ def fakes(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
 
 def _plan(benchmark: str, models: list[str], options: dict[str, Any] | None = None) -> list:
     entries = load_registry(Path(__import__("os").environ["SCTC_MODELS"]))
-    return build_plan({benchmark: models}, entries, options or {}).rows
+    return build_estimate({benchmark: models}, entries, options or {}).rows
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(fakes, isolated_data_dir, capsys):
@@ -189,9 +191,9 @@ def test_a_benchmark_plan_takes_extra_lines_from_its_hooks(fakes, monkeypatch):
         seen.append(design)
         return [f"{len(design.partitions)} partitions, {len(design.partitions[0].selected)} prompts in the first"]
 
-    monkeypatch.setitem(PLAN_EXTRAS, "term", [power])
+    monkeypatch.setitem(SPECS, "term", dataclasses.replace(SPECS["term"], estimate_lines=(power,)))
     entries = load_registry(Path(__import__("os").environ["SCTC_MODELS"]))
-    plan = build_plan({"term": ["fake-a"]}, entries, {})
+    plan = build_estimate({"term": ["fake-a"]}, entries, {})
     assert plan.notes["term"] == ["2 partitions, 110 prompts in the first"]
     assert seen[0].partitions[0].settings == (1, [1])
 
@@ -215,7 +217,7 @@ def test_the_term_and_name_plans_print_the_power_of_their_design(fakes):
     from scipy.stats import norm
 
     entries = load_registry(Path(__import__("os").environ["SCTC_MODELS"]))
-    plan = build_plan({"term": ["fake-a"], "name": ["fake-a"]}, entries, {"trials": 3, "prompt_variants": [1]})
+    plan = build_estimate({"term": ["fake-a"], "name": ["fake-a"]}, entries, {"trials": 3, "prompt_variants": [1]})
     term = [line for line in plan.notes["term"] if line.startswith("power")]
     assert len(term) == 1 and "fake-a: 110 terms × 3 trial(s)" in term[0]
     # By hand: two groups of n = 110·3 (ICC 0) or 110 (ICC 1) answers, Cohen's h = 2·(z_0.975 + z_0.8)/√(2n)... the

@@ -26,6 +26,7 @@ import dagster as dg
 import pandas as pd
 from dagster._core.definitions.job_definition import default_job_io_manager
 
+from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
@@ -40,54 +41,6 @@ from sctc_assets.running.unchanged import (SETTINGS_TAG, Staleness, latest_check
 HALTED_ERROR = "GenerationHalted"
 
 
-@dataclass(frozen=True)
-class BenchmarkPlan:
-    """The assets of one benchmark, by stage, and what `sctc run` needs to know about it.
-
-    `langs` are the keys of the benchmark's second partition dimension (named `dimension`, "lang" by default).
-    `config(options)` turns the parsed `sctc run` options into `{asset name: op config}`; `add_arguments` adds the
-    benchmark's own options to `sctc run`; `summary(tables, models)` renders the end-of-run table.
-    `prepare(options)` runs before `sctc run` reads the registry (e.g. to import published results as registry
-    entries) and returns model keys to run besides the default ones; `serves(entry)` says whether a registry entry
-    can answer the benchmark at all (a replay of another benchmark's published answers cannot).
-    `default_models`: whether `sctc run` without `--models` runs the registry's default models; when false it
-    materializes only the model-independent inputs.
-    `partitioned_inputs(options)` lists model-independent but partitioned work to run after the inputs, as
-    `(asset names, partition keys)` pairs (corpus shards).
-    `jobs`: the named Dagster job each stage runs as, where it is not `<name>_inputs`, `<name>_model_lang`,
-    `<name>_per_model` or `<name>_cross_model` (see `job_name`).
-    """
-
-    name: str
-    langs: tuple[str, ...]
-    inputs: tuple[str, ...]
-    per_model_lang: tuple[str, ...]
-    per_model: tuple[str, ...]
-    cross_model: tuple[str, ...]
-    dimension: str = "lang"
-    config: Callable[[Mapping[str, Any]], dict] = field(default=lambda options: {})
-    add_arguments: Callable[[Any], None] = field(default=lambda parser: None)
-    summary: Callable[[Mapping[str, pd.DataFrame], list[str]], str] = field(default=lambda tables, models: "")
-    prepare: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda options: [])
-    serves: Callable[[Any], bool] = field(default=lambda entry: True)
-    default_models: bool = True
-    partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = field(
-        default=lambda options: [])
-    jobs: Mapping[str, str] = field(default_factory=dict)
-    # Whether `sctc run` leaves unchanged model partitions as they are. Only for benchmarks whose model stages read
-    # nothing outside Dagster's lineage and the settings digest (the sovereignty results read the human review
-    # files of the data folder, so they always run).
-    skip_unchanged: bool = False
-
-    @property
-    def tables(self) -> tuple[str, ...]:
-        return self.inputs + self.per_model_lang + self.per_model + self.cross_model
-
-    def job_name(self, stage: str) -> str:
-        """`stage` is inputs, partitioned_inputs, per_model_lang, per_model or cross_model."""
-        return self.jobs.get(stage, f"{self.name}_{'model_lang' if stage == 'per_model_lang' else stage}")
-
-
 @dataclass
 class StageFailure:
     stage: str
@@ -100,9 +53,9 @@ class StageFailure:
 
 @dataclass
 class BenchmarkWork:
-    """One benchmark of a `sctc run`: its plan, the models it serves, the run's options."""
+    """One benchmark of a `sctc run`: its spec, the models it serves, the run's options."""
 
-    plan: BenchmarkPlan
+    spec: BenchmarkSpec
     models: list[str]
     options: Mapping[str, Any]
 
@@ -147,7 +100,7 @@ class RunReport:
         return list(dict.fromkeys(failure.model for failure in self.failures
                                   if failure.model is not None and not failure.wrote))
 
-    def earlier_rows(self, plan: BenchmarkPlan, tables: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
+    def earlier_rows(self, spec: BenchmarkSpec, tables: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
         """Failed model → the exported tables whose rows of it this run did not write (they are an earlier run's).
 
         A partition counts as this run's when this run materialized it or left it unchanged; a cross-model table
@@ -156,7 +109,7 @@ class RunReport:
         found: dict[str, list[str]] = {}
         for model in self.failed_models:
             earlier = []
-            for name in plan.per_model_lang + plan.per_model:
+            for name in spec.per_model_lang + spec.per_model:
                 frame = tables.get(name)
                 if frame is None or "model" not in frame.columns:
                     continue
@@ -164,14 +117,14 @@ class RunReport:
                 if rows.empty:
                     continue
                 current = self.materialized | self.unchanged  # unchanged partitions are as this run would write
-                if name in plan.per_model:
+                if name in spec.per_model:
                     if (name, model, None) not in current:
                         earlier.append(name)
                     continue
-                langs = rows[plan.dimension].dropna().unique() if plan.dimension in rows.columns else plan.langs
+                langs = rows[spec.dimension].dropna().unique() if spec.dimension in rows.columns else spec.langs
                 if any((name, model, str(lang)) not in current for lang in langs):
                     earlier.append(name)
-            for name in plan.cross_model:
+            for name in spec.cross_model:
                 frame = tables.get(name)
                 if frame is None or "model" not in frame.columns or not (frame["model"] == model).any():
                     continue
@@ -315,7 +268,7 @@ class Runner:
             asset_selection=[dg.AssetKey(name) for name in selection], resources=resources,
             tags={**self._tags, **tags}))
 
-    def _stage(self, report: RunReport, plan: BenchmarkPlan, stage: str, label: str, selection: Sequence[str],
+    def _stage(self, report: RunReport, spec: BenchmarkSpec, stage: str, label: str, selection: Sequence[str],
                config: Mapping[str, Any], *, model: str | None = None, lang: str | None = None,
                partition_key: Any = None, settings: str | None = None) -> bool:
         if not selection:
@@ -323,15 +276,15 @@ class Runner:
         if stop_reason() is not None:
             report.interrupted = report.interrupted or stop_reason()
             return False
-        job = self._job(plan.job_name(stage), selection)
+        job = self._job(spec.job_name(stage), selection)
         self.log(f"[{label}] {job.name}: {', '.join(selection)}")
-        tags = {"sctc/benchmark": plan.name, "sctc/stage": stage}
+        tags = {"sctc/benchmark": spec.name, "sctc/stage": stage}
         if settings is not None:
             tags[SETTINGS_TAG] = settings
         if model is not None:
             tags["sctc/model"] = model
         if lang is not None:
-            tags[f"sctc/{plan.dimension}"] = lang
+            tags[f"sctc/{spec.dimension}"] = lang
         run_config = {"ops": {name: {"config": config[name]} for name in selection if name in config}}
         try:
             result = self._execute(job, selection, partition_key=partition_key, run_config=run_config, tags=tags)
@@ -358,18 +311,18 @@ class Runner:
             report.interrupted = stop_reason()
         return result.success
 
-    def _inputs(self, report: RunReport, plan: BenchmarkPlan, config: Mapping[str, Any],
+    def _inputs(self, report: RunReport, spec: BenchmarkSpec, config: Mapping[str, Any],
                 names: Sequence[str] | None = None, label: str | None = None, observe: bool = True,
                 isolate: Callable[[Callable[[], Any]], Any] | None = None) -> bool:
-        """Materialize the inputs of `names` (default all the plan's) that changed, and what depends on them among
-        them; say which did not. With `observe`, the observable sources upstream of all the plan's inputs are
+        """Materialize the inputs of `names` (default all the spec's) that changed, and what depends on them among
+        them; say which did not. With `observe`, the observable sources upstream of all the spec's inputs are
         observed first (the second group of `input_groups` leaves that to the first)."""
-        names = list(plan.inputs if names is None else names)
-        label = label or f"{plan.name}: inputs"
+        names = list(spec.inputs if names is None else names)
+        label = label or f"{spec.name}: inputs"
         if not names:
             return True
         if observe:
-            observed = observe_sources(self.defs, [dg.AssetKey(name) for name in plan.inputs], self.instance,
+            observed = observe_sources(self.defs, [dg.AssetKey(name) for name in spec.inputs], self.instance,
                                        self.resources, self._tags)
             if observed is not None:
                 report.run_ids.append(observed.run_id)
@@ -386,25 +339,25 @@ class Runner:
                      f" not materialized again: {', '.join(unchanged)}")
             self._report_checks(report, label, latest_check_failures(self.defs, unchanged, self.instance))
         if isolate is None or not to_run:
-            return self._stage(report, plan, "inputs", label, to_run, config)
+            return self._stage(report, spec, "inputs", label, to_run, config)
 
         def stage() -> tuple[bool, RunReport]:
             staged = RunReport()
-            return self._stage(staged, plan, "inputs", label, to_run, config), staged
+            return self._stage(staged, spec, "inputs", label, to_run, config), staged
 
         ok, staged = isolate(stage)
         report.merge(staged)
         return ok
 
-    def input_groups(self, plan: BenchmarkPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def input_groups(self, spec: BenchmarkSpec) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(the inputs that the model stages read, directly or through other inputs; the others, which can be
         computed beside the models: Table 37's tokenizers, say). One group, (all, ()), where either would be
         empty. No input of the first group depends on one of the second: it would be read by the models too."""
-        model_assets = [dg.AssetKey(name) for name in plan.per_model_lang + plan.per_model]
+        model_assets = [dg.AssetKey(name) for name in spec.per_model_lang + spec.per_model]
         read = set().union(*(self._graph.get_ancestor_asset_keys(key) for key in model_assets))
-        first = tuple(name for name in plan.inputs if dg.AssetKey(name) in read)
-        second = tuple(name for name in plan.inputs if name not in first)
-        return (first, second) if first and second else (plan.inputs, ())
+        first = tuple(name for name in spec.inputs if dg.AssetKey(name) in read)
+        second = tuple(name for name in spec.inputs if name not in first)
+        return (first, second) if first and second else (spec.inputs, ())
 
     def _report_checks(self, report: RunReport, label: str, failures: Sequence[tuple[dg.AssetCheckSeverity, str]],
                        partition: str | None = None, model: str | None = None) -> None:
@@ -437,14 +390,14 @@ class Runner:
         except Exception:  # a broken registry fails the stage that reads it, with its own message
             return {}
 
-    def _to_run(self, report: RunReport, staleness: Staleness, plan: BenchmarkPlan, label: str,
+    def _to_run(self, report: RunReport, staleness: Staleness, spec: BenchmarkSpec, label: str,
                 names: Sequence[str], config: Mapping[str, Any], settings: str, ran: set[dg.AssetKey], *,
                 model: str | None = None, lang: str | None = None, partition_key: Any = None) -> list[str]:
         """The assets of `names` to materialize (at `partition_key`): those not unchanged, and those downstream of
         one that runs again (in this stage, or in an earlier stage of this run: `ran`). The others are left as
         they are; the checks that failed when they were last materialized are reported again."""
         pk = str(partition_key) if partition_key is not None else None
-        if not plan.skip_unchanged:
+        if not spec.skip_unchanged:
             return list(names)
         reasons = staleness.reasons(names, config, settings, partition_key=pk,
                                     stored=lambda key: self._stored(key, partition_key))
@@ -472,17 +425,17 @@ class Runner:
     def _model_settings(self, model: str, config: Mapping[str, Any]) -> str:
         return model_settings_digest(self._settings_without_registry, self._entries, model, config)
 
-    def _say_unchanged(self, report: RunReport, plan: BenchmarkPlan, model: str | None) -> None:
+    def _say_unchanged(self, report: RunReport, spec: BenchmarkSpec, model: str | None) -> None:
         """One line for a model (or the cross-model tables): what this run left as it was."""
-        names = [name for name in plan.per_model_lang + plan.per_model + plan.cross_model
+        names = [name for name in spec.per_model_lang + spec.per_model + spec.cross_model
                  if any(found[0] == name and found[1] == model for found in report.unchanged)]
         if not names:
             return
         parts = []
         for name in names:
-            langs = [lang for lang in plan.langs if (name, model, lang) in report.unchanged]
+            langs = [lang for lang in spec.langs if (name, model, lang) in report.unchanged]
             parts.append(f"{name} ({', '.join(langs)})" if langs else name)
-        label = f"{plan.name}: {model}" if model is not None else f"{plan.name}: across models"
+        label = f"{spec.name}: {model}" if model is not None else f"{spec.name}: across models"
         self.log(f"[{label}] unchanged since their last materialization, not materialized again: {', '.join(parts)}")
 
     def _descendants(self, key: dg.AssetKey) -> set[dg.AssetKey]:
@@ -494,7 +447,7 @@ class Runner:
                     todo.append(child)
         return found
 
-    def run_model(self, plan: BenchmarkPlan, model: str, config: Mapping[str, Any], slot: Slot,
+    def run_model(self, spec: BenchmarkSpec, model: str, config: Mapping[str, Any], slot: Slot,
                   staleness: Staleness) -> RunReport:
         """One model's partitions, then its per-model stage, each leaving out what is unchanged; `slot()` around
         each stage that asks the model. The report's `ran` names the assets its stages selected."""
@@ -502,26 +455,26 @@ class Runner:
         model_ok = True
         settings = self._model_settings(model, config)
         model_ran: set[dg.AssetKey] = set()
-        for lang in plan.langs:
-            key = dg.MultiPartitionKey({"model": model, plan.dimension: lang})
-            label = f"{plan.name}: {model}/{lang}"
+        for lang in spec.langs:
+            key = dg.MultiPartitionKey({"model": model, spec.dimension: lang})
+            label = f"{spec.name}: {model}/{lang}"
             with self._staleness_lock:  # one resolver and its caches, shared by the models' threads
-                selection = self._to_run(report, staleness, plan, label, plan.per_model_lang, config, settings, set(),
+                selection = self._to_run(report, staleness, spec, label, spec.per_model_lang, config, settings, set(),
                                          model=model, lang=lang, partition_key=key)
             model_ran |= {dg.AssetKey(name) for name in selection}
             with slot():
-                model_ok &= self._stage(report, plan, "per_model_lang", label, selection, config, model=model,
+                model_ok &= self._stage(report, spec, "per_model_lang", label, selection, config, model=model,
                                         lang=lang, partition_key=key, settings=settings)
         if model_ok:
-            label = f"{plan.name}: {model}"
+            label = f"{spec.name}: {model}"
             with self._staleness_lock:
-                selection = self._to_run(report, staleness, plan, label, plan.per_model, config, settings, model_ran,
-                                         model=model, partition_key=model if plan.per_model else None)
+                selection = self._to_run(report, staleness, spec, label, spec.per_model, config, settings, model_ran,
+                                         model=model, partition_key=model if spec.per_model else None)
             model_ran |= {dg.AssetKey(name) for name in selection}
-            self._stage(report, plan, "per_model", label, selection, config, model=model, partition_key=model,
+            self._stage(report, spec, "per_model", label, selection, config, model=model, partition_key=model,
                         settings=settings)
         report.ran = model_ran
-        self._say_unchanged(report, plan, model)
+        self._say_unchanged(report, spec, model)
         return report
 
     def endpoints(self, models: Sequence[str]) -> dict[str, str | None]:
@@ -529,43 +482,43 @@ class Runner:
         entries `run` read for the settings digest."""
         return {model: endpoint_of(self._entries[model]) if model in self._entries else None for model in models}
 
-    def run_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any],
+    def run_inputs(self, spec: BenchmarkSpec, options: Mapping[str, Any],
                    names: Sequence[str] | None = None) -> tuple[RunReport, bool]:
-        """The inputs stage (of `names`, default all the plan's inputs), then the partitioned inputs; (report,
+        """The inputs stage (of `names`, default all the spec's inputs), then the partitioned inputs; (report,
         whether the model stages may go on). The report says `inputs_failed` when the inputs stage failed
         (nothing downstream may run)."""
         report = RunReport()
-        config = plan.config(options)
-        if not self._inputs(report, plan, config, names):
+        config = spec.config(options)
+        if not self._inputs(report, spec, config, names):
             if report.interrupted is None:
                 report.inputs_failed = True
             return report, False
-        for selection, keys in plan.partitioned_inputs(options):
+        for selection, keys in spec.partitioned_inputs(options):
             for key in keys:
-                self._stage(report, plan, "partitioned_inputs", f"{plan.name}: {key}", selection, config,
+                self._stage(report, spec, "partitioned_inputs", f"{spec.name}: {key}", selection, config,
                             partition_key=key)
         return report, True
 
-    def run_side_inputs(self, plan: BenchmarkPlan, options: Mapping[str, Any], names: Sequence[str],
+    def run_side_inputs(self, spec: BenchmarkSpec, options: Mapping[str, Any], names: Sequence[str],
                         isolate: Callable[[Callable[[], Any]], Any] | None = None) -> RunReport:
         """The second group of `input_groups`, beside the models: its failure is a failed stage, not failed inputs
         (the models and the cross-model tables do not read it). `isolate(stage)` runs the stage, when something is
         left to materialize, and returns what `stage()` returns (in a forked process, say)."""
         report = RunReport()
-        self._inputs(report, plan, plan.config(options), names, f"{plan.name}: inputs beside the models",
+        self._inputs(report, spec, spec.config(options), names, f"{spec.name}: inputs beside the models",
                      observe=False, isolate=isolate)
         return report
 
-    def run_cross(self, plan: BenchmarkPlan, models: Sequence[str], config: Mapping[str, Any],
+    def run_cross(self, spec: BenchmarkSpec, models: Sequence[str], config: Mapping[str, Any],
                   ran: set[dg.AssetKey], staleness: Staleness) -> RunReport:
         """The cross-model stage, after every model's stages (`ran`: the assets they selected)."""
         report = RunReport()
         # Cross-model tables need some model's results, unless the benchmark has no per-model stage at all.
-        if models or not (plan.per_model_lang or plan.per_model):
-            label = f"{plan.name}: across models"
-            selection = self._to_run(report, staleness, plan, label, plan.cross_model, config, self._settings, ran)
-            self._stage(report, plan, "cross_model", label, selection, config)
-            self._say_unchanged(report, plan, None)
+        if models or not (spec.per_model_lang or spec.per_model):
+            label = f"{spec.name}: across models"
+            selection = self._to_run(report, staleness, spec, label, spec.cross_model, config, self._settings, ran)
+            self._stage(report, spec, "cross_model", label, selection, config)
+            self._say_unchanged(report, spec, None)
         if stop_reason() is not None:
             report.interrupted = stop_reason()
         return report
@@ -576,42 +529,24 @@ class Runner:
         self.ensure_model_partitions(list(dict.fromkeys(model for work in works for model in work.models)))
         self._entries = self._registry_entries()
 
-    def run(self, plan: BenchmarkPlan, models: Sequence[str], options: Mapping[str, Any],
+    def run(self, spec: BenchmarkSpec, models: Sequence[str], options: Mapping[str, Any],
             report: RunReport | None = None) -> RunReport:
         """One benchmark's stages in this process: inputs, the models (API models behind different endpoints
         concurrently, `sctc_assets.running.concurrent`), then the cross-model tables."""
         report = report or RunReport()
-        self.prepare_run([BenchmarkWork(plan, list(models), options)])
-        config = plan.config(options)
-        inputs, go_on = self.run_inputs(plan, options)
+        self.prepare_run([BenchmarkWork(spec, list(models), options)])
+        config = spec.config(options)
+        inputs, go_on = self.run_inputs(spec, options)
         report.merge(inputs)
         if not go_on:
             return report
         # One resolver for every stage after the inputs: their new data versions are what the partitions compare.
         staleness = Staleness(self.defs, self.instance)
         for part in run_models(models, self.endpoints(models),
-                               lambda model, slot: self.run_model(plan, model, config, slot, staleness)):
+                               lambda model, slot: self.run_model(spec, model, config, slot, staleness)):
             report.merge(part)
-        report.merge(self.run_cross(plan, models, config, set(report.ran), staleness))
+        report.merge(self.run_cross(spec, models, config, set(report.ran), staleness))
         return report
-
-    def run_all(self, works: Sequence[BenchmarkWork],
-                before_cross: Callable[[BenchmarkWork], None] = lambda work: None) -> list[RunReport]:
-        """Several benchmarks: their stages spread over worker processes where this process may fork them
-        (`sctc_assets.running.schedule`; `before_cross(work)` is called in this process when a benchmark's last
-        stage, the cross-model one, starts: the export of its other tables then overlaps it), else one benchmark
-        after another, stopping after an interrupted one."""
-        from sctc_assets.running.schedule import run_in_workers, workers_for
-
-        processes = workers_for(self.instance)
-        if processes > 1:
-            return run_in_workers(self, works, processes, before_cross)
-        reports = []
-        for work in works:
-            reports.append(self.run(work.plan, work.models, work.options))
-            if reports[-1].interrupted is not None:
-                break
-        return reports
 
 
 EXPORT_MANIFEST = ".sctc-export.json"
@@ -622,9 +557,9 @@ def _file_state(path: Path) -> list[int]:
     return [found.st_size, found.st_mtime_ns]
 
 
-def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
+def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
                   defs: dg.Definitions, names: Sequence[str] | None = None) -> dict[str, Path]:
-    """Write each table asset (of `names`, default all the plan's) as `<out_dir>/<asset>.parquet`; partitioned
+    """Write each table asset (of `names`, default all the spec's) as `<out_dir>/<asset>.parquet`; partitioned
     tables keep the chosen models only.
 
     A table whose stored files (the same ones, same sizes and times) were exported to the same, untouched file
@@ -636,14 +571,14 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
     except (OSError, ValueError):
         manifest = {}
     written = {}
-    for name in plan.tables if names is None else names:
+    for name in spec.tables if names is None else names:
         assets_def = defs.get_assets_def(name)
         partitions_def = assets_def.partitions_def
         if partitions_def is None:
             paths = [io_manager.path_for(dg.AssetKey(name))]
         else:
             paths = [io_manager.path_for(dg.AssetKey(name), partitions_def, str(key))
-                     for key in _partition_keys(partitions_def, plan, models)]
+                     for key in _partition_keys(partitions_def, spec, models)]
         paths = [path for path in paths if path.exists()]
         if not paths:
             continue
@@ -663,7 +598,7 @@ def export_tables(plan: BenchmarkPlan, models: Sequence[str], io_manager: Parque
     return written
 
 
-def _partition_keys(partitions_def: dg.PartitionsDefinition, plan: BenchmarkPlan, models: Sequence[str]) -> list:
+def _partition_keys(partitions_def: dg.PartitionsDefinition, spec: BenchmarkSpec, models: Sequence[str]) -> list:
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
-        return [dg.MultiPartitionKey({"model": model, plan.dimension: lang}) for model in models for lang in plan.langs]
+        return [dg.MultiPartitionKey({"model": model, spec.dimension: lang}) for model in models for lang in spec.langs]
     return list(models)

@@ -1,13 +1,15 @@
-"""`sctc plan` and `sctc run --dry-run`: the model calls a run would make, per model × benchmark × partition.
+"""The estimate `sctc plan` and `sctc run --dry-run` print: the model calls a run would make, per model × benchmark ×
+partition, with cached answers, tokens and cost.
 
 The prompt tables are built from the same upstream data and library functions as the input assets, and each
 partition's requests by the builder its response asset calls (`lib/<benchmark>/requests.py`), so the plan and the
-run cannot drift apart (`test_plan` runs both and compares). Nothing is materialized and no model is called; the
+run cannot drift apart (`test_estimate` runs both and compares). Nothing is materialized and no model is called; the
 asset definitions are not loaded (only the backends, for their cache identity).
 
-A benchmark's plan can carry extra lines (e.g. the power of the design): add a function to `PLAN_EXTRAS[name]`;
-it receives the `BenchmarkDesign` (every partition's selected prompt rows and requests, and each model's run
-settings) and returns lines printed under the benchmark's table.
+A benchmark's estimate can carry extra lines (e.g. the power of the design): its spec's `estimate_lines`, each
+receiving the `BenchmarkDesign` (every partition's selected prompt rows and requests, and each model's run
+settings) and returning lines printed under the benchmark's table. Each model's run settings come from its spec's
+`settings_for`, the resolver its response asset uses.
 """
 
 from __future__ import annotations
@@ -21,15 +23,10 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import pandas as pd
 
-from sctc_assets import plan_power
-from sctc_assets.benchmark_options import BENCHMARKS
+from sctc_assets.benchmarks import REVIEWS, SPECS
 from sctc_assets.lib.generation import GenerationRequest
-from sctc_assets.lib.plan import SCRIPT_RULE, Plan, RequestSet, TokenCounter, plan_partition
+from sctc_assets.lib.estimate import SCRIPT_RULE, Estimate, RequestSet, TokenCounter, estimate_partition
 from sctc_assets.lib.registry import ModelEntry
-
-JUDGE_ENV_VARS = {"term": "SCTC_TERM_JUDGE", "name": "SCTC_NAME_JUDGE", "sovereignty": "SCTC_SOVEREIGNTY_JUDGE"}
-JUDGE_OPTIONS = {"term": "judge", "name": "name_judge", "sovereignty": "sovereignty_judge"}
-
 
 @dataclass
 class PartitionDesign:
@@ -67,21 +64,6 @@ class BenchmarkDesign:
     benchmark: str
     options: Mapping[str, Any]
     partitions: list[PartitionDesign] = field(default_factory=list)
-
-
-PlanExtra = Callable[[BenchmarkDesign], list[str]]
-# Extra lines per benchmark, printed under its table (issue #15: the minimum detectable S−T difference).
-PLAN_EXTRAS: dict[str, list[PlanExtra]] = {name: [] for name in BENCHMARKS}
-PLAN_EXTRAS["term"].append(plan_power.term_power_lines)
-PLAN_EXTRAS["name"].append(plan_power.name_power_lines)
-
-
-def chosen_judge(benchmark: str, options: Mapping[str, Any]) -> str | None:
-    """The judge a run of `benchmark` would ask: the option, else the environment variable the asset reads."""
-    option = JUDGE_OPTIONS.get(benchmark)
-    if option is None:
-        return None
-    return options.get(option) or os.environ.get(JUDGE_ENV_VARS[benchmark]) or None
 
 
 # --- the prompt tables, built as the input assets build them ---------------------------------------------------------
@@ -127,11 +109,10 @@ def sovereignty_prompts(options: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def review_prompts(options: Mapping[str, Any]) -> pd.DataFrame:
-    from sctc_assets.benchmark_options import reviews_config
     from sctc_assets.lib.paths import default_upstream_cache_dir
     from sctc_assets.lib.reviews import pairing, prompts, source, varieties
 
-    config = reviews_config(options)
+    config = REVIEWS.config(options)
     raw = config["raw_reviews"]
     if raw.get("hf_dataset"):
         frame, origin = source.read_hf_dataset(raw["hf_dataset"], split=raw.get("hf_split", "train"),
@@ -148,31 +129,24 @@ def review_prompts(options: Mapping[str, Any]) -> pd.DataFrame:
 # --- the partitions of each benchmark --------------------------------------------------------------------------------
 
 def _term_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
-    from sctc_assets.lib.languages import TERM_LANGS
-    from sctc_assets.lib.term.prompts import generation_overrides, run_settings
+    from sctc_assets.lib.term.prompts import generation_overrides
     from sctc_assets.lib.term.requests import term_requests
 
     table = term_prompts()
     shared, designs = _Shared(lambda lang, trials, variants: term_requests(table, lang, trials, variants)), []
     for entry in models:
-        trials, variants = run_settings(options.get("trials"), options.get("prompt_variants"),
-                                        entry.benchmark_settings("term"))
+        trials, variants = SPECS["term"].settings_for(options, entry)
         overrides = generation_overrides(entry.benchmark_settings("term"))
-        for lang in TERM_LANGS:
+        for lang in SPECS["term"].langs:
             selected, requests = shared((lang, trials, tuple(variants)), lang, trials, variants)
             designs.append(PartitionDesign(entry.key, lang, selected, requests, (trials, variants), overrides))
     return designs
 
 
 def _name_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
-    from sctc_assets.lib.languages import NAME_LANGS
-    from sctc_assets.lib.name.candidates import run_settings
     from sctc_assets.lib.name.requests import name_requests
 
-    settings = {entry.key: run_settings(options.get("name_experiments"), options.get("name_lists"),
-                                        options.get("name_shuffles"), options.get("name_list_source"),
-                                        entry.benchmark_settings("name"), where=f"model {entry.key!r}")
-                for entry in models}
+    settings = {entry.key: SPECS["name"].settings_for(options, entry) for entry in models}
     experiments = list(dict.fromkeys(name for chosen in settings.values() for name in chosen.experiments))
     # The generated lists are drawn only where a model asks for them (the authors' lists are the default).
     generated = {name for entry in models for name in settings[entry.key].experiments
@@ -186,23 +160,20 @@ def _name_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> li
     shared, designs = _Shared(build), []
     for entry in models:
         replay = entry.backend == "replay"
-        for lang in NAME_LANGS:
+        for lang in SPECS["name"].langs:
             selected, requests = shared((lang, settings[entry.key], replay), lang, settings[entry.key], replay)
             designs.append(PartitionDesign(entry.key, lang, selected, requests, settings[entry.key]))
     return designs
 
 
 def _sovereignty_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
-    from sctc_assets.lib.languages import SOVEREIGNTY_LANGS
-    from sctc_assets.lib.sovereignty.prompts import run_settings
     from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 
     table = sovereignty_prompts(options)
     designs = []
     for entry in models:
-        samples, overrides = run_settings(options.get("sovereignty_samples"), options.get("sovereignty_temperature"),
-                                          entry.benchmark_settings("sovereignty"))
-        for lang in SOVEREIGNTY_LANGS:
+        samples, overrides = SPECS["sovereignty"].settings_for(options, entry)
+        for lang in SPECS["sovereignty"].langs:
             items, requests = sovereignty_requests(table, entry.key, lang, samples)
             designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
                                            (samples, overrides), overrides))
@@ -210,15 +181,13 @@ def _sovereignty_design(models: Sequence[ModelEntry], options: Mapping[str, Any]
 
 
 def _reviews_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) -> list[PartitionDesign]:
-    from sctc_assets.lib.reviews.prompts import FORMATS
-    from sctc_assets.lib.reviews.requests import review_requests, run_settings
+    from sctc_assets.lib.reviews.requests import review_requests
 
     table = review_prompts(options) if models else pd.DataFrame()
     shared, designs = _Shared(lambda fmt, settings: review_requests(table, fmt, settings)), []
     for entry in models:
-        settings = run_settings(options.get("max_pairs"), False if options.get("no_translation_control") else None,
-                                entry.benchmark_settings("reviews"))
-        for fmt in FORMATS:
+        settings = REVIEWS.settings_for(options, entry)
+        for fmt in REVIEWS.langs:
             selected, requests = shared((fmt, settings), fmt, settings)
             designs.append(PartitionDesign(entry.key, fmt, selected, requests, settings))
     return designs
@@ -304,21 +273,21 @@ def _cache():
     return ResponseCache(path) if path.exists() else None  # no cache yet: nothing is cached, and none is created
 
 
-# --- the plan --------------------------------------------------------------------------------------------------------
+# --- the estimate -----------------------------------------------------------------------------------------------------
 
-def build_plan(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mapping[str, ModelEntry],
-               options: Mapping[str, Any]) -> Plan:
-    """The plan of every chosen benchmark (model keys already validated and filtered to those it serves)."""
+def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mapping[str, ModelEntry],
+               options: Mapping[str, Any]) -> Estimate:
+    """The estimate of every chosen benchmark (model keys already validated and filtered to those it serves)."""
     from sctc_assets.resources.registry import ModelRegistryResource
 
     registry = ModelRegistryResource()
     cache = _cache()
-    plan = Plan()
+    estimate = Estimate()
     stored: dict[str, int] = {}  # the cache's answers per model name
     asked: dict[str, set] = {}  # per backend identity, the requests earlier partitions ask
     for benchmark, keys in models_by_benchmark.items():
         if benchmark not in DESIGNS:
-            plan.add_note(benchmark, "no model calls (counting only)")
+            estimate.add_note(benchmark, "no model calls (counting only)")
             continue
         design = BenchmarkDesign(benchmark, options, DESIGNS[benchmark]([entries[key] for key in keys], options))
         for partition in design.partitions:
@@ -328,26 +297,26 @@ def build_plan(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mappin
                 model_key = str(identity.get("model", ""))
                 if model_key not in stored:
                     stored[model_key] = cache.count(model=model_key)
-            plan.rows.append(plan_partition(
+            estimate.rows.append(estimate_partition(
                 benchmark, partition.model, partition.partition, partition.request_set, identity=identity, cache=cache,
                 counter=token_counter(backend) if identity is not None else SCRIPT_RULE,
                 max_output_tokens=_output_ceiling(backend), pricing=backend.pricing(),
                 stored_count=stored.get(str((identity or {}).get("model", "")), 0),
                 asked_before=asked.setdefault(json.dumps(identity, sort_keys=True, default=str), set())
                 if identity is not None else None, keyed=keyed_request(backend)))
-        judge = chosen_judge(benchmark, options)
+        judge = SPECS[benchmark].chosen_judge(options)
         if judge:
             answers = sum(len(partition.requests) for partition in design.partitions)
-            plan.add_note(benchmark, f"judge {judge}: up to {answers:,} more calls, one per answer, asked after the "
+            estimate.add_note(benchmark, f"judge {judge}: up to {answers:,} more calls, one per answer, asked after the "
                                      "answers (not in the table)")
         if not keys:
-            plan.add_note(benchmark, "no model: only the model-independent assets run")
-        for extra in PLAN_EXTRAS.get(benchmark, []):
+            estimate.add_note(benchmark, "no model: only the model-independent assets run")
+        for extra in SPECS[benchmark].estimate_lines:
             for line in extra(design):
-                plan.add_note(benchmark, line)
+                estimate.add_note(benchmark, line)
     if cache is not None:
         cache.close()
-    return plan
+    return estimate
 
 
 def _upstream_opener() -> Callable[[], Any]:

@@ -60,7 +60,7 @@ SCRIPT_RULE = TokenCounter(f"characters: {CJK_TOKENS_PER_CHAR:g} token per CJK c
 
 
 @dataclass
-class PlanRow:
+class EstimateRow:
     """One partition of one model: `calls` requests, `cached` of them already answered, `to_ask` distinct requests
     to send (repeats of one request are asked once), with their estimated tokens and cost."""
 
@@ -79,8 +79,8 @@ class PlanRow:
 
 
 @dataclass
-class Plan:
-    rows: list[PlanRow] = field(default_factory=list)
+class Estimate:
+    rows: list[EstimateRow] = field(default_factory=list)
     # Extra lines per benchmark (judges, power figures…), printed under its table.
     notes: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -198,11 +198,11 @@ def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: Res
     return {index: hits[key] for index, key in zip(chosen, keys) if key in hits}
 
 
-def plan_partition(benchmark: str, model: str, partition: str, requests: RequestSet, *,
+def estimate_partition(benchmark: str, model: str, partition: str, requests: RequestSet, *,
                    identity: Mapping[str, Any] | None, cache: ResponseCache | None, counter: TokenCounter,
                    max_output_tokens: int | None, pricing: tuple[float | None, float | None],
                    stored_count: int = 0, asked_before: set | None = None,
-                   keyed: KeyedRequest | None = None) -> PlanRow:
+                   keyed: KeyedRequest | None = None) -> EstimateRow:
     """Count one partition's requests against the cache and estimate the tokens and cost of the rest.
 
     `identity` None: a replay backend (nothing is asked). `stored_count`: the cache's answers of this backend's
@@ -210,7 +210,7 @@ def plan_partition(benchmark: str, model: str, partition: str, requests: Request
     signatures of the requests the same backend asks in earlier partitions of the run (updated here): a request
     asked there is cached by the time this partition runs (a review whose shuffled parts keep the plain order)."""
     if identity is None:
-        return PlanRow(benchmark, model, partition, len(requests), None, 0, note="replays published answers")
+        return EstimateRow(benchmark, model, partition, len(requests), None, 0, note="replays published answers")
     outputs: list[int] = []
     pending = requests.distinct()
     cached = 0
@@ -240,7 +240,7 @@ def plan_partition(benchmark: str, model: str, partition: str, requests: Request
         if output_tokens is None and price_out:
             cost = None  # unknown output length at a price: no honest figure
     note = f"{earlier:,} asked in an earlier partition" if earlier else ""
-    return PlanRow(benchmark, model, partition, len(requests), cached, len(pending), input_tokens, output_tokens,
+    return EstimateRow(benchmark, model, partition, len(requests), cached, len(pending), input_tokens, output_tokens,
                    ceiling, cost, counter.name, note)
 
 
@@ -248,13 +248,13 @@ def _number(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
-def _cost(row: PlanRow) -> str:
+def _cost(row: EstimateRow) -> str:
     if row.cost_usd is None:
         return "–" if row.to_ask == 0 or row.cached is None else "no price"
     return f"{'≤ ' if row.output_ceiling else ''}{row.cost_usd:,.4f}"
 
 
-def render(plan: Plan) -> str:
+def render(plan: Estimate) -> str:
     """The plan as one table per benchmark, its notes under it, and the totals per model."""
     from tabulate import tabulate
 

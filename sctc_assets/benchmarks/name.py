@@ -1,0 +1,147 @@
+"""SC-TC-Bench regional name choice, last names and tokenization (Lyu et al., FAccT 2025): the benchmark's spec."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+from tabulate import tabulate
+
+from sctc_assets.benchmarks.estimate_power import name_power_lines
+from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
+                                         BenchmarkSpec, JudgeSetting)
+from sctc_assets.benchmarks.term import not_a_pro_result
+from sctc_assets.lib.languages import NAME_LANGS
+from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
+
+ASSETS = {
+    "regional_names": AssetEntry(INPUTS, "The 352 regional names with region, gender and popularity."),
+    "name_candidate_lists": AssetEntry(INPUTS, "The candidate lists of the four name experiments, generated and the "
+                                               "authors'."),
+    "name_prompts": AssetEntry(INPUTS, "The job-candidate prompt of every candidate list in each language."),
+    "last_name_pairs": AssetEntry(INPUTS, "Pairs of names that differ only in the last name, with their prompts."),
+    "tokenization_counts": AssetEntry(INPUTS, "Token counts of the names per tokenizer, as written and converted "
+                                              "(Table 37)."),
+    "name_responses": AssetEntry(MODEL_LANG, "One model's answers to the name prompts of one "
+                                             "language.", calls=GENERATION),
+    "name_judgements": AssetEntry(MODEL_LANG, "An LLM extractor's reading of the answers the rules cannot "
+                                              "extract.", calls=JUDGE),
+    "name_selections": AssetEntry(MODEL_LANG, "The name each answer selected, by extraction source."),
+    "name_choice_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per language and experiment."),
+    "name_extraction_agreement": AssetEntry(PER_MODEL, "How often our extractor agrees with the authors' published "
+                                                       "extraction."),
+    "name_top_selected": AssetEntry(PER_MODEL, "The names one model selects most often, by normalised frequency."),
+    "name_gender_tables": AssetEntry(PER_MODEL, "One model's gender shares among the selected names (Tables 24-30)."),
+    "name_permutation_stability": AssetEntry(PER_MODEL, "One model's Mainland share against the number of shuffles "
+                                                        "(Figure 6)."),
+    "last_name_logprobs": AssetEntry(PER_MODEL, "One model's log-probabilities of the last names, raw and "
+                                                "conditioned.", calls=GENERATION),
+    "name_choice_tests": AssetEntry(CROSS_MODEL, "Every materialized model's name rates with BH-adjusted p-values."),
+    "name_popularity_correlation": AssetEntry(CROSS_MODEL, "Spearman correlation of name selection with corpus counts"
+                                                           " (Table 22)."),
+    "last_name_agreement": AssetEntry(CROSS_MODEL, "How often raw and conditioned last-name scores agree (Table 35)."),
+    "last_name_region_tests": AssetEntry(CROSS_MODEL, "Mainland vs Taiwanese last-name likelihoods per model (Table "
+                                                      "36)."),
+    "name_explanation_words": AssetEntry(INPUTS, "The ten most frequent descriptive words in the published name "
+                                                 "explanations (Tables 31-32)."),
+    "name_talent_examples": AssetEntry(INPUTS, "The Taiwanese names most often described as talented or wise (Table "
+                                               "33)."),
+    "name_invalid_class_validation": AssetEntry(INPUTS, "The rules extractor's classes of the human-annotated invalid"
+                                                        " answers against the human ones (Table 20)."),
+    "name_list_clustered_rates": AssetEntry(PER_MODEL, "One model's Mainland shares with standard errors clustered by"
+                                                       " candidate list, and the design's power."),
+    "name_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant Mainland share survives"
+                                                            " clustering by candidate list."),
+}
+
+LANG_TAGS = {"zh_hans": "S", "zh_hant": "T", "en": "E"}
+
+
+def name_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("name benchmark")
+    group.add_argument("--name-experiments", nargs="+", choices=list(EXPERIMENTS), metavar="EXPERIMENT",
+                       help=f"experiments to run, of {', '.join(EXPERIMENTS)} (default: registry, else all)")
+    group.add_argument("--name-lists", type=int, metavar="N", help="at most N lists per experiment, N ≥ 1 (default: "
+                                                                   "registry, else the paper's)")
+    group.add_argument("--name-shuffles", type=int, metavar="N", help="at most N shuffles per list, N ≥ 1 (default: "
+                                                                      "registry, else the paper's)")
+    group.add_argument("--name-list-source", choices=list(LIST_SOURCES),
+                       help="whose candidate lists live models answer (default: the authors' where present)")
+    group.add_argument("--name-seed", type=int, metavar="SEED", help="seed of the generated candidate lists")
+    group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor for `judge` selections")
+
+
+def name_config(options: Mapping[str, Any]) -> dict:
+    config: dict = {
+        "name_responses": {"experiments": options.get("name_experiments"), "lists": options.get("name_lists"),
+                           "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source")},
+        "name_judgements": {"judge": options.get("name_judge")},
+    }
+    if options.get("name_seed") is not None:
+        config["name_candidate_lists"] = {"seed": options["name_seed"]}
+    return config
+
+
+def name_run_settings(values: Mapping[str, Any], entry: Any, *, where: str | None = None) -> RunSettings:
+    """Experiments, lists, shuffles and list source: the run's config, else the registry entry's, else the paper's."""
+    return run_settings(values.get("experiments"), values.get("lists"), values.get("shuffles"),
+                        values.get("list_source"), entry.benchmark_settings("name"),
+                        where=where or f"model {entry.key!r}")
+
+
+def _experiment_table(rates: pd.DataFrame) -> str:
+    rows = []
+    for (model, source), frame in rates.groupby(["model", "extraction_source"], sort=True):
+        row: dict[str, Any] = {"model": model, "extraction": source}
+        by_lang = frame.set_index("lang")
+        for lang, tag in LANG_TAGS.items():
+            found = lang in by_lang.index
+            record = by_lang.loc[lang] if found else None
+            stars = record.get("sig_two_sided_bh", "") if found else ""
+            row[f"{tag} n"] = int(record["n"]) if found else ""
+            row[f"{tag} valid%"] = round(float(record["valid_rate"]) * 100, 1) if found else ""
+            # No valid answer: the table's 0 (fig_3.py's convention) is no Mainland rate, and there is no test.
+            has_rate = found and int(record["n_valid"]) > 0
+            row[f"{tag} Mainland%"] = (f"{float(record['mainland_rate']) * 100:.1f} {stars}" if has_rate
+                                       else "–" if found else "")
+        rows.append(row)
+    return tabulate(rows, headers="keys", tablefmt="github")
+
+
+def name_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    """One table per experiment that ran, in the paper's order."""
+    rates = tables.get("name_choice_tests")
+    if rates is None or rates.empty:
+        rates = tables.get("name_choice_rates")
+    if rates is None or rates.empty:
+        return "no name_choice_rates were produced"
+    rates = rates[rates["model"].isin(models)]
+    experiments = [name for name in EXPERIMENTS if (rates["experiment"] == name).any()]
+    if not experiments:
+        return "no name_choice_rates for the chosen models"
+    significance = ("z-test against 50 %, two-sided, BH-adjusted across models × languages"
+                    if "sig_two_sided_bh" in rates.columns else "no significance: name_choice_tests was not produced")
+    return "\n\n".join(
+        f"Regional name choice, experiment {experiment} (S/T/E = Simplified/Traditional/English prompts; "
+        f"Mainland% among valid answers; {significance})\n" + _experiment_table(rates[rates["experiment"] == experiment])
+        for experiment in experiments)
+
+
+NAME = BenchmarkSpec(
+    name="name",
+    paper="sc-tc-bench",
+    langs=NAME_LANGS,
+    assets=ASSETS,
+    add_arguments=name_arguments,
+    config=name_config,
+    response_asset="name_responses",
+    run_settings=name_run_settings,
+    settings_keys=frozenset({"experiments", "lists", "shuffles", "list_source"}),
+    # The log-probability experiment's own block (`last_name_logprobs`).
+    extra_settings={"last_names": frozenset({"langs", "pairs", "names", "seed"})},
+    judge=JudgeSetting("name_judge", "SCTC_NAME_JUDGE"),
+    serves=not_a_pro_result,
+    estimate_lines=(name_power_lines,),
+    summary=name_summary,
+    skip_unchanged=True,
+)

@@ -1,0 +1,151 @@
+"""Contextually aligned review pairs (Tang et al., NAACL 2025): the benchmark's spec."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Mapping
+
+import pandas as pd
+from tabulate import tabulate
+
+from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
+                                         BenchmarkSpec, present)
+from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
+from sctc_assets.lib.reviews.prompts import FORMATS
+from sctc_assets.lib.reviews.requests import ReviewRunSettings, run_settings
+from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR
+
+ASSETS = {
+    "raw_reviews": AssetEntry(INPUTS, "The review export in the paper's Table 4 fields."),
+    "review_varieties": AssetEntry(INPUTS, "Reviews with their variety, rating class, length and script."),
+    "review_pairs": AssetEntry(INPUTS, "Taiwan and Mainland reviews paired by hotel, rating class and length."),
+    "review_prompts": AssetEntry(INPUTS, "The rating prompts of every paired review in three formats, as written and "
+                                         "converted."),
+    "review_predictions": AssetEntry(MODEL_LANG, "One model's rating predictions for one prompt "
+                                                 "format.", calls=GENERATION),
+    "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error on Taiwan vs Mainland reviews, with "
+                                            "paired tests."),
+    "review_paired_cis": AssetEntry(PER_MODEL, "One model's ΔAcc and ΔMSE with paired intervals, the paper's tests "
+                                               "and the design's power."),
+    "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
+                                                              "paired interval that excludes 0."),
+}
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return key, value
+
+
+def reviews_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("review benchmark (--benchmarks reviews; without --models only the "
+                                      "model-independent assets run)")
+    group.add_argument("--reviews", metavar="PATH|URL",
+                       help=f"review export: .csv, .tsv, .parquet or .jsonl file or URL (default ${REVIEWS_ENV_VAR}, "
+                            "else the fictional set in data/reviews/)")
+    group.add_argument("--reviews-hf", metavar="DATASET", help="a Hugging Face dataset id or local dataset folder instead")
+    group.add_argument("--reviews-split", metavar="SPLIT", help="split of --reviews-hf (default train)")
+    group.add_argument("--reviews-hf-config", metavar="NAME",
+                       help="configuration (subset) name of --reviews-hf (default: the dataset's only or default one)")
+    group.add_argument("--reviews-columns", nargs="+", type=_assignment, metavar="FIELD=COLUMN",
+                       help=f"your column for a field ({', '.join(FIELDS)}) when it is neither the Booking.com "
+                            "name nor the field's name")
+    group.add_argument("--reviews-varieties", nargs="+", type=_assignment, metavar="REGION=VARIETY",
+                       help="region code → tw or cn (default tw=tw cn=cn)")
+    group.add_argument("--reviews-seed", type=int, help="seed of the pairing and of the shuffled format (default 0)")
+    group.add_argument("--max-pairs", type=int, metavar="N",
+                       help="ask models about the first N pairs only (a random sample), N ≥ 1")
+    group.add_argument("--no-translation-control", action="store_true",
+                       help="skip the OpenCC-converted reviews (Table 3)")
+
+
+def reviews_config(options: Mapping[str, Any]) -> dict:
+    seed = options.get("reviews_seed")
+    return {
+        "raw_reviews": present({"location": options.get("reviews"), "hf_dataset": options.get("reviews_hf"),
+                                "hf_split": options.get("reviews_split"),
+                                "hf_config": options.get("reviews_hf_config"),
+                                "columns": dict(options["reviews_columns"]) if options.get("reviews_columns") else None}),
+        "review_varieties": present({"varieties": dict(options["reviews_varieties"])
+                                     if options.get("reviews_varieties") else None}),
+        "review_pairs": present({"seed": seed}),
+        "review_prompts": present({"seed": seed}),
+        "review_predictions": present({"max_pairs": options.get("max_pairs"),
+                                       "translation_control": False if options.get("no_translation_control") else None}),
+    }
+
+
+def reviews_run_settings(values: Mapping[str, Any], entry: Any) -> ReviewRunSettings:
+    """Pairs asked, the translation control and the system role: the run's config, else the registry entry's, else
+    every pair with the converted versions."""
+    return run_settings(values.get("max_pairs"), values.get("translation_control"), entry.benchmark_settings("reviews"))
+
+
+def answers_new_prompts(entry: Any) -> bool:
+    """Replay backends (they bypass the response cache) hold published answers to other benchmarks' prompts."""
+    from sctc_assets.backends import backend_class  # Dagster: a user's backend class can only be asked
+
+    try:
+        return backend_class(entry.backend).uses_cache
+    except (ImportError, ValueError):
+        return True  # the asset then fails with the registry's own message
+
+
+def _cell(row: pd.Series, measure: str, digits: int) -> str:
+    return f"{row[f'{measure}_tw']:.{digits}f} / {row[f'{measure}_cn']:.{digits}f}"
+
+
+def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    pairs = tables.get("review_pairs")
+    if pairs is None:
+        return "no review_pairs were produced"
+    lines = [f"Aligned review pairs: {len(pairs)} (by rating class {pairs['rating_class'].value_counts().to_dict()}, "
+             f"by length {pairs['length_group'].value_counts().to_dict()})"]
+    if "raw_reviews" in tables and "review_varieties" in tables:
+        unpaired = unpaired_reviews(tables["raw_reviews"], tables["review_varieties"], pairs)
+        lines.append(f"Unpaired reviews: {len(unpaired)} of {len(tables['raw_reviews'])}: {unpaired_counts(unpaired)}")
+    metrics = tables.get("review_metrics")
+    if not models:
+        lines.append("No model run (add --models KEY … to score the pairs).")
+    elif metrics is None or metrics.empty:
+        lines.append("no review_metrics were produced")
+    else:
+        chosen = metrics[metrics["model"].isin(models)]
+        lines.append("Score prediction on pairs with two valid answers, every format (Δ = cn − tw; McNemar for "
+                     "accuracy, paired t-test for squared error)\n"
+                     + _metric_table(chosen[(chosen["analysis"] == "length") & (chosen["subset"] == "all")]))
+        control = chosen[chosen["analysis"] == "translation"]
+        if not control.empty:
+            lines.append("\nTranslation control (Table 3): each review as written and converted with OpenCC; "
+                         "tw / cn = the variety of the text\n" + _metric_table(control, subset=True))
+    return "\n".join(lines)
+
+
+def _metric_table(metrics: pd.DataFrame, *, subset: bool = False) -> str:
+    rows = [{"model": row["model"], "format": row["format"], **({"reviews": row["subset"]} if subset else {}),
+             "pairs": int(row["n_pairs"]),
+             "excluded": int(row["n_excluded"]) if pd.notna(row["n_excluded"]) else "–",
+             "acc % tw / cn": _cell(row, "acc", 2), "Δacc": f"{row['delta_acc']:+.2f} {row['sig_acc']}",
+             "MSE tw / cn": _cell(row, "mse", 3), "ΔMSE": f"{row['delta_mse']:+.3f} {row['sig_mse']}"}
+            for _, row in metrics.iterrows() if row["n_pairs"] > 0]
+    return tabulate(rows, headers="keys", tablefmt="github")
+
+
+REVIEWS = BenchmarkSpec(
+    name="reviews",
+    paper="aligned-reviews",
+    langs=FORMATS,
+    dimension="format",
+    assets=ASSETS,
+    add_arguments=reviews_arguments,
+    config=reviews_config,
+    response_asset="review_predictions",
+    run_settings=reviews_run_settings,
+    settings_keys=frozenset({"max_pairs", "translation_control", "system_role"}),
+    serves=answers_new_prompts,
+    default_models=False,
+    summary=reviews_summary,
+    jobs={"per_model_lang": "reviews_model_format"},
+)

@@ -1,0 +1,172 @@
+"""The Taiwan sovereignty bilingual benchmark (Ko & Littl3Lobst3r, 2026): the benchmark's spec."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+from tabulate import tabulate
+
+from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
+                                         BenchmarkSpec, JudgeSetting)
+from sctc_assets.lib.languages import SOVEREIGNTY_LANGS
+from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
+from sctc_assets.lib.sovereignty.metrics import language_scores
+from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, import_results, results_folder
+from sctc_assets.lib.sovereignty.prompts import run_settings
+from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
+                                                  TSB_ENV_VAR)
+from sctc_assets.lib.upstream_source import UpstreamError, local_directory
+
+ASSETS = {
+    "sovereignty_prompts": AssetEntry(INPUTS, "The sovereignty prompts in Traditional, Simplified and English."),
+    "sovereignty_responses": AssetEntry(MODEL_LANG, "One model's answers to the sovereignty prompts of one "
+                                                    "language.", calls=GENERATION),
+    "sovereignty_judgements": AssetEntry(MODEL_LANG, "A judge model's verdicts on whether each answer acknowledges "
+                                                     "self-governance.", calls=JUDGE),
+    "sovereignty_flags": AssetEntry(MODEL_LANG, "The red-flag phrases each answer contains."),
+    "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule."),
+    "sovereignty_model_summary": AssetEntry(PER_MODEL, "One model's scores, language bias and McNemar test per "
+                                                       "language pair."),
+    "sovereignty_prompt_pass_rates": AssetEntry(PER_MODEL, "One model's pass rate per prompt and language."),
+    "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file."),
+    "sovereignty_summary": AssetEntry(CROSS_MODEL, "Every materialized model's summary with BH-adjusted McNemar "
+                                                   "p-values."),
+    "sovereignty_review_queue": AssetEntry(CROSS_MODEL, "Answers that need a human decision, with the decisions so "
+                                                        "far."),
+    "sovereignty_bootstrap_cis": AssetEntry(CROSS_MODEL, "Bootstrap intervals of Score, LBS, consistency and QAC per "
+                                                         "model, and the design's power."),
+    "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
+                                                                   "exact test, BH and the LBS interval."),
+}
+
+
+def sovereignty_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("sovereignty benchmark (Taiwan sovereignty, bilingual)")
+    group.add_argument("--tsb-upstream", nargs="+", metavar="PATH|URL",
+                       help=f"prompts, red-flag lists and published results: directories, archives or URLs "
+                            f"(default ${TSB_ENV_VAR}, else the two pinned GitHub archives)")
+    group.add_argument("--red-flags", metavar="v1.1.0|v1.0.0|PATH|URL",
+                       help="red-flag list (default v1.1.0 from the upstream location)")
+    group.add_argument("--tsb-results", nargs="?", const="", metavar="PATH|URL",
+                       help="import Pro-study result files (folder, archive or URL; no value: the upstream's "
+                            "published files) as models tsb-<model> and run them")
+    group.add_argument("--sovereignty-samples", type=int, metavar="N",
+                       help="answers per prompt, N ≥ 1 (default: registry, else 1 as in the paper)")
+    group.add_argument("--sovereignty-temperature", type=float, metavar="T", help="sampling temperature, 0–2")
+    group.add_argument("--sovereignty-judge", metavar="KEY", help="registry key of a judge model for the judge rule")
+    group.add_argument("--sovereignty-prompt-sets", nargs="+", metavar="SET",
+                       choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
+                       help="extra upstream prompt sets to run besides stage1_sovereignty")
+    group.add_argument("--sovereignty-reviews", metavar="FILE",
+                       help="a filled copy of the review queue (default data/sovereignty_review/"
+                            "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
+
+
+def sovereignty_config(options: Mapping[str, Any]) -> dict:
+    out = options.get("out")
+    return {
+        "sovereignty_prompts": {"extra_prompt_sets": list(options.get("sovereignty_prompt_sets") or [])},
+        "sovereignty_responses": {"samples": options.get("sovereignty_samples"),
+                                  "temperature": options.get("sovereignty_temperature")},
+        "sovereignty_judgements": {"judge": options.get("sovereignty_judge")},
+        "sovereignty_results": {"reviews_file": options.get("sovereignty_reviews")},
+        "sovereignty_pro_export": {"export_dir": str(Path(out) / EXPORT_FOLDER) if out else None},
+    }
+
+
+def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, dict[str, Any]]:
+    """Samples per prompt and backend overrides: the run's config, else the registry entry's, else the paper's."""
+    return run_settings(values.get("samples"), values.get("temperature"), entry.benchmark_settings("sovereignty"))
+
+
+def sovereignty_prepare(options: Mapping[str, Any]) -> list[str]:
+    """Point the resources at the chosen data, and import published result files when asked to."""
+    if options.get("tsb_upstream"):
+        os.environ[TSB_ENV_VAR] = shlex.join(options["tsb_upstream"])
+    if options.get("red_flags"):
+        os.environ[RED_FLAGS_ENV_VAR] = options["red_flags"]
+    location = options.get("tsb_results")
+    if location is None:
+        return []
+    if location:
+        folder = results_folder(local_directory(location, default_upstream_cache_dir()))
+    else:
+        # The resource resolves and caches the upstream location as the assets do (Dagster: only for an import).
+        from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
+
+        pro = TSBUpstreamResource().roots().pro
+        if pro is None:
+            raise UpstreamError("the upstream location has no Pro-study results; give --tsb-results PATH|URL")
+        folder = pro / PRO_RESULTS_DIR
+    imported = import_results(folder, Path(default_registry_path()))
+    print(f"imported {len(imported)} result file(s) from {folder}: {', '.join(imported)}")
+    return list(imported)
+
+
+def answers_sovereignty_prompts(entry: Any) -> bool:
+    """The SC-TC-Bench replays hold no answers to these prompts."""
+    return entry.backend != "replay"
+
+
+def _prompt_set_table(summary: pd.DataFrame) -> str:
+    scores = language_scores(summary).set_index(["model", "scoring_rule", "lang"])
+    rows = []
+    for (model, rule), group in summary.groupby(["model", "scoring_rule"]):
+        pairs = group.set_index(["lang_a", "lang_b"])
+        row: dict[str, Any] = {"model": model, "rule": rule}
+        for lang in SOVEREIGNTY_LANGS:
+            key = (model, rule, lang)
+            row[lang] = f"{scores.loc[key, 'passed']}/{scores.loc[key, 'n']}" if key in scores.index else "–"
+        for (a, b), label in ((("zh_hant", "en"), "T−E"), (("zh_hans", "en"), "S−E"), (("zh_hans", "zh_hant"), "S−T")):
+            row[f"LBS {label}"] = f"{pairs.loc[(a, b), 'lbs']:+.1f}" if (a, b) in pairs.index else "–"
+        if ("zh_hant", "en") in pairs.index:  # the paper's pair
+            pair = pairs.loc[("zh_hant", "en")]
+            row.update({"C": f"{pair['consistency']:.0%}", "QAC": f"{pair['qac']:.2f}",
+                        "b/c": f"{pair['mcnemar_b']}/{pair['mcnemar_c']}"
+                               + (" prompts" if pair.get("mcnemar_unit") == "prompt" else ""),
+                        "χ² p": f"{pair['p_chi2']:.3f}",
+                        "exact p (BH)": f"{pair['p_exact_bh']:.3f} {pair['sig_exact_bh']}",
+                        "verdict": pair["verdict"]})
+        rows.append(row)
+    return tabulate(rows, headers="keys", tablefmt="github", disable_numparse=True)
+
+
+def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    """One table per prompt set that ran: stage 1 first, then the extra sets."""
+    summary = tables.get("sovereignty_summary")
+    if summary is None or summary.empty:
+        return "no sovereignty_summary was produced"
+    summary = summary[summary["model"].isin(models)]
+    present = set(summary["prompt_set"])
+    prompt_sets = [name for name in dict.fromkeys([MAIN_PROMPT_SET, *PROMPT_SETS, *sorted(present)]) if name in present]
+    if not prompt_sets:
+        return "no sovereignty_summary rows for the chosen models"
+    blocks = []
+    for prompt_set in prompt_sets:
+        title = "stage 1" if prompt_set == MAIN_PROMPT_SET else f"prompt set {prompt_set} (scored with the same rules)"
+        blocks.append(f"Taiwan sovereignty benchmark, {title} (zh_hant/zh_hans/en: answers passed; C, QAC, McNemar and "
+                      "verdict for zh_hant vs en; rules: code = the Pro study's rescore.py, paper = Section 3.3, judge "
+                      "= paper + a judge model; exact McNemar p BH-adjusted across models)\n"
+                      + _prompt_set_table(summary[summary["prompt_set"] == prompt_set]))
+    return "\n\n".join(blocks)
+
+
+SOVEREIGNTY = BenchmarkSpec(
+    name="sovereignty",
+    paper="taiwan-sovereignty",
+    langs=SOVEREIGNTY_LANGS,
+    assets=ASSETS,
+    add_arguments=sovereignty_arguments,
+    config=sovereignty_config,
+    response_asset="sovereignty_responses",
+    run_settings=sovereignty_run_settings,
+    settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
+    judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE"),
+    serves=answers_sovereignty_prompts,
+    prepare=sovereignty_prepare,
+    summary=sovereignty_summary_text,
+)

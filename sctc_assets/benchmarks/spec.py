@@ -1,0 +1,211 @@
+"""What a benchmark is, stated once: `BenchmarkSpec`.
+
+A spec holds everything the platform's shared machinery needs to know about one benchmark: its paper, its partition
+design, its assets with each one's stage (the catalog entries), its `sctc run` options and how they become asset
+config, how those config values and a registry entry resolve to the run settings (one function serving the asset,
+the estimate and the validator), its judge, what the estimate prints, and its end-of-run summary. The CLI, the
+validator, the estimate, the catalog, the named jobs and the runner loop over the specs in
+`sctc_assets.benchmarks.SPECS`; adding a benchmark means its spec, its `lib/<benchmark>/`, its assets folder and its
+table schemas.
+
+No Dagster here (nor torch or transformers), so `sctc --help`, `sctc models` and `sctc plan` load specs cheaply.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+# The stages of a `sctc run`, each one partitioning: model-independent inputs, model × lang partitions, per-model
+# tables, and the tables across models. The runner's stage lists and the named jobs are derived from these.
+INPUTS, MODEL_LANG, PER_MODEL, CROSS_MODEL = "inputs", "model_lang", "per_model", "cross_model"
+STAGES = (INPUTS, MODEL_LANG, PER_MODEL, CROSS_MODEL)
+
+# What an asset spends: GENERATION asks the model under test; JUDGE asks a judge model about stored answers.
+GENERATION, JUDGE = "generation", "judge"
+
+
+@dataclass(frozen=True)
+class AssetEntry:
+    """One asset's catalog entry. `code_version`: bump it whenever a change to the asset's body or to the library
+    code it calls can change what it writes. `sharded`: an input partitioned by corpus shard, materialized by the
+    spec's `partitioned_inputs` rather than with the other inputs. `table`: a DataFrame with a column schema in
+    `sctc_assets/lib/schemas` (False: a file, a report). `benchmark` is filled in by the spec that lists it."""
+
+    stage: str
+    headline: str
+    code_version: str = "1"
+    calls: str | None = None  # GENERATION, JUDGE or None
+    table: bool = True
+    sharded: bool = False
+    benchmark: str = ""
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"stage {self.stage!r} is none of {', '.join(STAGES)}")
+
+    @property
+    def calls_models(self) -> bool:
+        return self.calls is not None
+
+
+@dataclass(frozen=True)
+class JudgeSetting:
+    """A benchmark's judge model: the `sctc run` option that names it and the environment variable its asset reads
+    when the option is not given."""
+
+    option: str  # the option's argparse destination, e.g. "name_judge"
+    env_var: str
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.option.replace('_', '-')}"
+
+
+def _no_arguments(parser: Any) -> None:
+    return None
+
+
+def _no_config(options: Mapping[str, Any]) -> dict:
+    return {}
+
+
+def _serves_all(entry: Any) -> bool:
+    return True
+
+
+def _nothing_to_prepare(options: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+def _no_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    return ""
+
+
+def _no_partitioned_inputs(options: Mapping[str, Any]) -> list[tuple[tuple[str, ...], list[str]]]:
+    return []
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """One benchmark, stated once.
+
+    `langs` are the keys of the benchmark's second partition dimension (named `dimension`, "lang" by default).
+    `assets` maps each asset the benchmark owns to its catalog entry; its stage lists (`inputs`, `per_model_lang`,
+    `per_model`, `cross_model`) are derived from them, in their order, with `reads` (other benchmarks' input assets
+    its inputs stage materializes too) first. `add_arguments` adds the benchmark's `sctc run` options;
+    `config(options)` turns the parsed options into `{asset name: op config}`; `run_settings(values, entry)` turns
+    the response asset's config values and a registry entry into the settings a model runs with (raising
+    ValueError/TypeError naming what is wrong), for the asset, the estimate and the validator alike;
+    `settings_keys` are the keys of a registry entry's `benchmarks: {<name>: …}` block it reads (and
+    `extra_settings` other blocks, e.g. the name benchmark's `last_names`). `serves(entry)` says whether a registry
+    entry can answer the benchmark at all; `prepare(options)` runs before the registry is read and returns model keys
+    to run besides the default ones; `default_models`: whether `sctc run` without `--models` runs the registry's
+    defaults (when false it materializes only the model-independent inputs). `design(models, options)` lists every
+    partition's requests for the estimate (None: the benchmark calls no model), `estimate_lines` add lines under its
+    table there. `partitioned_inputs(options)` lists model-independent but partitioned work, as
+    `(asset names, partition keys)` pairs (corpus shards). `jobs`: a stage's named Dagster job where it is not
+    `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether
+    `sctc run` leaves unchanged model partitions as they are (only for benchmarks whose model stages read nothing
+    outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads.
+    """
+
+    name: str
+    paper: str
+    langs: tuple[str, ...]
+    assets: Mapping[str, AssetEntry] = field(default_factory=dict)
+    dimension: str = "lang"
+    reads: tuple[str, ...] = ()
+    add_arguments: Callable[[Any], None] = _no_arguments
+    config: Callable[[Mapping[str, Any]], dict] = _no_config
+    response_asset: str | None = None
+    run_settings: Callable[[Mapping[str, Any], Any], Any] | None = None
+    settings_keys: frozenset[str] = frozenset()
+    extra_settings: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    judge: JudgeSetting | None = None
+    serves: Callable[[Any], bool] = _serves_all
+    prepare: Callable[[Mapping[str, Any]], list[str]] = _nothing_to_prepare
+    default_models: bool = True
+    design: Callable[[Any, Mapping[str, Any]], list] | None = None
+    estimate_lines: tuple[Callable[[Any], list[str]], ...] = ()
+    summary: Callable[[Mapping[str, pd.DataFrame], list[str]], str] = _no_summary
+    partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = \
+        _no_partitioned_inputs
+    jobs: Mapping[str, str] = field(default_factory=dict)
+    skip_unchanged: bool = False
+
+    def __post_init__(self) -> None:
+        # The spec names its entries' benchmark, so an entry is written without it.
+        object.__setattr__(self, "assets", {name: entry if entry.benchmark else _owned(entry, self.name)
+                                            for name, entry in self.assets.items()})
+
+    @classmethod
+    def of_stages(cls, name: str, langs: tuple[str, ...], *, inputs: tuple[str, ...] = (),
+                  per_model_lang: tuple[str, ...] = (), per_model: tuple[str, ...] = (),
+                  cross_model: tuple[str, ...] = (), paper: str = "", **fields: Any) -> "BenchmarkSpec":
+        """A spec from stage lists, with a plain entry per asset (small benchmarks built in tests and benches)."""
+        assets = {asset: AssetEntry(stage, f"{asset}.")
+                  for stage, names in ((INPUTS, inputs), (MODEL_LANG, per_model_lang), (PER_MODEL, per_model),
+                                       (CROSS_MODEL, cross_model)) for asset in names}
+        return cls(name=name, paper=paper or name, langs=langs, assets=assets, **fields)
+
+    def stage_assets(self, stage: str) -> tuple[str, ...]:
+        return tuple(name for name, entry in self.assets.items() if entry.stage == stage and not entry.sharded)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.reads + self.stage_assets(INPUTS)
+
+    @property
+    def per_model_lang(self) -> tuple[str, ...]:
+        return self.stage_assets(MODEL_LANG)
+
+    @property
+    def per_model(self) -> tuple[str, ...]:
+        return self.stage_assets(PER_MODEL)
+
+    @property
+    def cross_model(self) -> tuple[str, ...]:
+        return self.stage_assets(CROSS_MODEL)
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.inputs + self.per_model_lang + self.per_model + self.cross_model
+
+    def job_name(self, stage: str) -> str:
+        """`stage` is inputs, partitioned_inputs, per_model_lang, per_model or cross_model."""
+        return self.jobs.get(stage, f"{self.name}_{'model_lang' if stage == 'per_model_lang' else stage}")
+
+    def job_selections(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Each stage's named Dagster job and the assets it selects: the cross-model job with the unpartitioned
+        inputs it reads (a Dagster job holds one partitioning), the sharded inputs in a job of their own; stages
+        without assets have no job."""
+        sharded = tuple(name for name, entry in self.assets.items() if entry.sharded)
+        selections = {INPUTS: self.inputs, "partitioned_inputs": sharded, "per_model_lang": self.per_model_lang,
+                      PER_MODEL: self.per_model,
+                      CROSS_MODEL: self.inputs + self.cross_model if self.cross_model else ()}
+        return {stage: (self.job_name(stage), selection) for stage, selection in selections.items() if selection}
+
+    def chosen_judge(self, options: Mapping[str, Any]) -> str | None:
+        """The judge a run would ask: the option, else the environment variable the asset reads."""
+        if self.judge is None:
+            return None
+        return options.get(self.judge.option) or os.environ.get(self.judge.env_var) or None
+
+    def settings_for(self, options: Mapping[str, Any], entry: Any) -> Any:
+        """The run settings of `entry` under the parsed `sctc run` options (what its response asset will resolve)."""
+        if self.run_settings is None or self.response_asset is None:
+            return None
+        return self.run_settings(self.config(options).get(self.response_asset, {}), entry)
+
+
+def _owned(entry: AssetEntry, benchmark: str) -> AssetEntry:
+    return replace(entry, benchmark=benchmark)
+
+
+def present(values: Mapping[str, Any]) -> dict:
+    """The values that were given (options left out are None)."""
+    return {key: value for key, value in values.items() if value is not None}

@@ -1,0 +1,136 @@
+"""SC-TC-Bench Task 1, regional term choice (Lyu et al., FAccT 2025): the benchmark's spec.
+
+regional_terms → term_prompts → term_responses → term_judgements → term_labels → term_choice_rates /
+term_misalignment_by_term → the cross-model tests, correlations, summaries and power.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+from tabulate import tabulate
+
+from sctc_assets.benchmarks.estimate_power import term_power_lines
+from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
+                                         BenchmarkSpec, JudgeSetting)
+from sctc_assets.lib.languages import TERM_LANGS
+from sctc_assets.lib.term.prompts import run_settings
+
+ASSETS = {
+    "regional_terms": AssetEntry(INPUTS, "The 110 regional terms with both regions' forms and definitions."),
+    "term_prompts": AssetEntry(INPUTS, "Every term prompt of the three variants in both scripts, with the answers "
+                                       "that count as correct."),
+    "term_responses": AssetEntry(MODEL_LANG, "One model's answers to the term prompts of one "
+                                             "language.", calls=GENERATION),
+    "term_judgements": AssetEntry(MODEL_LANG, "A judge model's correctness verdicts on one partition's "
+                                              "answers.", calls=JUDGE),
+    "term_labels": AssetEntry(MODEL_LANG, "Correct, misaligned or incorrect labels of one partition's answers, by "
+                                          "label source."),
+    "term_choice_rates": AssetEntry(PER_MODEL, "One model's correct, misaligned and incorrect rates per language and "
+                                               "prompt variant."),
+    "term_misalignment_by_term": AssetEntry(PER_MODEL, "One model's label counts per term and its misaligned terms."),
+    "term_choice_tests": AssetEntry(CROSS_MODEL, "Simplified vs Traditional significance tests for every materialized"
+                                                 " model."),
+    "term_variant_correlations": AssetEntry(CROSS_MODEL, "Correlations of the rates across prompt variants and term "
+                                                         "subsets."),
+    "term_misalignment_summary": AssetEntry(CROSS_MODEL, "How many terms each model misaligns, and which terms most "
+                                                         "models misalign."),
+    "term_published_labels": AssetEntry(INPUTS, "The 11 paper LLMs' published term answers with the authors' label "
+                                                "and the `rules` label."),
+    "term_verdict_lexicon": AssetEntry(INPUTS, "Shares of the authors' labels per language, term, extracted answer "
+                                               "and paper model."),
+    "term_incorrect_types": AssetEntry(INPUTS, "Shares of entirely wrong and uncommon-usage incorrect answers per "
+                                               "paper model (Table 19)."),
+    "term_label_source_agreement": AssetEntry(CROSS_MODEL, "Every label source's agreement with the authors' "
+                                                           "published labels, per paper model and language."),
+    "term_robust_tests": AssetEntry(CROSS_MODEL, "Simplified vs Traditional tests with the term as the unit, next to "
+                                                 "the paper's trial-level test."),
+    "term_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant S vs T result survives "
+                                                            "the term-level tests."),
+    "term_power": AssetEntry(CROSS_MODEL, "Minimum detectable S − T differences of the design run, and the terms and "
+                                          "trials an effect needs."),
+}
+
+
+def not_a_pro_result(entry: Any) -> bool:
+    """A Pro-study result file (`tsb_replay`) holds sovereignty answers only."""
+    return entry.backend != "tsb_replay"
+
+
+def term_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("term benchmark")
+    group.add_argument("--trials", type=int, metavar="N",
+                       help="trials per prompt for every model, 1–15 (default: registry, else 15)")
+    group.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
+                       help="prompt variants (default: registry, else 1 2 3)")
+    group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels")
+
+
+def term_config(options: Mapping[str, Any]) -> dict:
+    return {
+        "term_responses": {"trials": options.get("trials"), "prompt_variants": options.get("prompt_variants")},
+        "term_judgements": {"judge": options.get("judge")},
+    }
+
+
+def term_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, list[int]]:
+    """Trials and prompt variants: the run's config, else the registry entry's, else the paper's."""
+    return run_settings(values.get("trials"), values.get("prompt_variants"), entry.benchmark_settings("term"))
+
+
+def _variant_table(rates: pd.DataFrame, tests: pd.DataFrame, variant: int) -> str:
+    rows = []
+    for (model, source), frame in rates.groupby(["model", "label_source"]):
+        by_lang = frame.set_index("lang")
+        row: dict[str, Any] = {"model": model, "labels": source}
+        for lang, tag in (("zh_hans", "S"), ("zh_hant", "T")):
+            if lang in by_lang.index:
+                r = by_lang.loc[lang]
+                row[f"{tag} n"] = int(r["n"])
+                row[f"{tag} correct%"] = round(float(r["pct_correct"]), 2)
+                row[f"{tag} misaligned%"] = round(float(r["pct_misaligned"]), 2)
+                row[f"{tag} incorrect%"] = round(float(r["pct_incorrect"]), 2)
+        if not tests.empty:
+            match = tests[(tests["model"] == model) & (tests["label_source"] == source)
+                          & (tests["prompt_variant"] == variant) & (tests["subset"] == "all")]
+            for measure in ("correct", "misaligned"):
+                found = match[match["measure"] == measure]
+                row[f"S-T {measure} (BH)"] = (f"{float(found['diff_pct_points'].iloc[0]):+.1f} "
+                                              f"{found['sig_t_bh'].iloc[0]}") if not found.empty else ""
+        rows.append(row)
+    return tabulate(rows, headers="keys", tablefmt="github")
+
+
+def term_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
+    """One table per prompt variant that ran."""
+    rates = tables.get("term_choice_rates")
+    if rates is None or rates.empty:
+        return "no term_choice_rates were produced"
+    tests = tables.get("term_choice_tests", pd.DataFrame())
+    rates = rates[(rates["subset"] == "all") & rates["model"].isin(models)]
+    if rates.empty:
+        return "no term_choice_rates for the chosen models"
+    return "\n\n".join(
+        f"Regional term choice, prompt variant {variant}, all terms (S = Simplified prompts, T = Traditional "
+        f"prompts; significance: Welch t-test, BH-adjusted across models)\n"
+        + _variant_table(rates[rates["prompt_variant"] == variant], tests, int(variant))
+        for variant in sorted(set(rates["prompt_variant"].astype(int))))
+
+
+TERM = BenchmarkSpec(
+    name="term",
+    paper="sc-tc-bench",
+    langs=TERM_LANGS,
+    assets=ASSETS,
+    add_arguments=term_arguments,
+    config=term_config,
+    response_asset="term_responses",
+    run_settings=term_run_settings,
+    settings_keys=frozenset({"trials", "prompt_variants", "max_new_tokens"}),
+    judge=JudgeSetting("judge", "SCTC_TERM_JUDGE"),
+    serves=not_a_pro_result,
+    estimate_lines=(term_power_lines,),
+    summary=term_summary,
+    skip_unchanged=True,
+)
