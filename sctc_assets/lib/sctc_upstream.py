@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sctc_assets.lib.varieties import VARIETIES
+
 SCTC_COMMIT = "aaad554832988d6b3bcc0fa041968f62f87b9ba0"
 SCTC_DEFAULT_URL = f"https://github.com/brucelyu17/SC-TC-Bench/archive/{SCTC_COMMIT}.tar.gz"
 SCTC_MARKERS = ("source_data", "prompt", "response")
 SCTC_ENV_VAR = "SCTC_UPSTREAM"
 
 # Project language codes → the words upstream file names use.
-UPSTREAM_LANG = {"zh_hans": "simplified", "zh_hant": "traditional", "en": "english"}
+UPSTREAM_LANG = {row.code: row.upstream_spelling for row in VARIETIES}
 
 # The paper's 11 LLMs under their upstream file-name prefixes, in the order the authors' scripts use.
 PAPER_MODELS = (
