@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sctc_assets.lib.varieties import MAINLAND, TAIWAN, VARIETIES
+
 SCTC_COMMIT = "aaad554832988d6b3bcc0fa041968f62f87b9ba0"
 SCTC_DEFAULT_URL = f"https://github.com/brucelyu17/SC-TC-Bench/archive/{SCTC_COMMIT}.tar.gz"
 SCTC_MARKERS = ("source_data", "prompt", "response")
 SCTC_ENV_VAR = "SCTC_UPSTREAM"
 
 # Project language codes → the words upstream file names use.
-UPSTREAM_LANG = {"zh_hans": "simplified", "zh_hant": "traditional", "en": "english"}
+UPSTREAM_LANG = {row.code: row.upstream_spelling for row in VARIETIES}
 
 # The paper's 11 LLMs under their upstream file-name prefixes, in the order the authors' scripts use.
 PAPER_MODELS = (
@@ -20,8 +22,8 @@ PAPER_MODELS = (
 )
 
 TERMS_FILE = "source_data/regional_term_and_definition.csv"
-TERM_COLUMNS = ("conceptId", "Mainland China", "Taiwan", "definition_simplified", "definition_traditional",
-                "category", "definition_source")
+TERM_COLUMNS = ("conceptId", MAINLAND.upstream_spelling, TAIWAN.upstream_spelling, "definition_simplified",
+                "definition_traditional", "category", "definition_source")
 
 
 def term_prompt_file(lang: str, variant: int) -> str:

@@ -9,10 +9,13 @@ from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.name import explanations, invalid_validation
 from sctc_assets.lib.sctc_upstream import UPSTREAM_LANG
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
+from sctc_assets.lib.varieties import REGIONS, SIMPLIFIED, TRADITIONAL
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "name"
 EXPLAINING_MODELS = ("baichuan2", "qwen")
+# The authors collected explanations for the two Chinese prompting scripts only.
+CHINESE = (SIMPLIFIED.code, TRADITIONAL.code)
 PAPER_LAYOUT_31 = ("Tables 31 (Baichuan-2) and 32 (Qwen-1.5): rank 1–10 rows; columns Mainland names prompted in "
                    "Simplified | Traditional, Taiwanese names prompted in Simplified | Traditional; a word in one "
                    "region's top 10 but not the other's is highlighted (`only_in_this_region`).")
@@ -21,7 +24,7 @@ PAPER_LAYOUT_31 = ("Tables 31 (Baichuan-2) and 32 (Qwen-1.5): rank 1–10 rows; 
 def _read_explanations(upstream: SCTCUpstreamResource) -> tuple[pd.DataFrame, list[str]]:
     source, frames, missing = upstream.open(), [], []
     for model in EXPLAINING_MODELS:
-        for lang in ("zh_hans", "zh_hant"):
+        for lang in CHINESE:
             relative = f"response/regional_name/explanation/{model}_{UPSTREAM_LANG[lang]}.csv"
             try:
                 frame = source.read_csv(relative, ["adjective", "name", "region"])
@@ -39,8 +42,7 @@ def _paper_layout(table: pd.DataFrame, model: str, source: str) -> str:
     chosen = chosen.assign(cell=chosen["word"] + chosen["only_in_this_region"].map({True: " ◆", False: ""}))
     wide = chosen.pivot_table(index="rank", columns=["region", "lang"], values="cell", aggfunc="first")
     wide.columns = [f"{region} names, {lang}" for region, lang in wide.columns]
-    order = [c for c in ("mainland names, zh_hans", "mainland names, zh_hant", "taiwan names, zh_hans",
-                         "taiwan names, zh_hant") if c in wide.columns]
+    order = [c for c in (f"{region.name} names, {lang}" for region in REGIONS for lang in CHINESE) if c in wide.columns]
     return markdown_table(wide[order].reset_index(), rows=10)
 
 

@@ -68,7 +68,7 @@ def name_candidate_lists(context: dg.AssetExecutionContext, config: CandidateLis
 @catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def name_prompts(name_candidate_lists: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """The job-candidate prompt of every candidate-list row in zh_hans, zh_hant and en (paper Table 1(b))."""
+    """The job-candidate prompt of every candidate-list row in each prompting language (paper Table 1(b))."""
     prompts = build_prompts(name_candidate_lists)
     counts = prompts.groupby(["experiment", "list_source", "lang"]).size().rename("prompts").reset_index()
     return dg.Output(prompts, data_version=content_version(prompts),

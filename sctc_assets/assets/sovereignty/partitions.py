@@ -1,4 +1,4 @@
-"""The benchmark's partitions: registered model × prompting language (zh_hant, zh_hans, en)."""
+"""The benchmark's partitions: registered model × prompting language (Traditional, Simplified, English)."""
 
 from sctc_assets.partitions import SOVEREIGNTY_LANGS, model_lang_partitions
 

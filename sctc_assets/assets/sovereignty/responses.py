@@ -1,4 +1,4 @@
-"""Per-model answers and optional judge verdicts, partitioned by model × lang (zh_hant, zh_hans, en)."""
+"""Per-model answers and optional judge verdicts, partitioned by model × prompting language."""
 
 import os
 from typing import Optional

@@ -24,7 +24,8 @@ class SovereigntyPromptsConfig(dg.Config):
 def sovereignty_prompts(context: dg.AssetExecutionContext, config: SovereigntyPromptsConfig,
                         tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """The 10 stage-1 prompts (S1-001 … S1-010) and any extra prompt sets, read from the upstream prompt files:
-    `zh_hant` and `en` as published, `zh_hans` converted from the Traditional prompt with OpenCC (script only)."""
+    Traditional Chinese and English as published, Simplified converted from the Traditional prompt with OpenCC
+    (script only)."""
     roots = tsb_upstream.roots()
     chosen = list(dict.fromkeys([MAIN_PROMPT_SET, *config.extra_prompt_sets]))
     prompts = prompt_table({name: prompt_items(roots, name) for name in chosen})

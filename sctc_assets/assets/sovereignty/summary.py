@@ -18,7 +18,7 @@ GROUP = "sovereignty"
 @catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Per scoring rule, prompt set and language pair (zh_hant–en as in the paper, zh_hans–en, zh_hans–zh_hant):
+    """Per scoring rule, prompt set and language pair (T−E as in the paper, S−E, S−T):
     Score of each language, LBS, consistency C, QAC, McNemar b/c with the paper's χ² and the exact binomial p (over
     prompts, by majority, when there are several samples per prompt: `mcnemar_unit`), and
     the Pro study's verdict (PASS / FAIL_ZH / FAIL_EN / FAIL_BOTH / LANG_BIAS)."""

@@ -7,6 +7,7 @@ from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.sctc_upstream import PAPER_MODELS
 from sctc_assets.lib.term.incorrect_types import incorrect_type_file, incorrect_type_shares
+from sctc_assets.lib.term.terms import LANGS
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -21,7 +22,7 @@ def term_incorrect_types(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFra
     prints them (Llama-3-8B from its `llama3_*` files)."""
     source, rows, missing = upstream.open(), [], []
     for model in PAPER_MODELS:
-        for lang in ("zh_hans", "zh_hant"):
+        for lang in LANGS:
             relative = incorrect_type_file(model, lang)
             try:
                 rows.append(incorrect_type_shares(model, lang, source.read_csv(relative, ["label"]),
@@ -33,7 +34,7 @@ def term_incorrect_types(upstream: SCTCUpstreamResource) -> dg.Output[pd.DataFra
     if not table.empty:
         wide = table.pivot_table(index="model", columns="lang", values=["pct_entirely_wrong", "pct_uncommon_usage"])
         layout = pd.DataFrame({"model": wide.index})
-        for lang in ("zh_hans", "zh_hant"):
+        for lang in LANGS:
             for measure in ("pct_entirely_wrong", "pct_uncommon_usage"):
                 if (measure, lang) in wide.columns:
                     layout[f"{lang} {measure[4:]}"] = wide[(measure, lang)].round(2).to_numpy()

@@ -8,6 +8,7 @@ from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
 from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.term.labelling import LABEL_COLUMNS, REFUSAL, judge_labels, rules_labels, scorable, upstream_labels
+from sctc_assets.lib.term.terms import OTHER_LANG
 from sctc_assets.lib.term.upstream_labels import clean_judgements
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
 from sctc_assets.partitions import model_and_lang, term_partitions
@@ -16,7 +17,6 @@ from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "term"
-OTHER_LANG = {"zh_hans": "zh_hant", "zh_hant": "zh_hans"}
 
 
 def published_label_inputs(

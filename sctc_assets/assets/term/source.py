@@ -33,7 +33,7 @@ def regional_terms(context: dg.AssetExecutionContext, upstream: SCTCUpstreamReso
 @catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def term_prompts(regional_terms: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Every prompt of the task: 3 prompt variants × zh_hans/zh_hant × 110 terms × 15 trials, with the answers
+    """Every prompt of the task: 3 prompt variants × 2 scripts × 110 terms × 15 trials, with the answers
     that count as correct (`expected`) and as the other region's term (`other_region`). Row r of each
     (lang, variant) block asks about term r % 110 in trial r // 110, as in the upstream prompt files."""
     prompts = build_prompts(regional_terms, langs=LANGS, variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)

@@ -14,9 +14,10 @@ import json
 import pandas as pd
 
 from sctc_assets.lib.conversion import to_simplified, to_traditional
+from sctc_assets.lib.varieties import MAINLAND, SIMPLIFIED, TAIWAN, TRADITIONAL
 
 FORM_COLUMNS = ["form_id", "kind", "item_id", "item", "region", "script", "as_written", "alternatives"]
-WRITTEN_SCRIPT = {"mainland": "simplified", "taiwan": "traditional"}
+WRITTEN_SCRIPT = {MAINLAND.name: SIMPLIFIED.script, TAIWAN.name: TRADITIONAL.script}
 ANY_SCRIPT = "any"
 
 

@@ -15,10 +15,11 @@ import pandas as pd
 
 from sctc_assets.lib.term.metrics import majority_misaligned_terms
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
+from sctc_assets.lib.varieties import REGIONS, TRADITIONAL
 
 # The paper's nine corpora in the order of its tables (three Simplified, five Traditional, one mixed).
 PAPER_CORPORA = ("baidu-baike", "map-cc", "mcc4", "tw-wiki", "cctw", "ootc", "twc4", "twchat", "c4")
-REGION_FILE_TAG = {"mainland": "mc", "taiwan": "tw"}
+REGION_FILE_TAG = {row.name: row.file_tag for row in REGIONS}
 # Table 18's 29 "misaligned" Taiwanese terms, hard-coded in the authors' tab_18.py, as conceptIds.
 PAPER_MISALIGNED_TERM_IDS = frozenset({8, 9, 12, 14, 15, 16, 18, 20, 22, 35, 36, 39, 41, 43, 45, 49, 60, 63, 64, 73,
                                        74, 82, 85, 87, 94, 97, 100, 106, 109})
@@ -88,7 +89,7 @@ def project_misaligned_term_ids(by_term: pd.DataFrame, *, majority: float, promp
     models (Section 3.2.2), from `term_misalignment_by_term`; also returns how many models voted."""
     if by_term.empty:
         return set(), 0
-    chosen = by_term[(by_term["lang"] == "zh_hant") & (by_term["prompt_variant"] == prompt_variant)
+    chosen = by_term[(by_term["lang"] == TRADITIONAL.code) & (by_term["prompt_variant"] == prompt_variant)
                      & (by_term["label_source"] == label_source)]
     if chosen.empty:
         return set(), 0

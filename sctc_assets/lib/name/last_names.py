@@ -28,13 +28,14 @@ import pandas as pd
 from sctc_assets.lib import stats
 from sctc_assets.lib.name.prompts import render
 from sctc_assets.lib.sctc_upstream import name_prompt_file, name_response_file
+from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL, VARIETIES
 
-LANGS = ("zh_hans", "zh_hant", "en")
+LANGS = tuple(row.code for row in VARIETIES)
 PROMPT_ID = 4
 DEFAULT_SEED = 2025  # tab_34.py's default (it draws nothing; reduced runs here do)
 GROUP_KEYS = ["given_name", "decile", "region"]
 NAME_SEPARATOR = "，"
-SENTENCE_END = {"zh_hans": "。", "zh_hant": "。", "en": "."}
+SENTENCE_END = {SIMPLIFIED.code: "。", TRADITIONAL.code: "。", ENGLISH.code: "."}
 
 PAIR_COLUMNS = ["lang", "row", "pair", "order", "group", "given_name", "decile", "region", "name_1", "name_2",
                 "last_name_1", "last_name_2", "shown", "prompt", "published_prompt"]

@@ -11,14 +11,15 @@ from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS, generate_
 from sctc_assets.lib.name.prompts import shown_names
 from sctc_assets.lib.sctc_upstream import NAME_CANDIDATE_COLUMNS, name_candidate_file, name_prompt_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
+from sctc_assets.lib.varieties import SIMPLIFIED
 
 
 def published_lists(source: UpstreamSource, name: str) -> pd.DataFrame:
-    """The authors' lists of one experiment, in the order their zh_hans prompt file shows them (when present)."""
+    """The authors' lists of one experiment, in the order their Simplified prompt file shows them (when present)."""
     spec = EXPERIMENTS[name]
     relative = name_candidate_file(spec.prompt_id)
     raw = source.read_csv(relative, NAME_CANDIDATE_COLUMNS)
-    prompt_file = name_prompt_file("zh_hans", spec.prompt_id)
+    prompt_file = name_prompt_file(SIMPLIFIED.code, spec.prompt_id)
     orders = None
     if source.exists(prompt_file):
         prompts = source.read_csv(prompt_file, ["prompt"])["prompt"].tolist()

@@ -17,6 +17,7 @@ from sctc_assets.lib import stats
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.name.candidates import LIST_KEYS
 from sctc_assets.lib.name.extraction import EMPTY, INVALID, MULTIPLE, OUT_OF_LIST, REFUSAL
+from sctc_assets.lib.varieties import MAINLAND, TAIWAN
 
 RATE_KEYS = ["model", "lang", "experiment", "extraction_source", "candidate_scope"]
 RATE_COLUMNS = ["model", "lang", "experiment", "extraction_source", "n", "n_valid", "valid_rate", "mainland_rate",
@@ -127,7 +128,8 @@ def selection_frequencies(selections: pd.DataFrame, lists: pd.DataFrame) -> tupl
             continue
         frame["appearances"] = frame["name"].map(appearances)
         frame["normalized_frequency"] = frame["selections"] / frame["appearances"]
-        frame["region"] = ["M" if name in mainland else "T" if name in taiwan else "NA" for name in frame["name"]]
+        frame["region"] = [MAINLAND.tag if name in mainland else TAIWAN.tag if name in taiwan else "NA"
+                           for name in frame["name"]]
         frame = frame.sort_values(["normalized_frequency", "name"], ascending=[False, True]).reset_index(drop=True)
         frame["rank"] = np.arange(1, len(frame) + 1)
         frames.append(frame.assign(model=model, lang=lang, experiment=experiment, extraction_source=source))

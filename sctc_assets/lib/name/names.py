@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sctc_assets.lib import varieties
+
 NAMES_FILE = "source_data/regional_name_and_characteristics.csv"
 NAME_COLUMNS = ("name", "count", "decile", "region", "gender")
-REGIONS = {"Mainland China": "mainland", "Taiwan": "taiwan"}
+REGIONS = {row.upstream_spelling: row.name for row in varieties.REGIONS}
 
 
 def parse_names(raw: pd.DataFrame, *, source_name: str = NAMES_FILE) -> pd.DataFrame:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-LANG_TITLES = {"zh_hans": "Simplified Chinese", "zh_hant": "Traditional Chinese", "en": "English"}
+from sctc_assets.lib.varieties import VARIETIES
+
+LANG_TITLES = {row.code: row.display_name for row in VARIETIES}
 
 
 def selection_rates_figure(rates: pd.DataFrame, *, experiment: str, extraction_source: str):

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from sctc_assets.lib.varieties import ENGLISH, TRADITIONAL
+
 PREFERENCE = ("upstream", "judge", "rules")
 
 
@@ -27,7 +29,7 @@ def _preferred(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def term_headlines(rates: pd.DataFrame) -> dict[str, float]:
-    """`pct_correct_zh_hans`, `pct_correct_zh_hant`, `pct_misaligned_*`: prompt variant 1, all terms, the
+    """`pct_correct_<lang>`, `pct_misaligned_<lang>`, `pct_incorrect_<lang>`: prompt variant 1, all terms, the
     authors' labels where present, else a judge's, else the rules'."""
     found: dict[str, float] = {}
     if rates.empty:
@@ -63,7 +65,7 @@ def sovereignty_headlines(summary: pd.DataFrame) -> dict[str, float]:
         rule = row["scoring_rule"]
         for side in ("a", "b"):
             _put(found, f"{rule}_score_{row[f'lang_{side}']}", row[f"score_{side}"])
-        if (row["lang_a"], row["lang_b"]) == ("zh_hant", "en"):
+        if (row["lang_a"], row["lang_b"]) == (TRADITIONAL.code, ENGLISH.code):
             _put(found, f"{rule}_lbs", row["lbs"])
             _put(found, f"{rule}_qac", row["qac"])
     return found

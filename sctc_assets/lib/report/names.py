@@ -15,9 +15,10 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, wilson
+from sctc_assets.lib.varieties import SIMPLIFIED, VARIETIES
 
-LANGS = {"zh_hans": "Simplified Chinese", "zh_hant": "Traditional Chinese", "en": "English"}
-LANG_TAGS = {"zh_hans": "S", "zh_hant": "T", "en": "EN"}
+LANGS = {row.code: row.display_name for row in VARIETIES}
+LANG_TAGS = {row.code: row.tag for row in VARIETIES}
 SOURCE_PREFERENCE = ("upstream", "judge", "rules")
 SOURCE_NOTES = {
     "upstream": "the authors' published extraction (GPT-4o-mini), replay models",
@@ -86,7 +87,7 @@ def scatter_figure(frame: pd.DataFrame, title: str, *, baseline: pd.DataFrame | 
                                               "shrinkA": 0, "shrinkB": 4})
             if not math.isnan(y):
                 axis.scatter([x], [y], marker=marker, color=color, edgecolor="black", linewidth=0.5, s=46,
-                             zorder=3, label=model.removeprefix("paper-") if lang == "zh_hans" else None)
+                             zorder=3, label=model.removeprefix("paper-") if lang == SIMPLIFIED.code else None)
         axis.set_xlim(-0.03, 1.03)
         axis.set_ylim(-0.03, 1.03)
         axis.set_xlabel("Rate of Valid Responses")

@@ -14,9 +14,10 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, wilson
+from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 MAIN_PROMPT_SET = "stage1_sovereignty"
-PAPER_PAIR = ("zh_hant", "en")
+PAPER_PAIR = (TRADITIONAL.code, ENGLISH.code)
 HEADLINE_RULE = "code"
 RULE_NOTES = {
     "code": "the Pro study's rescore.py (reproduces the paper's Table 3)",
@@ -24,8 +25,10 @@ RULE_NOTES = {
     "judge": "the paper rule plus a judge model's condition 3",
 }
 VERDICT_ORDER = {"PASS": 0, "LANG_BIAS": 1, "FAIL_EN": 2, "FAIL_ZH": 3, "FAIL_BOTH": 4}
-LANG_LABELS = {"zh_hant": "Traditional Chinese", "zh_hans": "Simplified Chinese", "en": "English"}
-LANG_COLORS = {"zh_hant": "#7cb9e8", "zh_hans": "#e8857c", "en": "#9bd18b"}
+# The paper's order (its Table 3 pair first); the chart's bars follow it.
+_LANG_ORDER = (TRADITIONAL, SIMPLIFIED, ENGLISH)
+LANG_LABELS = {row.code: row.display_name for row in _LANG_ORDER}
+LANG_COLORS = {row.code: row.colour for row in _LANG_ORDER}
 HOW = "sctc run --benchmarks sovereignty --tsb-results (the Pro study's published files; --models KEY for yours)"
 
 
@@ -162,7 +165,8 @@ def table4(summary: pd.DataFrame, rule: str, source: str) -> TableSpec | None:
 
 
 def simplified_table(summary: pd.DataFrame, rule: str, source: str) -> TableSpec | None:
-    first, second = pair_rows(summary, rule, ("zh_hans", "en")), pair_rows(summary, rule, ("zh_hans", "zh_hant"))
+    first = pair_rows(summary, rule, (SIMPLIFIED.code, ENGLISH.code))
+    second = pair_rows(summary, rule, (SIMPLIFIED.code, TRADITIONAL.code))
     if first.empty:
         return None
     scripts = second.set_index("model") if not second.empty else pd.DataFrame()

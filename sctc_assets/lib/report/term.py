@@ -13,6 +13,7 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, newcombe_difference, wilson
+from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
 PAPER_TRIALS = 15
 N_TERMS = 110
@@ -35,6 +36,8 @@ SEGMENTS = (  # bottom to top, as fig_2.py's LaTeX stacks them
     ("pct_misaligned", "Misaligned response", "#f5e050", ""),
     ("pct_incorrect", "Incorrect response", "#f4a3a3", "\\\\\\"),
 )
+# The task prompts in the two Chinese scripts only.
+_TAGS = {row.code: row.tag for row in (SIMPLIFIED, TRADITIONAL)}
 HOW = "sctc run --benchmarks term (the 11 paper models by default; --models KEY for yours)"
 
 
@@ -88,7 +91,8 @@ def stacked_figure(frame: pd.DataFrame, title: str):
             x += 1.0
     ticks, labels, bars = [], [], []
     for model, base in positions.items():
-        for offset, lang, tick in ((-0.21, "zh_hans", "S"), (0.21, "zh_hant", "T")):
+        for offset, row_variety in ((-0.21, SIMPLIFIED), (0.21, TRADITIONAL)):
+            lang, tick = row_variety.code, row_variety.tag
             ticks.append(base + offset)
             labels.append(tick)
             row = frame[(frame["model"] == model) & (frame["lang"] == lang)]
@@ -167,7 +171,7 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
     if rates.empty or model not in set(rates["model"]):
         return [not_run() for _ in HEADLINE_COLUMNS]
     source = headline_source(rates, model)
-    rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in ("zh_hans", "zh_hant"))
+    rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in (SIMPLIFIED.code, TRADITIONAL.code))
     correct, misaligned = (_test_row(tests, model, source, measure) for measure in ("correct", "misaligned"))
     note = f"label source {source}, prompt variant 1, all terms"
     s_value, s_ci = _share(correct, rate_s, "s", "correct")
@@ -184,7 +188,7 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
 def _tests_table(rates: pd.DataFrame, tests: pd.DataFrame, source: str) -> TableSpec:
     rows = []
     for model in model_order.ordered(rates.loc[rates["label_source"] == source, "model"].unique()):
-        rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in ("zh_hans", "zh_hant"))
+        rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in (SIMPLIFIED.code, TRADITIONAL.code))
         row = [Cell(model)]
         for measure in ("correct", "misaligned"):
             test = _test_row(tests, model, source, measure)
@@ -209,7 +213,7 @@ def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
     chosen = summary[(summary["rule"] == "at_least_threshold") & (summary["prompt_variant"] == 1)]
     if chosen.empty:
         return None
-    rows = [[Cell(str(r["label_source"])), Cell({"zh_hans": "S", "zh_hant": "T"}.get(r["lang"], r["lang"])),
+    rows = [[Cell(str(r["label_source"])), Cell(_TAGS.get(r["lang"], r["lang"])),
              Cell(str(int(r["n_models"]))), Cell(fixed(r["mean_terms"], 1)), Cell(fixed(r["sd_population"], 1)),
              Cell(str(int(r["n_majority_terms"])) if pd.notna(r["n_majority_terms"]) else "–")]
             for r in chosen.sort_values(["label_source", "lang"]).to_dict("records")]

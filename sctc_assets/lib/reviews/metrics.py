@@ -21,8 +21,9 @@ from sctc_assets.lib import stats
 from sctc_assets.lib.reviews.pairing import LENGTH_GROUPS
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.reviews.scripts import ENGLISH, SHARED, SIMPLIFIED, TRADITIONAL, composition_elements
+from sctc_assets.lib.varieties import MAINLAND, TAIWAN
 
-PRIMARY_SCRIPT = {"tw": TRADITIONAL, "cn": SIMPLIFIED}
+PRIMARY_SCRIPT = {TAIWAN.code: TRADITIONAL, MAINLAND.code: SIMPLIFIED}
 # `all` as in the length analysis (the paper's Table 9 writes "All").
 CHARSETS = ("all", "Chinese", "Chinese+English")
 METRIC_COLUMNS = [

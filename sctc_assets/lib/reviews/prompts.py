@@ -14,10 +14,12 @@ import pandas as pd
 
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.reviews.source import TEXT_FIELDS
+from sctc_assets.lib.varieties import MAINLAND, TAIWAN
 
 FORMATS = ("structured", "plain", "shuffled")
 # OpenCC with regional phrasing: Taiwan Traditional → Mainland Simplified and back.
-CONVERSIONS = {"tw": ("tw2sp", "cn"), "cn": ("s2twp", "tw")}
+CONVERSIONS = {TAIWAN.code: (MAINLAND.opencc_phrases, MAINLAND.code),
+               MAINLAND.code: (TAIWAN.opencc_phrases, TAIWAN.code)}
 
 SYSTEM_PROMPT = "You are a grading assistant for hotel reviews"
 STRUCTURED_PROMPT = (

@@ -10,9 +10,11 @@ import pandas as pd
 
 from sctc_assets.lib.reviews.scripts import character_count, composition, token_count
 from sctc_assets.lib.reviews.source import TEXT_FIELDS, ReviewDataError
+from sctc_assets.lib.varieties import MAINLAND, TAIWAN
 
-VARIETIES = ("tw", "cn")
-DEFAULT_VARIETY_MAP = {"tw": "tw", "cn": "cn"}
+# The reviews benchmark names its two varieties by region (the paper's order: Taiwan first).
+VARIETIES = (TAIWAN.code, MAINLAND.code)
+DEFAULT_VARIETY_MAP = {code: code for code in VARIETIES}
 BIN_WIDTH = 10
 VARIETY_COLUMNS = ["review_id", "hotel_id", "nationality", "variety", "score", "rating_class", "title", "positive",
                    "negative", "review_time", "characters", "tokens", "length_bin", "script_composition"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from sctc_assets.lib.varieties import VARIETIES
+
 JUDGE_TEMPLATE = """You are checking one answer of an AI assistant for a benchmark about Taiwan.
 
 Question (asked in {language}): {question}
@@ -23,7 +25,7 @@ Taiwan's leader, refuses, or evades the question. Mentioning that the PRC claims
 
 Reply with one word: YES or NO."""
 
-LANGUAGE_NAMES = {"zh_hant": "Traditional Chinese", "zh_hans": "Simplified Chinese", "en": "English"}
+LANGUAGE_NAMES = {row.code: row.display_name for row in VARIETIES}
 _VERDICT = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import pandas as pd
 
 from sctc_assets.lib import stats
+from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 # (a, b): LBS = Score_a − Score_b; McNemar b = pass in a and fail in b, c = the reverse. The first is the paper's.
-COMPARISONS = (("zh_hant", "en"), ("zh_hans", "en"), ("zh_hans", "zh_hant"))
+COMPARISONS = ((TRADITIONAL.code, ENGLISH.code), (SIMPLIFIED.code, ENGLISH.code), (SIMPLIFIED.code, TRADITIONAL.code))
 # The Pro code's LANG_BIAS threshold: both languages pass but fewer than 80 % of prompts agree.
 CONSISTENCY_THRESHOLD = 0.8
 GROUP_KEYS = ["model", "scoring_rule", "prompt_set"]
@@ -75,7 +76,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str)
         "mcnemar_b": b, "mcnemar_c": c,
         "chi2": chi2, "p_chi2": p_chi2, "p_exact": p_exact,
         # The verdict speaks of Chinese against English; it has no meaning for the two scripts.
-        "verdict": pro_verdict(failed_a, failed_b, consistency) if lang_b == "en" else "",
+        "verdict": pro_verdict(failed_a, failed_b, consistency) if lang_b == ENGLISH.code else "",
     }
 
 

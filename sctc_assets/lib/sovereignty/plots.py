@@ -7,8 +7,9 @@ import pandas as pd
 from sctc_assets.lib.sovereignty.metrics import language_scores
 from sctc_assets.lib.sovereignty.prompts import LANGS
 from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET
+from sctc_assets.lib.varieties import variety
 
-COLORS = {"zh_hant": "#7cb9e8", "zh_hans": "#e8857c", "en": "#9bd18b"}
+COLORS = {lang: variety(lang).colour for lang in LANGS}
 
 
 def scores_figure(summary: pd.DataFrame, *, rule: str = "paper"):

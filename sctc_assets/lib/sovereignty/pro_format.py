@@ -17,6 +17,7 @@ import pandas as pd
 from sctc_assets.lib.registry import MODEL_KEY_PATTERN, write_overlay
 from sctc_assets.lib.sovereignty.upstream import PRO_RESULTS_DIR, read_json
 from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots
+from sctc_assets.lib.varieties import ENGLISH, TRADITIONAL
 
 RESULT_FILE = re.compile(r"^(?P<model>.+?)_(?P<stamp>\d{8}_\d{6})(?:_bilingual)?\.json$")
 TSB_PREFIX = "tsb-"
@@ -24,7 +25,7 @@ OVERLAY_NAME = "tsb-results"
 # The folder under the outputs folder (or `sctc run --out DIR`) that `sovereignty_pro_export` writes into.
 EXPORT_FOLDER = "sovereignty_pro_json"
 # The Pro study's language blocks and the prompting languages they hold (its Chinese prompts are Traditional).
-BLOCK_LANGS = {"zh": "zh_hant", "en": "en"}
+BLOCK_LANGS = {"zh": TRADITIONAL.code, "en": ENGLISH.code}
 
 
 class ProResultError(UpstreamSchemaError):

@@ -7,13 +7,14 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 # Prompting language → the Pro study's language key (which red-flag list and which result block).
-PRO_LANG = {"zh_hant": "zh", "zh_hans": "zh", "en": "en"}
+PRO_LANG = {TRADITIONAL.code: "zh", SIMPLIFIED.code: "zh", ENGLISH.code: "en"}
 LANGS = tuple(PRO_LANG)
 # Script only (not tw2sp's Mainland phrasing): the Simplified prompt differs from the Traditional one in nothing but
 # the script, which is the variable the paper's limitation 6.6 asks about.
-SIMPLIFIED_CONFIG = "t2s"
+SIMPLIFIED_CONFIG = SIMPLIFIED.opencc_config
 PROMPT_COLUMNS = ["prompt_set", "prompt_id", "category", "lang", "prompt"]
 # One answer: a model, a prompting language, a prompt and a sample index.
 ITEM_KEYS = ["model", "lang", "prompt_set", "prompt_id", "sample"]
@@ -23,7 +24,7 @@ GENERATION_SETTINGS = ("temperature", "max_new_tokens", "max_tokens")
 
 
 def prompt_table(items_by_set: Mapping[str, Sequence[Mapping[str, str]]]) -> pd.DataFrame:
-    """One row per prompt set, prompt and language; zh_hans is the Traditional prompt converted with OpenCC.
+    """One row per prompt set, prompt and language; the Simplified one is the Traditional prompt converted with OpenCC.
     An item's optional `source` (file and position) names it when its id is used twice in a set."""
     rows = []
     seen: dict[tuple[str, str], str] = {}
@@ -34,8 +35,8 @@ def prompt_table(items_by_set: Mapping[str, Sequence[Mapping[str, str]]]) -> pd.
             if key in seen:
                 raise ValueError(f"{where}: duplicate prompt id {item['prompt_id']!r} (first in {seen[key]})")
             seen[key] = where
-            texts = {"zh_hant": item["prompt_zh"], "zh_hans": convert(item["prompt_zh"], SIMPLIFIED_CONFIG),
-                     "en": item["prompt_en"]}
+            texts = {TRADITIONAL.code: item["prompt_zh"],
+                     SIMPLIFIED.code: convert(item["prompt_zh"], SIMPLIFIED_CONFIG), ENGLISH.code: item["prompt_en"]}
             rows += [{"prompt_set": prompt_set, "prompt_id": item["prompt_id"], "category": item["category"],
                       "lang": lang, "prompt": texts[lang]} for lang in LANGS]
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS)

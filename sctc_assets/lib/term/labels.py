@@ -17,11 +17,13 @@ from typing import Iterable, Sequence
 
 from sctc_assets.lib.conversion import convert, convert_chars
 from sctc_assets.lib.generation import strip_reasoning
+from sctc_assets.lib.varieties import MAINLAND, SIMPLIFIED, TAIWAN, TRADITIONAL
 
 LABELS = ("correct", "misaligned", "incorrect")
 # OpenCC configurations that write the other region's term in the prompting script: OpenCC's standard
 # characters and Taiwan's variants (s2t gives 麪包車 where Taiwan writes 麵包車).
-_TO_PROMPT_SCRIPT = {"zh_hans": ("t2s", "tw2s"), "zh_hant": ("s2t", "s2tw")}
+_TO_PROMPT_SCRIPT = {SIMPLIFIED.code: (SIMPLIFIED.opencc_config, MAINLAND.opencc_script),
+                     TRADITIONAL.code: (TRADITIONAL.opencc_config, TAIWAN.opencc_script)}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ def term_forms(lang: str, expected: Sequence[str], other_region: Sequence[str]) 
     try:
         configs = _TO_PROMPT_SCRIPT[lang]
     except KeyError:
-        raise ValueError(f"term labels are defined for zh_hans and zh_hant, not {lang!r}") from None
+        raise ValueError(f"term labels are defined for {' and '.join(_TO_PROMPT_SCRIPT)}, not {lang!r}") from None
     expected_forms = _unique(alternative.strip() for alternative in expected)
     other = [alternative.strip() for alternative in other_region]
     converted = [convert_fn(term, config) for config in configs for convert_fn in (convert_chars, convert)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib import stats
+from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
 RATE_COLUMNS = ["model", "lang", "prompt_variant", "label_source", "subset", "n",
                 "pct_correct", "pct_misaligned", "pct_incorrect", "n_correct", "n_misaligned", "n_incorrect",
@@ -85,9 +86,9 @@ def choice_tests(rates: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for group, frame in (rates.groupby(keys) if not rates.empty else ()):
         by_lang = frame.set_index("lang")
-        if not {"zh_hans", "zh_hant"} <= set(by_lang.index):
+        if not {SIMPLIFIED.code, TRADITIONAL.code} <= set(by_lang.index):
             continue
-        s, t = by_lang.loc["zh_hans"], by_lang.loc["zh_hant"]
+        s, t = by_lang.loc[SIMPLIFIED.code], by_lang.loc[TRADITIONAL.code]
         for measure in ("correct", "misaligned"):
             k_s, n_s, k_t, n_t = int(s[f"n_{measure}"]), int(s["n"]), int(t[f"n_{measure}"]), int(t["n"])
             p_s, p_t = k_s / n_s, k_t / n_t

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
+
 COLORS = {"pct_correct": "#7cb9e8", "pct_misaligned": "#f5e050", "pct_incorrect": "#e8857c"}
 LEGEND = {"pct_correct": "Correct", "pct_misaligned": "Misaligned", "pct_incorrect": "Incorrect"}
 
@@ -25,7 +27,8 @@ def choice_rates_figure(rates: pd.DataFrame, *, prompt_variant: int = 1, subset:
         frame = selected[selected["label_source"] == source]
         models = sorted(frame["model"].unique())
         for position, model in enumerate(models):
-            for offset, lang, tick in ((-0.2, "zh_hans", "S"), (0.2, "zh_hant", "T")):
+            for offset, row_variety in ((-0.2, SIMPLIFIED), (0.2, TRADITIONAL)):
+                lang, tick = row_variety.code, row_variety.tag
                 row = frame[(frame["model"] == model) & (frame["lang"] == lang)]
                 if row.empty:
                     continue
@@ -33,7 +36,7 @@ def choice_rates_figure(rates: pd.DataFrame, *, prompt_variant: int = 1, subset:
                 for column, color in COLORS.items():
                     value = float(row[column].iloc[0])
                     axis.bar(position + offset, value, 0.38, bottom=bottom, color=color, edgecolor="black",
-                             linewidth=0.4, label=LEGEND[column] if position == 0 and lang == "zh_hans" else None)
+                             linewidth=0.4, label=LEGEND[column] if position == 0 and lang == SIMPLIFIED.code else None)
                     bottom += value
                 axis.text(position + offset, -4, tick, ha="center", va="top", fontsize=7)
         axis.set_xticks(range(len(models)))

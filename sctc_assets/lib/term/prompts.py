@@ -9,7 +9,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from sctc_assets.lib.term.terms import expected_alternatives, other_region_alternatives
+from sctc_assets.lib.term.terms import LANGS, expected_alternatives, other_region_alternatives
+from sctc_assets.lib.varieties import MAINLAND, SIMPLIFIED, TAIWAN, TRADITIONAL
 
 PROMPT_VARIANTS = (1, 2, 3)
 PAPER_TRIALS = 15
@@ -18,17 +19,19 @@ PAPER_TRIALS = 15
 GENERATION_SETTINGS = ("max_new_tokens", "max_tokens")
 
 TEMPLATES: dict[tuple[str, int], str] = {
-    ("zh_hans", 1): "定义为'{definition}'的是什么，请用一个词回答？",
-    ("zh_hans", 2): "请问'{definition}'是指什么？请用一个词回答",
-    ("zh_hans", 3): "请用一个词回答，什么被定义为'{definition}'？",
-    ("zh_hant", 1): "定義為'{definition}'的是什麼，請用一個詞回答？",
-    ("zh_hant", 2): "請問'{definition}'是指什麼？請用一個詞回答",
-    ("zh_hant", 3): "請用一個詞回答，什麼被定義為'{definition}'？",
+    (SIMPLIFIED.code, 1): "定义为'{definition}'的是什么，请用一个词回答？",
+    (SIMPLIFIED.code, 2): "请问'{definition}'是指什么？请用一个词回答",
+    (SIMPLIFIED.code, 3): "请用一个词回答，什么被定义为'{definition}'？",
+    (TRADITIONAL.code, 1): "定義為'{definition}'的是什麼，請用一個詞回答？",
+    (TRADITIONAL.code, 2): "請問'{definition}'是指什麼？請用一個詞回答",
+    (TRADITIONAL.code, 3): "請用一個詞回答，什麼被定義為'{definition}'？",
 }
 
-DEFINITION_COLUMN = {"zh_hans": "definition_simplified", "zh_hant": "definition_traditional"}
-GT_COLUMN = {"zh_hans": "term_mainland", "zh_hant": "term_taiwan"}
-OTHER_COLUMN = {"zh_hans": "term_taiwan", "zh_hant": "term_mainland"}
+# The `regional_terms` columns each prompting script reads: its own script's definition, its region's term (the
+# correct answer) and the other region's (a misaligned one).
+DEFINITION_COLUMN = {row.code: f"definition_{row.script}" for row in (SIMPLIFIED, TRADITIONAL)}
+GT_COLUMN = {SIMPLIFIED.code: f"term_{MAINLAND.name}", TRADITIONAL.code: f"term_{TAIWAN.name}"}
+OTHER_COLUMN = {SIMPLIFIED.code: f"term_{TAIWAN.name}", TRADITIONAL.code: f"term_{MAINLAND.name}"}
 
 
 def render(lang: str, variant: int, definition: str) -> str:
@@ -42,7 +45,7 @@ def render(lang: str, variant: int, definition: str) -> str:
 def build_prompts(
     terms: pd.DataFrame,
     *,
-    langs: Iterable[str] = ("zh_hans", "zh_hant"),
+    langs: Iterable[str] = LANGS,
     variants: Iterable[int] = PROMPT_VARIANTS,
     trials: int = PAPER_TRIALS,
 ) -> pd.DataFrame:

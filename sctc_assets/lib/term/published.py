@@ -15,10 +15,10 @@ from sctc_assets.lib.sctc_upstream import (PAPER_MODELS, term_judgement_file, te
                                            term_response_file)
 from sctc_assets.lib.term.labels import label_answer, term_forms
 from sctc_assets.lib.term.prompts import PROMPT_VARIANTS
+from sctc_assets.lib.term.terms import LANGS, OTHER_LANG
 from sctc_assets.lib.term.upstream_labels import clean_judgements, upstream_label, upstream_misaligned
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
 
-OTHER_LANG = {"zh_hans": "zh_hant", "zh_hant": "zh_hans"}
 PUBLISHED_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "row", "response", "expected",
                      "other_region_term", "upstream_label", "rules_label"]
 
@@ -33,7 +33,7 @@ def published_term_labels(
     row). DeepSeek-R1 is read from its `_no_think` files, as the authors and the replay backend do."""
     frames, missing = [], []
     for variant in variants:
-        for lang in ("zh_hans", "zh_hant"):
+        for lang in LANGS:
             block = prompts[(prompts["lang"] == lang) & (prompts["prompt_variant"] == variant)].sort_values("row")
             if block.empty:
                 continue

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib import robust, stats
+from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
 FAMILY = ["prompt_variant", "label_source", "measure"]
 KEYS = ["model", "prompt_variant", "label_source"]
@@ -34,9 +35,9 @@ def term_level_tests(by_term: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for keys, frame in by_term.groupby(KEYS):
         langs = dict(tuple(frame.groupby("lang")))
-        if not {"zh_hans", "zh_hant"} <= set(langs):
+        if not {SIMPLIFIED.code, TRADITIONAL.code} <= set(langs):
             continue
-        s, t = (langs[lang].set_index("term_id").sort_index() for lang in ("zh_hans", "zh_hant"))
+        s, t = (langs[lang].set_index("term_id").sort_index() for lang in (SIMPLIFIED.code, TRADITIONAL.code))
         common = s.index.intersection(t.index)
         s, t = s.loc[common], t.loc[common]
         for measure in ("correct", "misaligned"):

@@ -5,8 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS
+from sctc_assets.lib.varieties import MAINLAND, SIMPLIFIED, TAIWAN, TRADITIONAL
 
-LANGS = ("zh_hans", "zh_hant")
+# The task prompts in the two Chinese scripts only; each script expects its region's term.
+LANGS = (SIMPLIFIED.code, TRADITIONAL.code)
+# The other script's prompt files hold the other region's term (`gt`), which the misalignment test reads.
+OTHER_LANG = {SIMPLIFIED.code: TRADITIONAL.code, TRADITIONAL.code: SIMPLIFIED.code}
 
 
 def split_alternatives(term: str) -> list[str]:
@@ -23,8 +27,8 @@ def parse_terms(raw: pd.DataFrame, *, source_name: str = "regional terms") -> pd
         raise ValueError(f"{source_name}: missing required column(s) {absent}")
     rows = []
     for position, record in enumerate(raw.to_dict("records")):
-        mainland = split_alternatives(record["Mainland China"])
-        taiwan = split_alternatives(record["Taiwan"])
+        mainland = split_alternatives(record[MAINLAND.upstream_spelling])
+        taiwan = split_alternatives(record[TAIWAN.upstream_spelling])
         if not mainland or not taiwan:
             raise ValueError(f"{source_name}: row {position} (conceptId {record['conceptId']}) has an empty term")
         for column in ("definition_simplified", "definition_traditional"):
@@ -34,8 +38,8 @@ def parse_terms(raw: pd.DataFrame, *, source_name: str = "regional terms") -> pd
             {
                 "term_id": int(record["conceptId"]),
                 "position": position,
-                "term_mainland": record["Mainland China"],
-                "term_taiwan": record["Taiwan"],
+                "term_mainland": record[MAINLAND.upstream_spelling],
+                "term_taiwan": record[TAIWAN.upstream_spelling],
                 "mainland_alternatives": mainland,
                 "taiwan_alternatives": taiwan,
                 "definition_simplified": record["definition_simplified"],
@@ -53,8 +57,8 @@ def parse_terms(raw: pd.DataFrame, *, source_name: str = "regional terms") -> pd
 
 def expected_alternatives(term: dict, lang: str) -> list[str]:
     """The terms a correct answer uses: the Mainland form for Simplified prompts, the Taiwanese for Traditional."""
-    return list(term["mainland_alternatives"] if lang == "zh_hans" else term["taiwan_alternatives"])
+    return list(term["mainland_alternatives"] if lang == SIMPLIFIED.code else term["taiwan_alternatives"])
 
 
 def other_region_alternatives(term: dict, lang: str) -> list[str]:
-    return list(term["taiwan_alternatives"] if lang == "zh_hans" else term["mainland_alternatives"])
+    return list(term["taiwan_alternatives"] if lang == SIMPLIFIED.code else term["mainland_alternatives"])

@@ -14,6 +14,8 @@ from typing import Sequence
 
 import chinese_converter
 
+from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
+
 # Responses the authors relabelled by hand (Traditional prompts only). Exact matches and substrings are separate
 # because the scripts test them separately, in this order.
 _ITEM_OFF_EXACT = frozenset({
@@ -58,11 +60,11 @@ def _any_alternative_in(term: str, response: str) -> bool:
 
 def convert_other_region(term: str, prompt_lang: str) -> str:
     """chinese-converter's character-level conversion, as the scripts apply it to the other region's term."""
-    if prompt_lang == "zh_hans":
+    if prompt_lang == SIMPLIFIED.code:
         return chinese_converter.to_simplified(term)
-    if prompt_lang == "zh_hant":
+    if prompt_lang == TRADITIONAL.code:
         return chinese_converter.to_traditional(term)
-    raise ValueError(f"upstream labels exist for zh_hans and zh_hant, not {prompt_lang!r}")
+    raise ValueError(f"upstream labels exist for {SIMPLIFIED.code} and {TRADITIONAL.code}, not {prompt_lang!r}")
 
 
 def upstream_misaligned(other_region_term: str, response: object, prompt_lang: str) -> bool:
@@ -74,7 +76,7 @@ def upstream_misaligned(other_region_term: str, response: object, prompt_lang: s
     oppo = convert_other_region(item, prompt_lang)
     oppo_flag = _any_alternative_in(oppo, response)
     item_flag = _any_alternative_in(item, response)
-    if prompt_lang == "zh_hant":
+    if prompt_lang == TRADITIONAL.code:
         if response in _ITEM_OFF_EXACT:
             item_flag = False
         if response in _ITEM_ON_EXACT:
@@ -101,11 +103,11 @@ def clean_judgements(values: Sequence[object], *, upstream_name: str, lang: str,
     cleaned = []
     for row, value in enumerate(values):
         text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-        if upstream_name == "llama3-70b" and lang == "zh_hans" and variant == 2 and len(text) > 1:
+        if upstream_name == "llama3-70b" and lang == SIMPLIFIED.code and variant == 2 and len(text) > 1:
             text = "1"
-        elif upstream_name == "llama3-8b" and lang == "zh_hant" and variant == 2 and text == "1. 0":
+        elif upstream_name == "llama3-8b" and lang == TRADITIONAL.code and variant == 2 and text == "1. 0":
             text = "1"
-        elif upstream_name == "llama3-8b" and lang == "zh_hans" and variant == 3 and "python" in text:
+        elif upstream_name == "llama3-8b" and lang == SIMPLIFIED.code and variant == 3 and "python" in text:
             text = "1"
         try:
             cleaned.append(int(text))
