@@ -1,5 +1,5 @@
 """Partitions shared by every benchmark: a dynamic `model` dimension filled from the registry, crossed with the
-benchmark's own static `lang` dimension. Per-model assets use the `model` dimension alone, so Dagster maps the
+benchmark's own static dimension (its spec's `langs`, named by its `dimension`). Per-model assets use the `model` dimension alone, so Dagster maps the
 two-dimensional partitions onto them and re-running one model touches only that model's partitions.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sctc_assets.lib.languages import NAME_LANGS, SOVEREIGNTY_LANGS, TERM_LANGS  # noqa: F401 (re-exported)
+from sctc_assets.benchmarks.spec import BenchmarkSpec
 
 MODELS_PARTITION_NAME = "models"
 models_partitions = dg.DynamicPartitionsDefinition(name=MODELS_PARTITION_NAME)
@@ -19,8 +19,9 @@ def model_lang_partitions(langs: tuple[str, ...], dimension: str = "lang") -> dg
     )
 
 
-term_partitions = model_lang_partitions(TERM_LANGS)
-name_partitions = model_lang_partitions(NAME_LANGS)
+def benchmark_partitions(spec: BenchmarkSpec) -> dg.MultiPartitionsDefinition:
+    """A benchmark's model × lang (or × its own dimension) partitions, as its spec states them."""
+    return model_lang_partitions(spec.langs, spec.dimension)
 
 # Corpus counts are partitioned by shard, `<corpus>.<index>-of-<shards>`, filled from the corpus registry.
 CORPUS_SHARDS_PARTITION_NAME = "corpus_shards"

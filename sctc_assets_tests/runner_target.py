@@ -78,7 +78,7 @@ def main() -> int:
     entries = {model: SimpleNamespace(default=True, backend="replay" if args.replay else "target", settings={},
                                       benchmarks={}) for model in args.models}
     registry = SimpleNamespace(entries=lambda: entries)
-    project = SimpleNamespace(plans={"target": plan}, defs=defs, resources={"models": registry} if args.replay else {})
+    project = SimpleNamespace(specs={"target": plan}, defs=defs, resources={"models": registry} if args.replay else {})
     return run_benchmarks(run_args, {}, entries, args.models, {"target": []}, project=project)
 
 

@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import figure_file, markdown_table, table_metadata
 from sctc_assets.lib.corpus.tables import upstream_name_counts
@@ -14,7 +15,7 @@ from sctc_assets.lib.name.selections import agreement, published_regions
 from sctc_assets.lib.report.headlines import name_headlines
 from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
-from sctc_assets.partitions import NAME_LANGS, models_partitions
+from sctc_assets.partitions import models_partitions
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
@@ -101,7 +102,7 @@ def name_permutation_stability(context: dg.AssetExecutionContext, name_selection
     missing: list[str] = []
     if entry.backend == "replay":
         source, records = upstream.open(), []
-        for lang in NAME_LANGS:
+        for lang in NAME.langs:
             for permutations in PAPER_PERMUTATIONS:
                 relative = name_permutation_file(str(entry.settings["upstream_name"]), lang, permutations)
                 try:

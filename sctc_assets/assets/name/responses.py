@@ -19,7 +19,7 @@ from sctc_assets.lib.name.extraction import judge_prompt
 from sctc_assets.lib.name.requests import prompts_to_ask, requests_of
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
 from sctc_assets.lib.progress import ProgressReporter
-from sctc_assets.partitions import model_and_lang, name_partitions
+from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -44,7 +44,7 @@ class NameResponsesConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+@dg.asset(partitions_def=benchmark_partitions(NAME), group_name=GROUP, kinds={"pandas", "parquet"},
           backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def name_responses(
@@ -104,7 +104,7 @@ JUDGEMENT_COLUMNS = ["model", *LIST_KEYS, "judge_model", "judge_answer", "judge_
 
 
 @catalogued
-@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
+@dg.asset(partitions_def=benchmark_partitions(NAME), group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
 def name_judgements(
     context: dg.AssetExecutionContext,
     config: NameJudgeConfig,

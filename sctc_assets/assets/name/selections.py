@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.generation import stored_text
@@ -12,7 +13,7 @@ from sctc_assets.lib.name.selections import (
 )
 from sctc_assets.lib.sctc_upstream import name_response_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
-from sctc_assets.partitions import model_and_lang, name_partitions
+from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -56,7 +57,7 @@ def disagreement_examples(compared: pd.DataFrame, responses: pd.DataFrame) -> st
 
 
 @catalogued
-@dg.asset(partitions_def=name_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=benchmark_partitions(NAME), group_name=GROUP, kinds={"pandas", "parquet"})
 def name_selections(
     context: dg.AssetExecutionContext,
     name_responses: pd.DataFrame,

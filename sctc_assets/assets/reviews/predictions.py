@@ -14,14 +14,13 @@ from sctc_assets.benchmarks.reviews import REVIEWS, answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.report.headlines import review_headlines
 from sctc_assets.lib.reviews import metrics
-from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import predictions_table
-from sctc_assets.partitions import model_lang_partitions, models_partitions
+from sctc_assets.partitions import benchmark_partitions, models_partitions
 from sctc_assets.resources.registry import ModelRegistryResource
 
 GROUP = "reviews"
-review_partitions = model_lang_partitions(FORMATS, dimension="format")
+review_partitions = benchmark_partitions(REVIEWS)
 
 
 class ReviewPredictionsConfig(dg.Config):

@@ -11,7 +11,6 @@ from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.partition_ranges import serves_partition_ranges
-from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns
 from sctc_assets.lib.progress import ProgressReporter
@@ -19,7 +18,7 @@ from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_a
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
-from sctc_assets.partitions import model_and_lang
+from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.registry import ModelRegistryResource
 
 GROUP = "sovereignty"
@@ -40,7 +39,7 @@ class SovereigntyResponsesConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"},
           backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
@@ -89,7 +88,7 @@ class SovereigntyJudgeConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
+@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
 def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
                            sovereignty_responses: pd.DataFrame,
                            models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:

@@ -9,15 +9,15 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
-from sctc_assets.assets.sovereignty.partitions import sovereignty_partitions
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 from sctc_assets.lib.sovereignty.review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
-from sctc_assets.partitions import model_and_lang
+from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 
 GROUP = "sovereignty"
@@ -36,7 +36,7 @@ def queue_path(configured: str | None) -> Path:
 
 
 @catalogued
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: pd.DataFrame,
                       tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Per answer (reasoning blocks removed): the Type A / B / C phrases of the configured red-flag list
@@ -65,7 +65,7 @@ class SovereigntyResultsConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=sovereignty_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyResultsConfig,
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per

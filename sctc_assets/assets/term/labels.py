@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.benchmarks.term import TERM
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
@@ -11,7 +12,7 @@ from sctc_assets.lib.term.labelling import LABEL_COLUMNS, REFUSAL, judge_labels,
 from sctc_assets.lib.term.terms import OTHER_LANG
 from sctc_assets.lib.term.upstream_labels import clean_judgements
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
-from sctc_assets.partitions import model_and_lang, term_partitions
+from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
@@ -69,7 +70,7 @@ def lexicon_source_labels(rules: pd.DataFrame, prompts: pd.DataFrame, lexicon_ta
 
 
 @catalogued
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+@dg.asset(partitions_def=benchmark_partitions(TERM), group_name=GROUP, kinds={"pandas", "parquet"},
           ins={"term_verdict_lexicon": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
 def term_labels(
     context: dg.AssetExecutionContext,

@@ -19,7 +19,7 @@ from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides
 from sctc_assets.lib.term.requests import term_requests
-from sctc_assets.partitions import model_and_lang, term_partitions
+from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -39,7 +39,7 @@ class TermResponsesConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
+@dg.asset(partitions_def=benchmark_partitions(TERM), group_name=GROUP, kinds={"pandas", "parquet"},
           backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
 @serves_partition_ranges
 def term_responses(
@@ -96,7 +96,7 @@ JUDGEMENT_DTYPES = {"prompt_variant": "int64", "trial": "int64", "term_id": "int
 
 
 @catalogued
-@dg.asset(partitions_def=term_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
+@dg.asset(partitions_def=benchmark_partitions(TERM), group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
 def term_judgements(
     context: dg.AssetExecutionContext,
     config: TermJudgeConfig,
