@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sctc_assets"
@@ -12,6 +16,7 @@ KNOWN_PRIVATE_DAGSTER = {
 }
 
 
+@cache  # parsed once for all the tests
 def _modules() -> dict[str, ast.Module]:
     return {path.relative_to(PACKAGE).as_posix(): ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for path in sorted(PACKAGE.rglob("*.py"))}
@@ -57,3 +62,32 @@ def test_known_exceptions_still_exist():
     for relative in KNOWN_PRIVATE_DAGSTER:
         assert relative in modules, relative
         assert any(_is_private_dagster(name) for _, name in _imported(relative, modules[relative])), relative
+
+
+def _upper_layer(name: str) -> bool:
+    """Dagster, or a part of sctc_assets other than lib (backends, assets, resources, running, definitions …)."""
+    if name == "dagster" or name.startswith(("dagster.", "dagster_")):
+        return True
+    return name.startswith("sctc_assets.") and not (name == "sctc_assets.lib" or name.startswith("sctc_assets.lib."))
+
+
+def test_lib_imports_neither_dagster_nor_the_layers_above_it():
+    # lib/ promises code usable without Dagster (a notebook, a worker); one import upward breaks that for every
+    # module importing it.
+    offending = [f"{relative}:{line} imports {name}" for relative, tree in _modules().items()
+                 if relative.startswith("lib/") for line, name in _imported(relative, tree) if _upper_layer(name)]
+    assert not offending, "\n".join(offending)
+
+
+def test_importing_all_of_lib_loads_no_dagster():
+    # The source check above cannot see a third-party package that imports Dagster; importing shows it.
+    code = ("import importlib, pkgutil, sys, sctc_assets.lib as lib\n"
+            "for module in pkgutil.walk_packages(lib.__path__, 'sctc_assets.lib.'):\n"
+            "    if not module.name.endswith('.__main__'):\n"
+            "        importlib.import_module(module.name)\n"
+            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'dagster'"
+            " or name.startswith('sctc_assets.') and not name.startswith('sctc_assets.lib')))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE.parent),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert output.stdout.strip() == "[]"
