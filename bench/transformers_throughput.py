@@ -28,7 +28,7 @@ def _tokenizer(source: str):
     from transformers import AutoTokenizer
 
     if source == "embedded":
-        from sctc_assets.backends.embedded import ensure_artifact
+        from sctc_assets.lib.embedded_model import ensure_artifact
 
         path = ensure_artifact("qwen2.5-coder-0.5b-instruct-q4_k_m")
         return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

@@ -96,14 +96,14 @@ def model_registry_sensor(context: dg.SensorEvaluationContext, models: ModelRegi
     gone = sorted(known - registered)
     kept: list[str] = []
     if gone:
-        if context.repository_def is not None:
-            asset_graph = context.repository_def.asset_graph
-        else:  # a sensor context built without definitions (tests, `dg.build_sensor_context()`)
-            from sctc_assets.definitions import defs
-
-            asset_graph = defs.resolve_asset_graph()
-        busy = models_with_materializations(context.instance, asset_graph, gone) | models_in_running_runs(
-            context.instance)
+        if context.repository_def is None:
+            # Only the definitions the sensor runs in know which assets store results by model; guessing could
+            # delete the partition of a model with results. The daemon always passes them; a test must too.
+            raise dg.DagsterInvariantViolationError(
+                "model_registry_sensor needs its definitions to tell which models have results: build its context"
+                " with `dg.build_sensor_context(..., definitions=defs)`")
+        busy = models_with_materializations(context.instance, context.repository_def.asset_graph, gone) | (
+            models_in_running_runs(context.instance))
         kept = [key for key in gone if key in busy]
         gone = [key for key in gone if key not in busy]
     previously = _since(context.cursor)

@@ -131,3 +131,12 @@ def test_a_partition_key_not_in_the_registry_fails_naming_it_and_is_then_removed
         assert "removed after 300 s without results: fake-typo" in waiting.skip_reason.skip_message
         _tick(instance, _later(waiting))
         assert _partitions(instance) == ["fake-a", "fake-b"]
+
+
+def test_the_sensor_refuses_to_remove_partitions_without_its_definitions(registry):
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION_NAME, ["fake-a", "fake-b", "left-the-registry"])
+        context = dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()})
+        with pytest.raises(dg.DagsterInvariantViolationError, match="definitions=defs"):
+            model_registry_sensor(context)
+        assert _tick(instance).skip_reason.skip_message.startswith("2 models, all registered")

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from sctc_assets.backends import embedded as emb
 from sctc_assets.backends import transformers_backend as tb
 from sctc_assets.backends.base import BackendUnavailable, GenerationHalted
 from sctc_assets.backends.transformers_backend import TransformersBackend
+from sctc_assets.lib import embedded_model as emb
 from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest
 
@@ -148,7 +148,7 @@ def test_module_import_does_not_load_torch():
     import sys
 
     code = (
-        "import sys; import sctc_assets.backends.transformers_backend, sctc_assets.backends.embedded;"
+        "import sys; import sctc_assets.backends.transformers_backend, sctc_assets.lib.embedded_model;"
         " print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -21,16 +21,14 @@ from pydantic import PrivateAttr
 
 from sctc_assets.lib.budget import Budget
 from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner, score_key
-from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
+# BackendUnavailable is defined in lib so that the embedded model's files (lib/embedded_model) can raise it without
+# Dagster; backends import it from here.
+from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.work_queue import WAIT, WorkQueue
 
 ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, GenerationResult], None]
-
-
-class BackendUnavailable(RuntimeError):
-    """The backend cannot serve this request at all (missing API key, missing weights): a configuration problem."""
 
 
 class GenerationHalted(RuntimeError):

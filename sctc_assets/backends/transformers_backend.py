@@ -241,7 +241,7 @@ class TransformersBackend(ModelBackend):
     gguf_file: Optional[str] = Field(default=None, description="GGUF file name inside `model` (hub repo or folder).")
     embedded: Optional[str] = Field(
         default=None,
-        description="Name of an embedded artifact (see backends/embedded.py), e.g. qwen2.5-coder-0.5b-instruct-q4_k_m;"
+        description="Name of an embedded artifact (see lib/embedded_model.py), e.g. qwen2.5-coder-0.5b-instruct-q4_k_m;"
         " the verified file replaces `model`/`gguf_file`.",
     )
     revision: Optional[str] = Field(default=None, description="Hub revision (branch, tag or commit).")
@@ -270,7 +270,7 @@ class TransformersBackend(ModelBackend):
     # --- configuration -------------------------------------------------------------------------------------------
 
     def _artifact(self):
-        from sctc_assets.backends.embedded import get_artifact
+        from sctc_assets.lib.embedded_model import get_artifact
 
         return get_artifact(self.embedded) if self.embedded else None
 
@@ -306,7 +306,7 @@ class TransformersBackend(ModelBackend):
         """(model source, gguf file, tokenizer source, tokenizer gguf file), assembling the embedded file if needed."""
         artifact = self._artifact()
         if artifact is not None:
-            from sctc_assets.backends.embedded import ensure_artifact
+            from sctc_assets.lib.embedded_model import ensure_artifact
 
             # Verified against artifact.sha256. Resolved, so data folders that link to one models folder (the
             # tests' isolated data folders) share one loaded model.
@@ -329,7 +329,7 @@ class TransformersBackend(ModelBackend):
         artifact = self._artifact()
         if artifact is not None:
             return artifact.sha256
-        from sctc_assets.backends.embedded import sha256_file
+        from sctc_assets.lib.embedded_model import sha256_file
 
         return sha256_file(Path(source, gguf_file))
 

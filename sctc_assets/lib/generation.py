@@ -21,6 +21,10 @@ OUTCOMES: tuple[str, ...] = ("ok", "refusal", "error", "missing")
 CACHEABLE_OUTCOMES: frozenset[str] = frozenset({"ok", "refusal"})
 
 
+class BackendUnavailable(RuntimeError):
+    """The backend cannot serve this request at all (missing API key, missing weights): a configuration problem."""
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """One model call.

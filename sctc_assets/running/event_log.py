@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import sqlalchemy as db
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from sqlalchemy.pool import StaticPool
+
+from sctc_assets.running.dagster_internals import INDEX_SHARD_NAME, SQLITE_BUSY_TIMEOUT_SECONDS, SqliteEventLogStorage
 
 _OPEN_SHARDS = 4
 

@@ -22,10 +22,11 @@ import socket
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.instance.config import dagster_instance_config
-from dagster._core.instance.ref import InstanceRef
 
-NO_COMPUTE_LOGS = {"module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}
+from sctc_assets.running.dagster_internals import (NOOP_COMPUTE_LOG_MANAGER, SQLITE_RUN_STORAGE,
+                                                   SQLITE_SCHEDULE_STORAGE, InstanceRef, dagster_instance_config)
+
+NO_COMPUTE_LOGS = NOOP_COMPUTE_LOG_MANAGER
 HOST_TAG, PID_TAG, PROCESS_START_TAG = "sctc/host", "sctc/pid", "sctc/process_start"
 UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
@@ -33,12 +34,10 @@ UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.
 def _fast_sqlite_storage(base: str) -> dict:
     """The instance's default SQLite storage, its event log written by `FastSqliteEventLogStorage`."""
     history = os.path.join(base, "history")
-    return {"run_storage": {"module": "dagster._core.storage.runs", "class": "SqliteRunStorage",
-                            "config": {"base_dir": history}},
+    return {"run_storage": {**SQLITE_RUN_STORAGE, "config": {"base_dir": history}},
             "event_log_storage": {"module": "sctc_assets.running.event_log", "class": "FastSqliteEventLogStorage",
                                   "config": {"base_dir": os.path.join(history, "runs")}},
-            "schedule_storage": {"module": "dagster._core.storage.schedules", "class": "SqliteScheduleStorage",
-                                 "config": {"base_dir": os.path.join(base, "schedules")}}}
+            "schedule_storage": {**SQLITE_SCHEDULE_STORAGE, "config": {"base_dir": os.path.join(base, "schedules")}}}
 
 
 def cli_instance(home: str | Path | None = None) -> dg.DagsterInstance:

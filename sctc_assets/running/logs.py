@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 import dagster as dg
-from dagster._core.log_manager import LOG_RECORD_METADATA_ATTR
+
+from sctc_assets.running.dagster_internals import LOG_RECORD_METADATA_ATTR
 
 LOGGER_KEY = "sctc"
 KEEP_LOG_FILES = 20

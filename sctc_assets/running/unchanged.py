@@ -27,13 +27,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import dagster as dg
-from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.definitions.events import AssetKeyPartitionKey
-from dagster._core.definitions.observe import observe
-from dagster._core.event_api import PartitionKeyFilter
-from dagster._core.events import DagsterEventType
-from dagster._time import get_current_datetime
+
+from sctc_assets.running.dagster_internals import (AssetGraphView, AssetKeyPartitionKey, CachingStaleStatusResolver,
+                                                   DagsterEventType, PartitionKeyFilter, StaleStatus, TemporalContext,
+                                                   get_current_datetime, observe)
 
 SETTINGS_TAG = "sctc/settings"
 # Per-run limits and how a run spreads its work, not data: a new budget must not re-materialize the prompts.

@@ -37,6 +37,7 @@ import pandas as pd
 
 from sctc_assets.lib import stats
 from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.embedded_model import ensure_artifact, sha256_file
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.yaml_files import load_yaml
 
@@ -209,9 +210,6 @@ def _package_folder(package: str) -> Path:
 
 def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str) -> str:
     """A local path (file or folder) for a registry file source, or a hub id. Checks `sha256` when given."""
-    # The embedded model and its hashing live with the model backends; imported here, when a file is needed.
-    from sctc_assets.backends.embedded import ensure_artifact, sha256_file
-
     member = source.get("member")
     if "hub" in source:
         return str(source["hub"])

@@ -10,6 +10,9 @@ the hash matches) and records the verification in a sidecar `<file>.verified.jso
 Without the part packages it falls back to `huggingface_hub.hf_hub_download` and verifies that file the same way.
 Two processes may call it at once: an advisory lock serialises the work, and the atomic rename keeps the result
 correct even where locking is unavailable.
+
+Nothing here needs Dagster, so the tokenizer registry (`lib/name/tokenization.py`) reads the same verified file as
+the transformers backend.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from sctc_assets.backends.base import BackendUnavailable
 from sctc_assets.lib.file_lock import file_lock
+from sctc_assets.lib.generation import BackendUnavailable
 from sctc_assets.lib.paths import default_models_dir
 
 INSTALL_HINT = "pip install -e '.[embedded]'"

@@ -1,0 +1,93 @@
+"""Which modules may import what, read from the source with `ast` (every import node, inside functions too)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sctc_assets"
+DAGSTER_INTERNALS = "running/dagster_internals.py"
+KNOWN_PRIVATE_DAGSTER = {
+    "runner.py",  # moves into running/ with the runner
+}
+
+
+@cache  # parsed once for all the tests
+def _modules() -> dict[str, ast.Module]:
+    return {path.relative_to(PACKAGE).as_posix(): ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imported(relative: str, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in the module, relative imports resolved."""
+    parts = ["sctc_assets", *relative.removesuffix(".py").split("/")]
+    package = parts[:-1]  # __init__.py resolves against its own package, which is its folder
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+            module = ".".join(name for name in (base, node.module or "") if name)
+            found.append((node.lineno, module))
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _is_private_dagster(name: str) -> bool:
+    return name.startswith("dagster._")
+
+
+def test_only_dagster_internals_reaches_into_private_dagster_modules():
+    offending = []
+    for relative, tree in _modules().items():
+        if relative == DAGSTER_INTERNALS or relative in KNOWN_PRIVATE_DAGSTER:
+            continue
+        lines = {line: name for line, name in reversed(_imported(relative, tree)) if _is_private_dagster(name)}
+        offending += [f"{relative}:{line} imports {name}" for line, name in sorted(lines.items())]
+        # Instance config names classes by module string, which no import shows.
+        offending += [f"{relative}:{node.lineno} names {node.value}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                      and _is_private_dagster(node.value)]
+    assert not offending, "private Dagster names belong in running/dagster_internals.py:\n" + "\n".join(offending)
+
+
+def test_known_exceptions_still_exist():
+    # An exception that no longer imports private Dagster is removed from the list, so it cannot come back unseen.
+    modules = _modules()
+    for relative in KNOWN_PRIVATE_DAGSTER:
+        assert relative in modules, relative
+        assert any(_is_private_dagster(name) for _, name in _imported(relative, modules[relative])), relative
+
+
+def _upper_layer(name: str) -> bool:
+    """Dagster, or a part of sctc_assets other than lib (backends, assets, resources, running, definitions …)."""
+    if name == "dagster" or name.startswith(("dagster.", "dagster_")):
+        return True
+    return name.startswith("sctc_assets.") and not (name == "sctc_assets.lib" or name.startswith("sctc_assets.lib."))
+
+
+def test_lib_imports_neither_dagster_nor_the_layers_above_it():
+    # lib/ promises code usable without Dagster (a notebook, a worker); one import upward breaks that for every
+    # module importing it.
+    offending = [f"{relative}:{line} imports {name}" for relative, tree in _modules().items()
+                 if relative.startswith("lib/") for line, name in _imported(relative, tree) if _upper_layer(name)]
+    assert not offending, "\n".join(offending)
+
+
+def test_importing_all_of_lib_loads_no_dagster():
+    # The source check above cannot see a third-party package that imports Dagster; importing shows it.
+    code = ("import importlib, pkgutil, sys, sctc_assets.lib as lib\n"
+            "for module in pkgutil.walk_packages(lib.__path__, 'sctc_assets.lib.'):\n"
+            "    if not module.name.endswith('.__main__'):\n"
+            "        importlib.import_module(module.name)\n"
+            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'dagster'"
+            " or name.startswith('sctc_assets.') and not name.startswith('sctc_assets.lib')))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE.parent),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert output.stdout.strip() == "[]"
