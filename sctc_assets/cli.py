@@ -122,7 +122,7 @@ def _add_report_parser(commands: Any) -> None:
 def _build_report(models: list[str] | None, out: Path | None) -> int:
     import dagster as dg
 
-    from sctc_assets.assets.report.run import materialize_report
+    from sctc_assets.running.report import materialize_report
 
     outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out)
     if not outcome.ok:

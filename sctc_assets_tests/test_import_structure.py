@@ -11,9 +11,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sctc_assets"
 DAGSTER_INTERNALS = "running/dagster_internals.py"
-KNOWN_PRIVATE_DAGSTER = {
-    "runner.py",  # moves into running/ with the runner
-}
+KNOWN_PRIVATE_DAGSTER: set[str] = set()
 
 
 @cache  # parsed once for all the tests
@@ -91,3 +89,14 @@ def test_importing_all_of_lib_loads_no_dagster():
                                                                       os.environ.get("PYTHONPATH")]))}
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert output.stdout.strip() == "[]"
+
+
+def test_the_replay_backends_are_those_that_bypass_the_cache():
+    """`uses_response_cache` answers without importing a backend (Dagster); it must agree with the classes."""
+    from sctc_assets.backends import backend_class
+    from sctc_assets.lib.backend_catalog import BUILTIN_BACKENDS, uses_response_cache
+
+    for name in BUILTIN_BACKENDS:
+        assert uses_response_cache(name) == backend_class(name).uses_cache, name
+    assert uses_response_cache("sctc_assets_tests.fakes:ScriptedBackend")
+    assert uses_response_cache("no_such_module:Backend")

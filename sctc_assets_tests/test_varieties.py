@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sctc_assets.lib import conversion, languages, varieties
+from sctc_assets.lib import conversion, varieties
 from sctc_assets.lib.varieties import (ENGLISH, MAINLAND, REGIONS, SIMPLIFIED, TAIWAN, TRADITIONAL, VARIETIES, region,
                                        variety)
 
@@ -79,10 +79,14 @@ def test_upstream_file_names_and_region_spellings_read_the_table():
 
 
 def test_every_benchmarks_prompting_languages_are_varieties_of_the_table():
-    from sctc_assets.assets.name.plan import LANG_TAGS as plan_tags
+    from sctc_assets.benchmarks import SPECS
+    from sctc_assets.benchmarks.name import LANG_TAGS as plan_tags
 
     codes = {row.code for row in VARIETIES}
-    for langs in (languages.TERM_LANGS, languages.SOVEREIGNTY_LANGS, languages.NAME_LANGS):
-        assert set(langs) <= codes
+    for name in ("term", "name", "sovereignty"):
+        assert set(SPECS[name].langs) <= codes
+    assert SPECS["term"].langs == ("zh_hans", "zh_hant")
+    assert SPECS["sovereignty"].langs == ("zh_hant", "zh_hans", "en")
+    assert SPECS["name"].langs == ("zh_hans", "zh_hant", "en")
     # The name plan's tags were once E where the report said EN; both now follow the table.
     assert plan_tags == {row.code: row.tag for row in VARIETIES}

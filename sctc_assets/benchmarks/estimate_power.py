@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sctc_assets.lib.varieties import SIMPLIFIED
+
 BASELINE = 0.5  # the hardest case for a proportion: its variance is largest at 50 %
 _HEAD = "power (80 %, α = 0.05, two-sided, rates near 50 %)"
 
@@ -29,7 +31,7 @@ def _first_partitions(design: Any) -> dict[str, Any]:
     """Each model's Simplified Chinese partition (every language of a model has the same design)."""
     first: dict[str, Any] = {}
     for partition in design.partitions:
-        if partition.partition == "zh_hans" and not partition.selected.empty:
+        if partition.partition == SIMPLIFIED.code and not partition.selected.empty:
             first.setdefault(partition.model, partition.selected)
     return first
 

@@ -11,8 +11,8 @@ from sctc_assets.benchmarks.estimate_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting)
 from sctc_assets.benchmarks.term import not_a_pro_result
-from sctc_assets.lib.languages import NAME_LANGS
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
+from sctc_assets.lib.varieties import VARIETIES
 
 ASSETS = {
     "regional_names": AssetEntry(INPUTS, "The 352 regional names with region, gender and popularity."),
@@ -54,7 +54,7 @@ ASSETS = {
                                                             " clustering by candidate list."),
 }
 
-LANG_TAGS = {"zh_hans": "S", "zh_hant": "T", "en": "E"}
+LANG_TAGS = {variety.code: variety.tag for variety in VARIETIES}
 
 
 def name_arguments(parser: Any) -> None:
@@ -130,7 +130,7 @@ def name_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
 NAME = BenchmarkSpec(
     name="name",
     paper="sc-tc-bench",
-    langs=NAME_LANGS,
+    langs=tuple(variety.code for variety in VARIETIES),
     assets=ASSETS,
     add_arguments=name_arguments,
     config=name_config,

@@ -10,6 +10,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, present)
+from sctc_assets.lib.backend_catalog import uses_response_cache
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.reviews.requests import ReviewRunSettings, run_settings
@@ -85,12 +86,7 @@ def reviews_run_settings(values: Mapping[str, Any], entry: Any) -> ReviewRunSett
 
 def answers_new_prompts(entry: Any) -> bool:
     """Replay backends (they bypass the response cache) hold published answers to other benchmarks' prompts."""
-    from sctc_assets.backends import backend_class  # Dagster: a user's backend class can only be asked
-
-    try:
-        return backend_class(entry.backend).uses_cache
-    except (ImportError, ValueError):
-        return True  # the asset then fails with the registry's own message
+    return uses_response_cache(entry.backend)
 
 
 def _cell(row: pd.Series, measure: str, digits: int) -> str:

@@ -12,14 +12,18 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting)
-from sctc_assets.lib.languages import SOVEREIGNTY_LANGS
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
-from sctc_assets.lib.sovereignty.metrics import language_scores
+from sctc_assets.lib.sovereignty.metrics import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, import_results, results_folder
 from sctc_assets.lib.sovereignty.prompts import run_settings
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
-                                                  TSB_ENV_VAR)
+                                                  TSB_ENV_VAR, open_roots, upstream_locations)
 from sctc_assets.lib.upstream_source import UpstreamError, local_directory
+from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL, variety
+
+# Traditional first, as the paper and the Pro study list them.
+LANGS = (TRADITIONAL.code, SIMPLIFIED.code, ENGLISH.code)
+PAPER_PAIR = (TRADITIONAL.code, ENGLISH.code)
 
 ASSETS = {
     "sovereignty_prompts": AssetEntry(INPUTS, "The sovereignty prompts in Traditional, Simplified and English."),
@@ -95,10 +99,7 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str]:
     if location:
         folder = results_folder(local_directory(location, default_upstream_cache_dir()))
     else:
-        # The resource resolves and caches the upstream location as the assets do (Dagster: only for an import).
-        from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
-
-        pro = TSBUpstreamResource().roots().pro
+        pro = open_roots(upstream_locations(), default_upstream_cache_dir()).pro
         if pro is None:
             raise UpstreamError("the upstream location has no Pro-study results; give --tsb-results PATH|URL")
         folder = pro / PRO_RESULTS_DIR
@@ -118,13 +119,13 @@ def _prompt_set_table(summary: pd.DataFrame) -> str:
     for (model, rule), group in summary.groupby(["model", "scoring_rule"]):
         pairs = group.set_index(["lang_a", "lang_b"])
         row: dict[str, Any] = {"model": model, "rule": rule}
-        for lang in SOVEREIGNTY_LANGS:
+        for lang in LANGS:
             key = (model, rule, lang)
             row[lang] = f"{scores.loc[key, 'passed']}/{scores.loc[key, 'n']}" if key in scores.index else "–"
-        for (a, b), label in ((("zh_hant", "en"), "T−E"), (("zh_hans", "en"), "S−E"), (("zh_hans", "zh_hant"), "S−T")):
-            row[f"LBS {label}"] = f"{pairs.loc[(a, b), 'lbs']:+.1f}" if (a, b) in pairs.index else "–"
-        if ("zh_hant", "en") in pairs.index:  # the paper's pair
-            pair = pairs.loc[("zh_hant", "en")]
+        for a, b in COMPARISONS:
+            row[f"LBS {variety(a).tag}−{variety(b).tag}"] = f"{pairs.loc[(a, b), 'lbs']:+.1f}" if (a, b) in pairs.index else "–"
+        if PAPER_PAIR in pairs.index:
+            pair = pairs.loc[PAPER_PAIR]
             row.update({"C": f"{pair['consistency']:.0%}", "QAC": f"{pair['qac']:.2f}",
                         "b/c": f"{pair['mcnemar_b']}/{pair['mcnemar_c']}"
                                + (" prompts" if pair.get("mcnemar_unit") == "prompt" else ""),
@@ -148,9 +149,9 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
     blocks = []
     for prompt_set in prompt_sets:
         title = "stage 1" if prompt_set == MAIN_PROMPT_SET else f"prompt set {prompt_set} (scored with the same rules)"
-        blocks.append(f"Taiwan sovereignty benchmark, {title} (zh_hant/zh_hans/en: answers passed; C, QAC, McNemar and "
-                      "verdict for zh_hant vs en; rules: code = the Pro study's rescore.py, paper = Section 3.3, judge "
-                      "= paper + a judge model; exact McNemar p BH-adjusted across models)\n"
+        blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, McNemar and "
+                      f"verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's rescore.py, paper = "
+                      "Section 3.3, judge = paper + a judge model; exact McNemar p BH-adjusted across models)\n"
                       + _prompt_set_table(summary[summary["prompt_set"] == prompt_set]))
     return "\n\n".join(blocks)
 
@@ -158,7 +159,7 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
 SOVEREIGNTY = BenchmarkSpec(
     name="sovereignty",
     paper="taiwan-sovereignty",
-    langs=SOVEREIGNTY_LANGS,
+    langs=LANGS,
     assets=ASSETS,
     add_arguments=sovereignty_arguments,
     config=sovereignty_config,

@@ -14,8 +14,8 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.estimate_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting)
-from sctc_assets.lib.languages import TERM_LANGS
 from sctc_assets.lib.term.prompts import run_settings
+from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
 ASSETS = {
     "regional_terms": AssetEntry(INPUTS, "The 110 regional terms with both regions' forms and definitions."),
@@ -84,9 +84,10 @@ def _variant_table(rates: pd.DataFrame, tests: pd.DataFrame, variant: int) -> st
     for (model, source), frame in rates.groupby(["model", "label_source"]):
         by_lang = frame.set_index("lang")
         row: dict[str, Any] = {"model": model, "labels": source}
-        for lang, tag in (("zh_hans", "S"), ("zh_hant", "T")):
-            if lang in by_lang.index:
-                r = by_lang.loc[lang]
+        for variety in (SIMPLIFIED, TRADITIONAL):
+            tag = variety.tag
+            if variety.code in by_lang.index:
+                r = by_lang.loc[variety.code]
                 row[f"{tag} n"] = int(r["n"])
                 row[f"{tag} correct%"] = round(float(r["pct_correct"]), 2)
                 row[f"{tag} misaligned%"] = round(float(r["pct_misaligned"]), 2)
@@ -121,7 +122,7 @@ def term_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
 TERM = BenchmarkSpec(
     name="term",
     paper="sc-tc-bench",
-    langs=TERM_LANGS,
+    langs=(SIMPLIFIED.code, TRADITIONAL.code),
     assets=ASSETS,
     add_arguments=term_arguments,
     config=term_config,

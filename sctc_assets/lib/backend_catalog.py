@@ -9,6 +9,7 @@ setting (`test_backend_catalog` checks this against `model_fields` of every buil
 from __future__ import annotations
 
 import ast
+import importlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,6 +19,8 @@ BUILTIN_BACKENDS = {
     "replay": "sctc_assets.backends.replay:ReplayBackend",
     "tsb_replay": "sctc_assets.backends.tsb_replay:TSBReplayBackend",
 }
+# The built-in backends that replay published answers and so bypass the response cache (their `uses_cache`).
+REPLAY_BACKENDS = frozenset({"replay", "tsb_replay"})
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 _BASE_CLASS = "sctc_assets.backends.base:ModelBackend"
 
@@ -69,3 +72,17 @@ def builtin_settings(backend: str) -> frozenset[str] | None:
     """The settings of a built-in backend, or None for a backend of your own (`module:Class`, imported to check)."""
     target = BUILTIN_BACKENDS.get(backend)
     return _fields(target) if target is not None else None
+
+
+def uses_response_cache(backend: str) -> bool:
+    """Whether a backend's answers go through the response cache: not a replay of published answers. A backend of
+    your own (`module:Class`) is imported to read its `uses_cache`; one that cannot be imported counts as caching
+    (the asset then fails with the registry's own message)."""
+    if backend in BUILTIN_BACKENDS:
+        return backend not in REPLAY_BACKENDS
+    module, _, name = backend.partition(":")
+    try:
+        backend_class = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return True
+    return bool(getattr(backend_class, "uses_cache", True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 from pathlib import Path
 from typing import Optional
@@ -14,9 +13,9 @@ from pydantic import Field
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import commit_of
 from sctc_assets.lib.sovereignty.upstream import (
-    RED_FLAGS_ENV_VAR, TSB_DEFAULT_URLS, TSB_ENV_VAR, RedFlagList, TSBRoots, load_red_flags, locate_roots,
+    RED_FLAGS_ENV_VAR, TSB_ENV_VAR, RedFlagList, TSBRoots, load_red_flags, open_roots, upstream_locations,
 )
-from sctc_assets.lib.upstream_source import UpstreamError, download, local_directory
+from sctc_assets.lib.upstream_source import download
 
 _roots: dict[tuple[tuple[str, ...], str], TSBRoots] = {}
 _lock = threading.Lock()
@@ -39,8 +38,7 @@ class TSBUpstreamResource(dg.ConfigurableResource):
     cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted and URLs downloaded.")
 
     def locations(self) -> tuple[str, ...]:
-        configured = self.location or os.environ.get(TSB_ENV_VAR)
-        return tuple(shlex.split(configured)) if configured else TSB_DEFAULT_URLS
+        return upstream_locations(self.location)
 
     def _cache_dir(self) -> Path:
         return Path(self.cache_dir) if self.cache_dir else default_upstream_cache_dir()
@@ -49,11 +47,7 @@ class TSBUpstreamResource(dg.ConfigurableResource):
         key = (self.locations(), str(self._cache_dir()))
         with _lock:
             if key not in _roots:
-                try:
-                    directories = [local_directory(location, self._cache_dir()) for location in key[0]]
-                except UpstreamError as exc:
-                    raise UpstreamError(f"{exc} (point --tsb-upstream or ${TSB_ENV_VAR} at a copy)") from exc
-                _roots[key] = locate_roots(directories, origin=" ".join(key[0]))
+                _roots[key] = open_roots(key[0], self._cache_dir())
             return _roots[key]
 
     def red_flag_choice(self) -> str:

@@ -24,13 +24,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import dagster as dg
 import pandas as pd
-from dagster._core.definitions.job_definition import default_job_io_manager
 
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
 from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
+from sctc_assets.running.dagster_internals import default_job_io_manager
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread

@@ -12,12 +12,15 @@ archive.
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sctc_assets.lib.text_files import json_type, read_utf8
-from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots, is_url
+from sctc_assets.lib.upstream_source import (UpstreamError, UpstreamSchemaError, candidate_roots, is_url,
+                                            local_directory)
 
 TSB_COMMIT = "2351914892de9a9eb65f5bc90f7abd7870daabcd"
 PRO_COMMIT = "470ccf6d9e593174835a30d43dd6155b181da1d6"
@@ -88,6 +91,22 @@ def locate_roots(directories: Sequence[Path], origin: str) -> TSBRoots:
     if not benchmark:
         raise UpstreamError(f"{origin}: no {BENCHMARK_MARKER} found here or one folder down")
     return TSBRoots(benchmark=benchmark[0], pro=pro[0] if pro else None)
+
+
+def upstream_locations(configured: str | None = None) -> tuple[str, ...]:
+    """The locations to read: `configured`, else `$SCTC_TSB_UPSTREAM` (shell quoting allowed), else the pinned
+    GitHub archives."""
+    configured = configured or os.environ.get(TSB_ENV_VAR)
+    return tuple(shlex.split(configured)) if configured else TSB_DEFAULT_URLS
+
+
+def open_roots(locations: Sequence[str], cache_dir: Path) -> TSBRoots:
+    """The benchmark's and the Pro study's folders among `locations` (extracted or downloaded under `cache_dir`)."""
+    try:
+        directories = [local_directory(location, cache_dir) for location in locations]
+    except UpstreamError as exc:
+        raise UpstreamError(f"{exc} (point --tsb-upstream or ${TSB_ENV_VAR} at a copy)") from exc
+    return locate_roots(directories, origin=" ".join(locations))
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:

@@ -8,6 +8,10 @@ from typing import Sequence
 
 import dagster as dg
 
+from sctc_assets.definitions import defs, shared_resources
+from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.resources.registry import ModelRegistryResource
+
 
 @dataclass
 class ReportRun:
@@ -19,10 +23,6 @@ class ReportRun:
 def materialize_report(instance: dg.DagsterInstance, *, models: Sequence[str] | None = None,
                        out_dir: Path | None = None) -> ReportRun:
     """Build the report from the tables in the storage; the path of its HTML file, or why it failed."""
-    from sctc_assets.definitions import defs, shared_resources
-    from sctc_assets.partitions import MODELS_PARTITION_NAME
-    from sctc_assets.resources.registry import ModelRegistryResource
-
     # The per-model tables are read over the `model` partitions, which the registry sensor and `sctc run` fill;
     # registering the registry's models here reads every model's tables however the instance was filled.
     known = set(instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
