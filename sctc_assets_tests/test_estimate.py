@@ -132,7 +132,7 @@ def fakes(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
         " benchmarks: {term: {trials: 1, prompt_variants: [1]}}}\n"
         f"  fake-b: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: b, calls_file: '{calls}',"
         " benchmark_answers: {reviews: '8'}}\n"
-        f"  halting: {{backend: 'sctc_assets_tests.test_plan:HaltingBackend', name: h, calls_file: '{calls}',"
+        f"  halting: {{backend: 'sctc_assets_tests.test_estimate:HaltingBackend', name: h, calls_file: '{calls}',"
         " halt_after: 3}\n"
         "  paper-qwen: {backend: replay, upstream_name: qwen}\n", encoding="utf-8")
     monkeypatch.setenv("SCTC_MODELS", str(registry))
