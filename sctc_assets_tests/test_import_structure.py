@@ -54,6 +54,32 @@ def test_only_dagster_internals_reaches_into_private_dagster_modules():
     assert not offending, "private Dagster names belong in running/dagster_internals.py:\n" + "\n".join(offending)
 
 
+# The layers, bottom first: a module imports its own layer and those below it, never one above (imports inside
+# functions count too). `running/` drives the definitions; the command-line modules sit on top.
+LAYERS = (("lib",), ("benchmarks",), ("backends", "resources", "partitions"), ("assets", "sensors"), ("definitions",),
+          ("running",), ("estimate", "validation", "presets", "cli", "__init__", "__main__"))
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "sctc_assets":
+        return None
+    top = parts[1] if len(parts) > 1 else "__init__"
+    return next((index for index, names in enumerate(LAYERS) if top in names), None)
+
+
+def test_every_import_points_down():
+    offending = []
+    for relative, tree in _modules().items():
+        own = _layer("sctc_assets." + relative.removesuffix(".py").replace("/", "."))
+        assert own is not None, f"{relative}: in no layer of LAYERS"
+        for line, name in _imported(relative, tree):
+            target = _layer(name)
+            if target is not None and target > own and name != "sctc_assets":
+                offending.append(f"{relative}:{line} imports {name} (layer {LAYERS[target]} above {LAYERS[own]})")
+    assert not offending, "imports that point up:\n" + "\n".join(offending)
+
+
 def test_known_exceptions_still_exist():
     # An exception that no longer imports private Dagster is removed from the list, so it cannot come back unseen.
     modules = _modules()
