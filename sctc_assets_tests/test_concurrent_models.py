@@ -7,7 +7,6 @@ assertions are on what the servers saw (request times, in-flight peaks, counts),
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -29,8 +28,8 @@ KEY_ENV = "SCTC_TEST_CONCURRENT_KEY"
 PROMPTS_PER_LANG = 110  # term prompts of one language, one prompt variant, one trial
 CONCURRENCY = 16
 # The asking asset and the inputs it needs; the scoring stages only add CPU time here.
-PLAN = dataclasses.replace(TERM, inputs=("regional_terms", "term_prompts"), per_model_lang=("term_responses",),
-                           per_model=(), cross_model=())
+PLAN = TERM.with_stages(inputs=("regional_terms", "term_prompts"), per_model_lang=("term_responses",),
+                        per_model=(), cross_model=())
 
 
 def _registry(path: Path, models: dict[str, tuple[str, str]], **extra: dict) -> Path:

@@ -4,7 +4,6 @@ test_freshness)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -117,8 +116,7 @@ def test_stored_name_review_and_corpus_tables_match_their_schemas(small_run):
     with dg.instance_for_test() as instance:
         runner = Runner(defs, instance, resources, log=lambda line: None)
         # tokenization_counts loads real tokenizers (minutes); its table is checked by the tokenization tests' run
-        name_plan = dataclasses.replace(NAME, inputs=tuple(n for n in NAME.inputs
-                                                                if n != "tokenization_counts"))
+        name_plan = NAME.with_stages(inputs=tuple(n for n in NAME.inputs if n != "tokenization_counts"))
         for plan, options in ((name_plan, {}), (REVIEWS, {}), (CORPUS, {"corpora": ["local"]})):
             models = {REVIEWS.name: ["fake-r"], CORPUS.name: []}.get(plan.name, ["fake-a"])
             report = runner.run(plan, models, options)

@@ -2,7 +2,6 @@
 the schedule spreads replayed models' stages over the workers, keeps the other models in this process, and gives
 the reports, runs and tables that one process gives."""
 
-import dataclasses
 import os
 import signal
 from pathlib import Path
@@ -272,7 +271,7 @@ def mini_notes(mini_prompts: pd.DataFrame) -> pd.DataFrame:
     return mini_prompts.assign(note="x")
 
 
-SIDE_PLAN = dataclasses.replace(MINI_PLAN, inputs=("mini_prompts", "mini_notes"))
+SIDE_PLAN = MINI_PLAN.with_stages(inputs=("mini_prompts", "mini_notes"))
 
 
 def test_inputs_no_model_reads_run_beside_the_models_and_their_failure_fails_only_their_stage(persistent):

@@ -152,6 +152,22 @@ class BenchmarkSpec:
                                        (CROSS_MODEL, cross_model)) for asset in names}
         return cls(name=name, paper=paper or name, langs=langs, assets=assets, **fields)
 
+    def with_stages(self, **stages: tuple[str, ...]) -> "BenchmarkSpec":
+        """The spec with some stage lists (`inputs`, `per_model_lang`, `per_model`, `cross_model`) replaced, each
+        asset keeping its entry: tests and benches that run part of a benchmark."""
+        lists = {"inputs": self.inputs, "per_model_lang": self.per_model_lang, "per_model": self.per_model,
+                 "cross_model": self.cross_model}
+        unknown = sorted(set(stages) - set(lists))
+        if unknown:
+            raise TypeError(f"no stage list {', '.join(unknown)} (stage lists: {', '.join(lists)})")
+        lists.update(stages)
+        assets = {name: replace(self.assets[name], stage=stage) if name in self.assets
+                  else AssetEntry(stage, f"{name}.", benchmark=self.name)
+                  for field, stage in (("inputs", INPUTS), ("per_model_lang", MODEL_LANG), ("per_model", PER_MODEL),
+                                       ("cross_model", CROSS_MODEL)) for name in lists[field]}
+        sharded = {name: entry for name, entry in self.assets.items() if entry.sharded}
+        return replace(self, assets={**assets, **sharded}, reads=())
+
     def stage_assets(self, stage: str) -> tuple[str, ...]:
         return tuple(name for name, entry in self.assets.items() if entry.stage == stage and not entry.sharded)
 
