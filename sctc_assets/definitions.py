@@ -1,38 +1,58 @@
-"""The `sctc_assets` code location: every benchmark's assets, the answer checks, shared resources, the registry
-sensor and the (opt-in) automation sensor."""
+"""The `sctc_assets` code location: everything Dagster finds in the defs folder `sctc_assets/assets/` (named by
+`[tool.dg.project]` in pyproject.toml): each benchmark folder's assets, checks, jobs and sensors, the answer checks,
+and from `assets/shared.py` the shared resources, the registry sensor and the (opt-in) automation sensor."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import warnings
+from pathlib import Path
+
 import dagster as dg
 
-from sctc_assets.assets import corpus, name, report, reviews, sovereignty, term
-from sctc_assets.assets.answer_checks import ANSWER_CHECKS
-from sctc_assets.assets.automation import automation_sensor
-from sctc_assets.assets.jobs import JOBS
-from sctc_assets.resources.corpora import CorpusRegistryResource
-from sctc_assets.resources.io_manager import ParquetIOManager
-from sctc_assets.resources.registry import ModelRegistryResource
-from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
-from sctc_assets.resources.upstream import SCTCUpstreamResource
-from sctc_assets.sensors import model_registry_sensor
+# Tests, `sctc run` and the report asset take the resources from here.
+from sctc_assets.assets.shared import shared_resources  # noqa: F401
+
+DEFS_MODULE = "sctc_assets.assets"  # pyproject.toml's `[tool.dg.project] defs_module`, for an installed wheel
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
-def shared_resources() -> dict:
-    return {
-        "upstream": SCTCUpstreamResource(),
-        "models": ModelRegistryResource(),
-        "io_manager": ParquetIOManager(),
-        "corpora": CorpusRegistryResource(),
-        "tsb_upstream": TSBUpstreamResource(),
-    }
+def _each_once(loaded: dg.Definitions) -> dg.Definitions:
+    """The same definitions with each object listed once: the folder's modules import each other's objects (a
+    benchmark's `__init__` its assets), and Dagster lists an object once per module that holds it."""
+
+    def once(objects) -> list:
+        return list({id(obj): obj for obj in objects or []}.values())
+
+    return dg.Definitions(assets=once(loaded.assets), asset_checks=once(loaded.asset_checks), jobs=once(loaded.jobs),
+                          schedules=once(loaded.schedules), sensors=once(loaded.sensors), resources=loaded.resources,
+                          executor=loaded.executor, loggers=loaded.loggers, metadata=loaded.metadata,
+                          component_tree=loaded.component_tree)
 
 
-# One entry per benchmark folder under assets/, then the audit report across them. A list, not module-level
-# Definitions: Dagster refuses a code location whose module holds more than one Definitions object.
-BENCHMARK_DEFINITIONS = [term.defs(), corpus.defs(), reviews.defs(), sovereignty.defs(), name.defs(), report.defs()]
+def _import_folder() -> None:
+    """Imports every module of the defs folder. Dagster imports them itself, but inside `warnings.catch_warnings()`,
+    which would undo the warning filters they set at import (`catalog`, `partition_ranges`) for the runs too."""
+    package = importlib.import_module(DEFS_MODULE)
+    for module in pkgutil.walk_packages(package.__path__, prefix=f"{DEFS_MODULE}."):
+        importlib.import_module(module.name)
 
-defs = dg.Definitions.merge(
-    *BENCHMARK_DEFINITIONS,
-    dg.Definitions(resources=shared_resources(), asset_checks=ANSWER_CHECKS, jobs=JOBS,
-                   sensors=[model_registry_sensor, automation_sensor()]),
-)
+
+def load_definitions(source_root: Path | None = SOURCE_ROOT) -> dg.Definitions:
+    """The defs folder's definitions: found through pyproject.toml's `[tool.dg]` in a source checkout (an editable
+    install); an installed wheel has no pyproject.toml, so there the folder is named directly. Not a search upward
+    from the package: from a virtual environment inside another dg project it would load that project's folder."""
+    _import_folder()
+    if source_root is not None and (source_root / "pyproject.toml").is_file():
+        loaded = dg.load_from_defs_folder(path_within_project=source_root)
+    else:
+        tree = dg.ComponentTree.from_module(defs_module=importlib.import_module(DEFS_MODULE),
+                                            project_root=Path(__file__).resolve().parent)
+        with warnings.catch_warnings():  # as `load_from_defs_folder` does: the loader's own preview functions
+            warnings.simplefilter("ignore", category=dg.PreviewWarning)
+            loaded = tree.build_defs()
+    return _each_once(loaded)
+
+
+defs = load_definitions()

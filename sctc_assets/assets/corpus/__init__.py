@@ -1,17 +1,9 @@
 """Corpus counts (SC-TC-Bench Sections 3.2.2, 4.3.2, A.9, B.3): corpus_shards, corpus_patterns → corpus_counts
 (one partition per corpus shard) → corpus_term_counts, corpus_name_counts → corpus_term_frequency_tables."""
 
-import dagster as dg
-
 from sctc_assets.assets.corpus.counts import (corpus_counts, corpus_name_counts, corpus_patterns, corpus_shards,
                                               corpus_term_counts)
-from sctc_assets.assets.corpus.sensors import corpus_registry_sensor
 from sctc_assets.assets.corpus.tables import corpus_term_frequency_tables
 
 CORPUS_ASSETS = [corpus_shards, corpus_patterns, corpus_counts, corpus_term_counts, corpus_name_counts,
                  corpus_term_frequency_tables]
-
-# One run per shard, so a backfill spreads shards over whatever the run launcher offers (processes, pods).
-def defs() -> dg.Definitions:
-    return dg.Definitions(assets=CORPUS_ASSETS,
-                          sensors=[corpus_registry_sensor])

@@ -6,8 +6,6 @@ last_name_agreement, last_name_region_tests; and tokenization_counts."""
 
 from __future__ import annotations
 
-import dagster as dg
-
 from sctc_assets.assets.name.last_names import (
     LAST_NAME_CHECKS,
     last_name_agreement,
@@ -41,7 +39,3 @@ NAME_ASSETS = [
     last_name_agreement, last_name_region_tests, name_significance_robustness,
 ]
 NAME_CHECKS = [name_prompts_match_upstream, *LAST_NAME_CHECKS]
-
-
-def defs() -> dg.Definitions:
-    return dg.Definitions(assets=NAME_ASSETS, asset_checks=NAME_CHECKS)

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import dagster as dg
-
 from sctc_assets.assets.report.audit import audit_report
 
 REPORT_ASSETS = [audit_report]
-
-
-def defs() -> dg.Definitions:
-    return dg.Definitions(assets=REPORT_ASSETS)

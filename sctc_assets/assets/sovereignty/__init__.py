@@ -2,8 +2,6 @@
 sovereignty_judgements → sovereignty_flags → sovereignty_results → sovereignty_model_summary /
 sovereignty_prompt_pass_rates / sovereignty_pro_export → sovereignty_summary, sovereignty_review_queue."""
 
-import dagster as dg
-
 from sctc_assets.assets.sovereignty.export import sovereignty_pro_export
 from sctc_assets.assets.sovereignty.responses import sovereignty_judgements, sovereignty_responses
 from sctc_assets.assets.sovereignty.review import sovereignty_review_queue
@@ -19,6 +17,3 @@ SOVEREIGNTY_ASSETS = [
     sovereignty_model_summary, sovereignty_prompt_pass_rates, sovereignty_pro_export, sovereignty_summary,
     sovereignty_review_queue, sovereignty_bootstrap_cis, sovereignty_significance_robustness,
 ]
-
-def defs() -> dg.Definitions:
-    return dg.Definitions(assets=SOVEREIGNTY_ASSETS)

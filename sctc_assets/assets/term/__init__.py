@@ -4,8 +4,6 @@ term_misalignment_summary."""
 
 from __future__ import annotations
 
-import dagster as dg
-
 from sctc_assets.assets.term.label_sources import (
     term_label_source_agreement,
     term_published_labels,
@@ -31,6 +29,3 @@ TERM_ASSETS = [
     term_robust_tests, term_significance_robustness, term_power, term_incorrect_types,
 ]
 TERM_CHECKS = [term_prompts_match_upstream]
-
-def defs() -> dg.Definitions:
-    return dg.Definitions(assets=TERM_ASSETS, asset_checks=TERM_CHECKS)

@@ -1,0 +1,29 @@
+"""What no benchmark folder owns: the resources every asset shares, the model registry sensor (it keeps the
+`models` partitions of every benchmark in step with the registry) and the opt-in automation sensor.
+
+A module of the defs folder with one `Definitions` object: Dagster takes that object and nothing else from it."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from sctc_assets.assets.automation import automation_sensor
+from sctc_assets.resources.corpora import CorpusRegistryResource
+from sctc_assets.resources.io_manager import ParquetIOManager
+from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
+from sctc_assets.resources.upstream import SCTCUpstreamResource
+from sctc_assets.sensors import model_registry_sensor
+
+
+def shared_resources() -> dict:
+    return {
+        "upstream": SCTCUpstreamResource(),
+        "models": ModelRegistryResource(),
+        "io_manager": ParquetIOManager(),
+        "corpora": CorpusRegistryResource(),
+        "tsb_upstream": TSBUpstreamResource(),
+    }
+
+
+defs = dg.Definitions(resources=shared_resources(), sensors=[model_registry_sensor, automation_sensor()])
