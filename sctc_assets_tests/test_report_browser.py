@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
 from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 from sctc_assets_tests.chromium import Browser, find_chromium
 from sctc_assets_tests.report_tables import full_report, registry
@@ -126,8 +127,9 @@ def test_a_missing_figure_file_is_caught(page, report, tmp_path):
 def test_an_empty_audit_says_what_is_missing_without_errors(page, report, tmp_path):
     """Nothing materialized: every section says which table is missing and the command that produces it; the page
     has no image and no error."""
-    empty = build_report(ReportInputs(tables=read_tables(tmp_path / "nothing"), registry=registry(),
-                                      usage=response_usage(tmp_path / "nothing")), tmp_path / "out")
+    empty = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+                                      tables=read_tables(tmp_path / "nothing", REPORT_TABLES), registry=registry(),
+                                      usage=response_usage(tmp_path / "nothing", RESPONSE_TABLES)), tmp_path / "out")
     _open(page, empty.html)
     assert page.problems() == []
     assert page.evaluate("document.images.length") == 0

@@ -1,21 +1,24 @@
 """Every benchmark's spec, in the order `sctc run --benchmarks` offers them, and the catalog they make up.
 
 The CLI, the validator, the estimate, the catalog, the named jobs, the report and the runner loop over `SPECS`
-(see `sctc_assets.benchmarks.spec`). No Dagster here.
+(see `sctc_assets.benchmarks.spec`): the five built in, then those of other packages (`plugins`). No Dagster here.
 """
 
 from __future__ import annotations
 
 from sctc_assets.benchmarks.corpus import CORPUS
 from sctc_assets.benchmarks.name import NAME
+from sctc_assets.benchmarks.plugins import plugin_specs
 from sctc_assets.benchmarks.reviews import REVIEWS
 from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.benchmarks.spec import CROSS_MODEL, AssetEntry, BenchmarkSpec
 from sctc_assets.benchmarks.term import TERM
 
-__all__ = ["BENCHMARKS", "CATALOG", "CORPUS", "NAME", "PAPERS", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "spec"]
+__all__ = ["BENCHMARKS", "CATALOG", "CORPUS", "NAME", "PAPERS", "PLUGIN_SCHEMAS", "REPORT_INPUTS", "REPORT_TABLES",
+           "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "spec"]
 
 SPECS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (TERM, NAME, SOVEREIGNTY, REVIEWS, CORPUS)}
+SPECS.update(plugin_specs(SPECS))
 BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 
 # The audit report reads every benchmark's tables, so it belongs to none of them.
@@ -26,8 +29,21 @@ REPORT_ASSETS = {
 }
 
 # One entry per asset of the code location: each spec's assets, then the report's.
-CATALOG: dict[str, AssetEntry] = {name: entry for spec in SPECS.values() for name, entry in spec.assets.items()}
+CATALOG: dict[str, AssetEntry] = {}
+for _spec in SPECS.values():
+    for _name, _entry in _spec.assets.items():
+        if _name in CATALOG:
+            raise ValueError(f"benchmark {_spec.name!r}: asset {_name!r} is already benchmark "
+                             f"{CATALOG[_name].benchmark!r}'s")
+        CATALOG[_name] = _entry
 CATALOG.update(REPORT_ASSETS)
+# What the audit report reads: each benchmark's tables for its part, and its table of answers for provenance.
+REPORT_INPUTS: dict[str, tuple[str, ...]] = {spec.name: spec.report_tables for spec in SPECS.values()
+                                             if spec.report_tables}
+REPORT_TABLES: tuple[str, ...] = tuple(dict.fromkeys(name for names in REPORT_INPUTS.values() for name in names))
+RESPONSE_TABLES: dict[str, str] = {spec.name: spec.response_asset for spec in SPECS.values() if spec.response_asset}
+# The column schemas of the tables of benchmarks outside this package (the built-in ones: sctc_assets.lib.schemas).
+PLUGIN_SCHEMAS = {schema.table: schema for _spec in SPECS.values() for schema in _spec.schemas}
 PAPERS: dict[str, str] = {**{spec.name: spec.paper for spec in SPECS.values()}, REPORT: REPORT_PAPER}
 
 

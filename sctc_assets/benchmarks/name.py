@@ -143,5 +143,6 @@ NAME = BenchmarkSpec(
     serves=not_a_pro_result,
     estimate_lines=(name_power_lines,),
     summary=name_summary,
+    report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names"),
     skip_unchanged=True,
 )

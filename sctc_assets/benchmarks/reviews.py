@@ -143,5 +143,6 @@ REVIEWS = BenchmarkSpec(
     serves=answers_new_prompts,
     default_models=False,
     summary=reviews_summary,
+    report_tables=("review_metrics",),
     jobs={"per_model_lang": "reviews_model_format"},
 )

@@ -170,4 +170,5 @@ SOVEREIGNTY = BenchmarkSpec(
     serves=answers_sovereignty_prompts,
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
+    report_tables=("sovereignty_summary", "sovereignty_model_summary"),
 )

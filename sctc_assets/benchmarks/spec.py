@@ -110,7 +110,10 @@ class BenchmarkSpec:
     `(asset names, partition keys)` pairs (corpus shards). `jobs`: a stage's named Dagster job where it is not
     `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether
     `sctc run` leaves unchanged model partitions as they are (only for benchmarks whose model stages read nothing
-    outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads.
+    outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads
+    (and whose answers the report's provenance counts); `report_tables`: the tables its part of the audit report reads.
+    A benchmark outside this package (`sctc_assets.benchmarks.plugins`) also names `assets_module`, the module of its
+    Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables.
     """
 
     name: str
@@ -136,6 +139,9 @@ class BenchmarkSpec:
         _no_partitioned_inputs
     jobs: Mapping[str, str] = field(default_factory=dict)
     skip_unchanged: bool = False
+    report_tables: tuple[str, ...] = ()
+    schemas: tuple[Any, ...] = ()
+    assets_module: str | None = None
 
     def __post_init__(self) -> None:
         # The spec names its entries' benchmark, so an entry is written without it.

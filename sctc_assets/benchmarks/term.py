@@ -133,5 +133,6 @@ TERM = BenchmarkSpec(
     serves=not_a_pro_result,
     estimate_lines=(term_power_lines,),
     summary=term_summary,
+    report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary"),
     skip_unchanged=True,
 )

@@ -20,13 +20,13 @@ import pandas as pd
 from sctc_assets.lib.report import names, reviews, sovereignty, term
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
-from sctc_assets.lib.report.inputs import BENCHMARK_TABLES, ReportInputs
+from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.provenance import cost, model_details, platform_info, registry_entry
 from sctc_assets.lib.report.scorecard import scorecard
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Each benchmark's part of the report (a `section(inputs)` and the scorecard's `headline(inputs, model)`), by the
-# key of its tables in BENCHMARK_TABLES; a table of another name with the prefix (intervals found by schema) too.
+# key of its tables in `ReportInputs.benchmark_tables`; a table of another name with the prefix (intervals found by schema) too.
 BENCHMARK_PARTS = {"term": (term, "term_"), "name": (names, "name_"), "sovereignty": (sovereignty, "sovereignty_"),
                    "reviews": (reviews, "review_")}
 PNG_DPI = 110
@@ -115,7 +115,7 @@ def _readable_sections(inputs: ReportInputs) -> tuple[list[Section], ReportInput
             error = f"{type(exc).__name__}: {exc}"
             column = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
         own = [name for name in inputs.tables
-               if name in BENCHMARK_TABLES[key] or name.startswith(prefix)]
+               if name in inputs.benchmark_tables.get(key, ()) or name.startswith(prefix)]
         present = [name for name in own if not inputs.table(name).empty]
         blamed = [name for name in present if column is not None and column not in inputs.table(name).columns]
         inputs = replace(inputs, tables={**inputs.tables, **{name: pd.DataFrame() for name in own}})

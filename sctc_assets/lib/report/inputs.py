@@ -11,21 +11,8 @@ import pandas as pd
 
 from sctc_assets.lib.registry import ModelEntry
 
-# The tables each benchmark's part of the report reads (cross-model tables, and the per-model ones they summarise).
-BENCHMARK_TABLES: dict[str, tuple[str, ...]] = {
-    "term": ("term_choice_rates", "term_choice_tests", "term_misalignment_summary"),
-    "name": ("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names"),
-    "sovereignty": ("sovereignty_summary", "sovereignty_model_summary"),
-    "reviews": ("review_metrics",),
-}
-# Every benchmark's table of model answers, read for provenance (a few columns only).
-RESPONSE_TABLES: dict[str, str] = {
-    "term": "term_responses", "name": "name_responses", "sovereignty": "sovereignty_responses",
-    "reviews": "review_predictions",
-}
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
                  "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at"]
-REPORT_TABLES: tuple[str, ...] = tuple(dict.fromkeys(name for names in BENCHMARK_TABLES.values() for name in names))
 
 
 @dataclass
@@ -36,6 +23,8 @@ class ReportInputs:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     models: list[str] | None = None  # only these models, when given
     generated_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    # The tables each benchmark's part reads (its spec's `report_tables`): what a section that fails leaves out.
+    benchmark_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def table(self, name: str) -> pd.DataFrame:
         """The table restricted to the chosen models; an empty frame when absent."""
@@ -80,7 +69,7 @@ def read_table(storage_dir: Path, name: str, columns: Iterable[str] | None = Non
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def read_tables(storage_dir: Path, names: Iterable[str] = REPORT_TABLES) -> dict[str, pd.DataFrame]:
+def read_tables(storage_dir: Path, names: Iterable[str]) -> dict[str, pd.DataFrame]:
     return {name: read_table(storage_dir, name) for name in names}
 
 
@@ -95,7 +84,7 @@ def interval_tables(storage_dir: Path, prefixes: tuple[str, ...] = ("sovereignty
     """Other tables of the sovereignty and review benchmarks that carry 95 % intervals (`*_ci_low` columns, e.g.
     bootstrap or paired intervals added by newer assets), found by their schema, so the report shows them
     without knowing their names."""
-    skipped = set(skip) | set(REPORT_TABLES)
+    skipped = set(skip)
     found = {}
     if not storage_dir.is_dir():
         return found

@@ -18,7 +18,7 @@ import pandas as pd
 
 from sctc_assets.lib.paths import PACKAGE_DIR
 from sctc_assets.lib.registry import ModelEntry
-from sctc_assets.lib.report.inputs import RESPONSE_TABLES, USAGE_COLUMNS
+from sctc_assets.lib.report.inputs import USAGE_COLUMNS
 
 KEY_PACKAGES = ("dagster", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "matplotlib", "jinja2",
                 "opencc", "chinese-converter", "transformers", "torch", "openai", "httpx")
@@ -119,14 +119,16 @@ def _distinct(values: pd.Series, limit: int = 5) -> str:
     return ", ".join(found[:limit]) + (f" (+{len(found) - limit} more)" if len(found) > limit else "")
 
 
-def response_usage(storage_dir: Path, models: list[str] | None = None) -> pd.DataFrame:
+def response_usage(storage_dir: Path, response_tables: Mapping[str, str],
+                   models: list[str] | None = None) -> pd.DataFrame:
     """Per benchmark and model: answers, cached/new, errors, tokens (all and new), the served model ids and system
     fingerprints the API returned (tables written before those columns existed have none) and when the answers
-    were stored. Reads a few columns of each partition file only."""
+    were stored, from `response_tables` (benchmark → its table of answers). Reads a few columns of each partition
+    file only."""
     import pyarrow.parquet as pq
 
     records = []
-    for benchmark, table in RESPONSE_TABLES.items():
+    for benchmark, table in response_tables.items():
         frames = []
         for path in _partition_files(storage_dir, table):
             model = next((part.split("=", 1)[1] for part in path.parts if part.startswith("model=")), None)
