@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from sctc_assets.benchmarks import BENCHMARKS, SPECS
+try:
+    from sctc_assets.benchmarks import BENCHMARKS, SPECS
+except ValueError as exc:  # a benchmark module of another package that cannot serve (sctc_assets.benchmarks.plugins)
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
 from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
 

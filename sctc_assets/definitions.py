@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from sctc_assets.benchmarks import SPECS
+
 # Tests, `sctc run` and the report asset take the resources from here.
 from sctc_assets.assets.shared import shared_resources  # noqa: F401
 
@@ -52,7 +54,19 @@ def load_definitions(source_root: Path | None = SOURCE_ROOT) -> dg.Definitions:
         with warnings.catch_warnings():  # as `load_from_defs_folder` does: the loader's own preview functions
             warnings.simplefilter("ignore", category=dg.PreviewWarning)
             loaded = tree.build_defs()
-    return _each_once(loaded)
+    return _each_once(dg.Definitions.merge(loaded, *plugin_definitions()))
+
+
+def plugin_definitions() -> list[dg.Definitions]:
+    """The assets and checks of the benchmarks from other packages (`sctc_assets.benchmarks.plugins`); their jobs
+    come with every spec's from `assets/jobs.py`."""
+    found = []
+    for spec in SPECS.values():
+        if spec.assets_module:
+            module = importlib.import_module(spec.assets_module)
+            found.append(dg.Definitions(assets=dg.load_assets_from_modules([module]),
+                                        asset_checks=dg.load_asset_checks_from_modules([module])))
+    return found
 
 
 defs = load_definitions()

@@ -286,7 +286,8 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
     asked: dict[str, set] = {}  # per backend identity, the requests earlier partitions ask
     for benchmark, keys in models_by_benchmark.items():
         if benchmark not in DESIGNS:
-            estimate.add_note(benchmark, "no model calls (counting only)")
+            estimate.add_note(benchmark, "no model calls (counting only)" if SPECS[benchmark].response_asset is None
+                              else "its calls are not estimated (no request design for it in sctc_assets/estimate.py)")
             continue
         design = BenchmarkDesign(benchmark, options, DESIGNS[benchmark]([entries[key] for key in keys], options))
         for partition in design.partitions:

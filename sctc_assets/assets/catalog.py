@@ -24,7 +24,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.assets import automation
-from sctc_assets.benchmarks import CATALOG, PAPERS
+from sctc_assets.benchmarks import CATALOG, PAPERS, PLUGIN_SCHEMAS
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL,  # noqa: F401
                                          STAGES, AssetEntry)
 from sctc_assets.lib.content_hash import table_hash
@@ -72,10 +72,11 @@ def catalogued(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """The asset with its catalog entry applied (see the module docstring); put it above `@dg.asset`."""
     name = assets_def.key.to_user_string()
     entry = catalog_entry(name)
-    schema = TABLE_SCHEMAS.get(name)
+    schema = TABLE_SCHEMAS.get(name) or PLUGIN_SCHEMAS.get(name)
     if entry.table and schema is None:
         raise CatalogError(f"asset {name!r} is a table without a column schema: declare its columns in "
-                           "sctc_assets/lib/schemas/ (or mark its catalog entry `table=False`)")
+                           "sctc_assets/lib/schemas/, or for a benchmark of another package in its spec's `schemas` (or mark its "
+                           "catalog entry `table=False`)")
 
     pool = POOLS.get(entry.calls) if entry.calls else None
     if assets_def.node_def.pool != pool:
