@@ -71,7 +71,7 @@ def generate(path: Path, size_bytes: int, seed: int) -> int:
 
 
 def _entry(path: Path, limit: int | None):
-    from sctc_assets.lib.corpus.registry import parse_corpora
+    from sctc_assets.lib.corpus.corpus_registry import parse_corpora
 
     document = {"corpora": {"bench": {"script": "mixed", "files": [str(path)], "limit": limit}}}
     return parse_corpora(document, source="bench", base_dir=path.parent)["bench"]

@@ -42,7 +42,7 @@ BEFORE = {"engine": "generate", "cache_converted_weights": False, "max_new_token
 
 def term_prompts(upstream: str | None, count: int):
     """`count` of the registry run's term prompts (1 trial × 3 variants × 110 terms × 2 languages = 660)."""
-    from sctc_assets.lib.registry import load_registry
+    from sctc_assets.lib.model_registry import load_registry
     from sctc_assets.lib.paths import default_registry_path
     from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
     from sctc_assets.lib.term.prompts import build_prompts, run_settings
@@ -61,7 +61,7 @@ def term_prompts(upstream: str | None, count: int):
 
 def backend_settings(path: str, new_settings: dict | None = None) -> dict:
     from sctc_assets.lib.paths import default_registry_path
-    from sctc_assets.lib.registry import load_registry
+    from sctc_assets.lib.model_registry import load_registry
     from sctc_assets.lib.term.prompts import generation_overrides
 
     entry = load_registry(default_registry_path())[MODEL_KEY]

@@ -37,7 +37,7 @@ def _cpu() -> float:
 
 
 def _library(storage: Path, registry: Path, out: Path, workers: int) -> tuple[float, float, object]:
-    from sctc_assets.lib.registry import load_registry
+    from sctc_assets.lib.model_registry import load_registry
     from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
     from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 

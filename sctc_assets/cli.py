@@ -195,7 +195,7 @@ def _select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     """Everything checked before any stage runs: option ranges, the registry and every chosen model and judge,
     the corpora. Returns the selection, or exit status 2 after printing one line per problem."""
     from sctc_assets.lib.paths import default_registry_path
-    from sctc_assets.lib.registry import load_registry
+    from sctc_assets.lib.model_registry import load_registry
     from sctc_assets.lib.upstream_source import UpstreamError
     from sctc_assets.validation import corpus_problems, model_problems, option_problems
 
@@ -338,8 +338,8 @@ def _entry_problems(entry: Any) -> list[str]:
         if ":" not in entry.backend:
             return [f"{where}: unknown backend {entry.backend!r}; use one of {sorted(BUILTIN_BACKENDS)} or "
                     "'module:ClassName'"]
-        from sctc_assets.lib.registry import RegistryError
-        from sctc_assets.resources.registry import ModelRegistryResource  # your own backend: import it to check
+        from sctc_assets.lib.model_registry import RegistryError
+        from sctc_assets.resources.model_registry import ModelRegistryResource  # your own backend: import it to check
 
         try:
             ModelRegistryResource().checked_backend_class(entry)
@@ -360,7 +360,7 @@ def _models(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from sctc_assets.lib.paths import default_registry_path
-    from sctc_assets.lib.registry import RegistryError, load_registry
+    from sctc_assets.lib.model_registry import RegistryError, load_registry
 
     if args.presets:
         from sctc_assets.presets import render_presets

@@ -25,7 +25,7 @@ import pandas as pd
 from sctc_assets.benchmarks import REVIEWS, SPECS
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.estimate import SCRIPT_RULE, Estimate, RequestSet, TokenCounter, estimate_partition
-from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.model_registry import ModelEntry
 
 @dataclass
 class PartitionDesign:
@@ -277,7 +277,7 @@ def _cache():
 def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Mapping[str, ModelEntry],
                options: Mapping[str, Any]) -> Estimate:
     """The estimate of every chosen benchmark (model keys already validated and filtered to those it serves)."""
-    from sctc_assets.resources.registry import ModelRegistryResource
+    from sctc_assets.resources.model_registry import ModelRegistryResource
 
     registry = ModelRegistryResource()
     cache = _cache()

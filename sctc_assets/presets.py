@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import yaml
 
 from sctc_assets.lib.paths import shipped_data_dir
-from sctc_assets.lib.registry import ModelEntry, RegistryError, parse_registry
+from sctc_assets.lib.model_registry import ModelEntry, RegistryError, parse_registry
 from sctc_assets.lib.yaml_files import load_yaml
 
 PRESETS_FILE = "model_presets.yaml"

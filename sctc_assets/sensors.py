@@ -10,7 +10,7 @@ from typing import Iterable
 import dagster as dg
 
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 
 def _model_dimension(partitions_def: dg.PartitionsDefinition | None) -> str | None:

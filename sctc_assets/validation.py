@@ -13,7 +13,7 @@ import os
 from typing import Any, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.term.prompts import PAPER_TRIALS
 
 # The keys each benchmark reads from a registry entry's `benchmarks:` block, from the specs (`last_names`: the name
@@ -82,7 +82,7 @@ def corpus_problems(options: Mapping[str, Any]) -> list[str]:
     chosen = options.get("corpora") or []
     if not chosen:
         return []
-    from sctc_assets.lib.corpus.registry import CorpusRegistryError, load_corpora
+    from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
     from sctc_assets.lib.paths import default_corpora_path
 
     path = default_corpora_path()
@@ -126,8 +126,8 @@ def _built_backend(entry: ModelEntry) -> tuple[Any, list[str]]:
     is one it has, and every value is valid."""
     import pydantic
 
-    from sctc_assets.lib.registry import RegistryError
-    from sctc_assets.resources.registry import ModelRegistryResource
+    from sctc_assets.lib.model_registry import RegistryError
+    from sctc_assets.resources.model_registry import ModelRegistryResource
 
     try:
         cls = ModelRegistryResource().checked_backend_class(entry)

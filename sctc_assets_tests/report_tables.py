@@ -13,7 +13,7 @@ import pandas as pd
 import yaml
 
 from sctc_assets.lib.name import metrics as name_metrics
-from sctc_assets.lib.registry import ModelEntry, parse_registry
+from sctc_assets.lib.model_registry import ModelEntry, parse_registry
 from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
 from sctc_assets.lib.report import ReportInputs, ReportResult, build_report, read_tables, response_usage
 from sctc_assets.lib.reviews.metrics import compare

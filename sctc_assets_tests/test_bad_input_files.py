@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sctc_assets.lib.registry import RegistryError, load_registry
+from sctc_assets.lib.model_registry import RegistryError, load_registry
 from sctc_assets.lib.reviews.source import ReviewDataError, read_file
 from sctc_assets.lib.sovereignty.upstream import parse_red_flags, read_json
 from sctc_assets.lib.text_files import encoding_guess, json_type, read_utf8
@@ -52,7 +52,7 @@ def test_a_review_export_in_big5_is_named_with_its_encoding(tmp_path):
 
 
 def test_a_review_queue_saved_in_gbk_by_a_spreadsheet_is_named_with_its_encoding(tmp_path):
-    from sctc_assets.lib.sovereignty.review import read_reviews
+    from sctc_assets.lib.sovereignty.answer_review import read_reviews
 
     path = tmp_path / "sovereignty_reviews.csv"
     path.write_bytes(f"model,lang,prompt_set,prompt_id,sample,decision,note\nm,zh_hans,s,S1-001,0,pass,{SIMPLIFIED.strip()}\n"

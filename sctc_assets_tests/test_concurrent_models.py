@@ -16,7 +16,7 @@ from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.paths import default_cache_path
-from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR
 from sctc_assets.running.runner import Runner
 from sctc_assets.running.instance import cli_instance

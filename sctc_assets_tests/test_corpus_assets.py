@@ -14,7 +14,7 @@ import pytest
 
 from sctc_assets.benchmarks import CORPUS
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.lib.corpus.registry import CorpusRegistryError
+from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError
 from sctc_assets.lib.corpus.tables import PAPER_CORPORA
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE

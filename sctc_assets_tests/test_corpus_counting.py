@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sctc_assets.lib.corpus.forms import build_forms
 from sctc_assets.lib.corpus.matcher import FormMatcher, count_texts
-from sctc_assets.lib.corpus.registry import (CorpusRegistryError, load_corpora, parse_corpora, parse_shard_key,
+from sctc_assets.lib.corpus.corpus_registry import (CorpusRegistryError, load_corpora, parse_corpora, parse_shard_key,
                                              shard_key)
 from sctc_assets.lib.corpus.sources import CorpusReadError, shard_texts
 from sctc_assets.lib.corpus.totals import count_fingerprints, current_shards, shard_frame

@@ -18,7 +18,7 @@ from sctc_assets.lib.estimate import (
     MESSAGE_OVERHEAD, SCRIPT_RULE, Estimate, EstimateRow, RequestSet, TokenCounter, cache_keys, cached_answers,
     estimate_partition, render,
 )
-from sctc_assets.lib.registry import load_registry
+from sctc_assets.lib.model_registry import load_registry
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.estimate import build_estimate, keyed_request
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls

@@ -18,7 +18,7 @@ from sctc_assets.backends.openai_backend import OpenAIBackend, _redact, _server_
 from sctc_assets.lib import interrupt
 from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, UsageTotals
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets_tests.openai_stub_server import (
     DROP_CONNECTION,
     FaultPlan,

@@ -12,9 +12,9 @@ import pytest
 
 from sctc_assets.cli import main
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.lib.registry import RegistryError, load_registry, parse_registry
+from sctc_assets.lib.model_registry import RegistryError, load_registry, parse_registry
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.sensors import GRACE_SECONDS, model_registry_sensor
 
 REPO = Path(__file__).resolve().parents[1]

@@ -22,8 +22,8 @@ from sctc_assets.lib import interrupt
 from sctc_assets.lib.budget import Budget, BudgetLimits
 from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, strip_reasoning
-from sctc_assets.lib.registry import RegistryError, load_registry, parse_registry
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.lib.model_registry import RegistryError, load_registry, parse_registry
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from dagster._core.instance.ref import InstanceRef
 
 from sctc_assets.partitions import model_and_lang, model_lang_partitions, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.running.runner import Runner, export_tables
 from sctc_assets.running.event_log import FastSqliteEventLogStorage

@@ -11,9 +11,9 @@ import pytest
 from sctc_assets.backends.tsb_replay import TSBReplayBackend
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.lib.generation import GenerationRequest
-from sctc_assets.lib.registry import RegistryError, load_registry, write_overlay
+from sctc_assets.lib.model_registry import RegistryError, load_registry, write_overlay
 from sctc_assets.lib.sovereignty.prompts import run_settings
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 
 @pytest.fixture

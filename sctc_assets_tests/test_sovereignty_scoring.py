@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from sctc_assets.lib.sovereignty.flags import FLAG_COLUMNS, answer_digest, missing_answer
-from sctc_assets.lib.sovereignty.review import (
+from sctc_assets.lib.sovereignty.answer_review import (
     EMPTY_REVIEWS, apply_reviews, keep_decisions, merge_reviews, read_reviews, review_queue,
 )
 from sctc_assets.lib.sovereignty.scoring import code_rule, judge_rule, paper_rule, score

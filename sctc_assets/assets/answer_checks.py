@@ -26,8 +26,8 @@ from sctc_assets.assets.sovereignty.scoring import sovereignty_results
 from sctc_assets.assets.term.labels import term_labels
 from sctc_assets.assets.term.responses import term_responses
 from sctc_assets.backends import backend_class
-from sctc_assets.lib.registry import RegistryError
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.lib.model_registry import RegistryError
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 
 class AnswerCheckConfig(dg.Config):

@@ -10,7 +10,7 @@ import dagster as dg
 from sctc_assets.assets.automation import automation_sensor
 from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.resources.io_manager import ParquetIOManager
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 from sctc_assets.sensors import model_registry_sensor

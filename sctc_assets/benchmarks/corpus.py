@@ -12,7 +12,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import CROSS_MODEL, INPUTS, AssetEntry, BenchmarkSpec, present
-from sctc_assets.lib.corpus.registry import CorpusRegistryError, load_corpora
+from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
 from sctc_assets.lib.corpus.tables import paper_layout
 from sctc_assets.lib.paths import default_corpora_path
 

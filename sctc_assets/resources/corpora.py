@@ -7,7 +7,7 @@ from typing import Optional
 import dagster as dg
 from pydantic import Field
 
-from sctc_assets.lib.corpus.registry import CorpusEntry, CorpusRegistryError, load_corpora
+from sctc_assets.lib.corpus.corpus_registry import CorpusEntry, CorpusRegistryError, load_corpora
 from sctc_assets.lib.paths import default_corpora_path
 
 

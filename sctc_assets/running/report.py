@@ -10,7 +10,7 @@ import dagster as dg
 
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 
 @dataclass

@@ -8,7 +8,7 @@ from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_vers
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.generation import result_columns
 from sctc_assets.partitions import benchmark_partitions, model_and_lang, models_partitions
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets_tests.tiny_benchmark import SPEC, lib
 
 GROUP = "tiny"

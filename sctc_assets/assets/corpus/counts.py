@@ -7,7 +7,7 @@ from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.corpus.forms import build_forms, forms_digest
 from sctc_assets.lib.corpus.matcher import FormMatcher, Tally, count_texts
-from sctc_assets.lib.corpus.registry import CorpusRegistryError, parse_shard_key, unregistered_shard_keys
+from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, parse_shard_key, unregistered_shard_keys
 from sctc_assets.lib.corpus.sources import shard_texts
 from sctc_assets.lib.corpus.tables import upstream_name_counts, upstream_term_counts
 from sctc_assets.lib.corpus.totals import (count_fingerprints, project_name_counts, project_term_counts,

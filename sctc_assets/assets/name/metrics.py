@@ -17,7 +17,7 @@ from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
 from sctc_assets.partitions import models_partitions
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "name"

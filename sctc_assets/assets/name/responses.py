@@ -20,7 +20,7 @@ from sctc_assets.lib.name.requests import prompts_to_ask, requests_of
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "name"

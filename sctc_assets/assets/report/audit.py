@@ -19,7 +19,7 @@ from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
 from sctc_assets.lib.report import ReportInputs, build_report, response_usage
 from sctc_assets.lib.report.inputs import interval_tables
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT, ParquetIOManager
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "report"
 # Metadata of the inputs stages that says which upstream copy the tables were computed from.

@@ -17,7 +17,7 @@ from sctc_assets.lib.reviews import metrics
 from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import predictions_table
 from sctc_assets.partitions import benchmark_partitions, models_partitions
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "reviews"
 review_partitions = benchmark_partitions(REVIEWS)

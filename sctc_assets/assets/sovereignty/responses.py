@@ -19,7 +19,7 @@ from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "sovereignty"
 JUDGE_ENV_VAR = SOVEREIGNTY.judge.env_var  # the variable `sctc run` and its validator read too

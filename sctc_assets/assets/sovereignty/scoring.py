@@ -15,7 +15,7 @@ from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
-from sctc_assets.lib.sovereignty.review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
+from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource

@@ -20,7 +20,7 @@ from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides
 from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
-from sctc_assets.resources.registry import ModelRegistryResource
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "term"

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
-from sctc_assets.lib.corpus.registry import ALL_FIELDS, CorpusEntry, FileSource, HubSource
+from sctc_assets.lib.corpus.corpus_registry import ALL_FIELDS, CorpusEntry, FileSource, HubSource
 
 COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "text",

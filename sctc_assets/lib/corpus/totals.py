@@ -9,7 +9,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from sctc_assets.lib.corpus.registry import CorpusEntry
+from sctc_assets.lib.corpus.corpus_registry import CorpusEntry
 from sctc_assets.lib.corpus.sources import shard_inputs
 
 SHARD_COLUMNS = ["corpus", "shard", "shard_index", "n_shards", "fingerprint", "form_id", "records_containing",

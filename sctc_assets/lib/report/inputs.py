@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.model_registry import ModelEntry
 
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
                  "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.model_registry import ModelEntry
 
 # SC-TC-Bench's order (fig_2.py), in the groups its Figure 2 separates with dashed lines: Simplified-oriented,
 # Traditional-oriented, then the rest.

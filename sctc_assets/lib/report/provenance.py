@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pandas as pd
 
 from sctc_assets.lib.paths import PACKAGE_DIR
-from sctc_assets.lib.registry import ModelEntry
+from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.report.inputs import USAGE_COLUMNS
 
 KEY_PACKAGES = ("dagster", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "matplotlib", "jinja2",

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from sctc_assets.lib.registry import MODEL_KEY_PATTERN, write_overlay
+from sctc_assets.lib.model_registry import MODEL_KEY_PATTERN, write_overlay
 from sctc_assets.lib.sovereignty.upstream import PRO_RESULTS_DIR, read_json
 from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots
 from sctc_assets.lib.varieties import ENGLISH, TRADITIONAL

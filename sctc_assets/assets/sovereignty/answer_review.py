@@ -10,7 +10,7 @@ from pydantic import Field
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.assets.sovereignty.scoring import QUEUE_ENV_VAR, REVIEWS_ENV_VAR, default_reviews_file, queue_path
-from sctc_assets.lib.sovereignty.review import keep_decisions, review_queue
+from sctc_assets.lib.sovereignty.answer_review import keep_decisions, review_queue
 
 GROUP = "sovereignty"
 

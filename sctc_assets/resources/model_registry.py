@@ -14,7 +14,7 @@ from sctc_assets.backends import ModelBackend, backend_class
 from sctc_assets.lib.budget import MAX_COST_ENV, MAX_CALLS_ENV, PROCESS_SCOPE, SCOPE_ENV, Budget, BudgetError, BudgetLimits
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.paths import default_cache_path, default_registry_path
-from sctc_assets.lib.registry import ModelEntry, RegistryError, load_registry
+from sctc_assets.lib.model_registry import ModelEntry, RegistryError, load_registry
 from sctc_assets.lib.upstream_source import UpstreamSource
 
 
