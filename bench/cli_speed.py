@@ -5,7 +5,9 @@ Each command runs in its own process, side by side in one run; wall seconds and 
 child) are printed, with the ratio to the definitions import. The plan runs in a fresh data folder whose response
 cache holds 1,000 answers of the first model, so one model is counted key by key against the cache and the others
 take the "nothing of this model is cached" path, as on a first audit. Targets (issues #16, #11): `--help` and
-`models` ≤ 2 s, the plan < 10 s on 2 cores.
+`models` ≤ 2 s, the plan < 10 s on 2 cores. `--baseline DIR` (a checkout of another commit, e.g. a `git worktree`)
+runs every command from there too, alternating with this checkout's, and prints the ratio of this checkout's CPU
+seconds to the baseline's (the plan shares one seeded cache: the cache keys do not depend on the code version).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ sys.path.insert(0, str(REPO))
 MODELS = ["openai-gpt-4o-mini", "openrouter-gpt-4o-mini", "vllm-qwen2.5-7b-instruct"]
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+def timed(command: list[str], env: dict[str, str], cwd: Path = REPO) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the child, stdout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -66,7 +68,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of each quick command (the median is shown)")
     parser.add_argument("--cached", type=int, default=1000, help="answers of the first model in the cache")
+    parser.add_argument("--baseline", type=Path, help="another checkout to run every command from too, for ratios")
     args = parser.parse_args(argv)
+    if args.baseline is not None:
+        return compare(args)
     python = sys.executable
     with tempfile.TemporaryDirectory() as folder:
         env = {**os.environ, "SCTC_DATA_DIR": folder, "DAGSTER_HOME": str(Path(folder) / "home"),
@@ -98,6 +103,35 @@ def main(argv: list[str] | None = None) -> None:
               f"{wall:.2f} s wall, {cpu:.2f} s CPU = {cpu / baseline_cpu:.2f}× the definitions import (target < 10 s)")
         print(f"  {calls.strip()}")
         print(f"load average while measuring: {' '.join(f'{value:.1f}' for value in os.getloadavg())}")
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Each command from this checkout and from `args.baseline`, alternating, the median of `args.repeats` runs."""
+    python = sys.executable
+    trees = {"new": REPO, "baseline": args.baseline.resolve()}
+    with tempfile.TemporaryDirectory() as folder:
+        base_env = {**os.environ, "SCTC_DATA_DIR": folder, "DAGSTER_HOME": str(Path(folder) / "home"),
+                    "HF_HUB_OFFLINE": "1"}
+        envs = {name: {**base_env, "PYTHONPATH": str(tree)} for name, tree in trees.items()}
+        registry = Path(folder) / "presets.yaml"
+        registry.write_text(timed([python, "-m", "sctc_assets.cli", "models", "--presets"], envs["new"])[2],
+                            encoding="utf-8")
+        seed_cache(envs["new"], registry, args.cached)
+        commands = {
+            "sctc --help": ["--help"], "sctc run --help": ["run", "--help"], "sctc models": ["models"],
+            "sctc plan --benchmarks name (3 models)": ["plan", "--benchmarks", "name", "--registry", str(registry),
+                                                       "--models", *MODELS],
+        }
+        print(f"{'command':<42} {'new CPU s':>10} {'baseline CPU s':>15} {'new ÷ baseline':>15}")
+        for label, arguments in commands.items():
+            runs: dict[str, list[float]] = {name: [] for name in trees}
+            for _ in range(args.repeats):
+                for name, tree in trees.items():
+                    runs[name].append(timed([python, "-m", "sctc_assets.cli", *arguments], envs[name], tree)[1])
+            new, baseline = (sorted(runs[name])[len(runs[name]) // 2] for name in ("new", "baseline"))
+            print(f"{label:<42} {new:10.2f} {baseline:15.2f} {new / baseline:15.2f}")
+        print(f"baseline: {trees['baseline']}; load average while measuring: "
+              f"{' '.join(f'{value:.1f}' for value in os.getloadavg())}")
 
 
 if __name__ == "__main__":

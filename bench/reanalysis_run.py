@@ -95,13 +95,13 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
-def _run(command: list[str], env: dict[str, str], log: Path) -> dict[str, float]:
+def _run(command: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -> dict[str, float]:
     """CPU seconds, wall seconds and peak RSS of one child process and its workers, from the kernel's accounting
     (`rss_gb`: the largest single process), and the peak PSS of the whole tree (`pss_gb`), sampled."""
     started = time.perf_counter()
     peak = [0]
     with log.open("w") as handle:
-        child = subprocess.Popen(command, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT)
         done = threading.Event()
 
         def sample() -> None:
@@ -142,6 +142,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="data folder to use and keep (must not exist); default a temp one")
     parser.add_argument("--one-process", action="store_true",
                         help="also a cold run with SCTC_WORKER_PROCESSES=1, for the ratio")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout (e.g. a git worktree of main): cold and warm runs of its code too, "
+                             "after this checkout's, in a data folder of their own, for the ratios")
     args = parser.parse_args()
     if not os.environ.get("SCTC_UPSTREAM"):
         raise SystemExit("set SCTC_UPSTREAM to the SC-TC-Bench archive or folder")
@@ -151,19 +154,23 @@ def main() -> None:
     base_env = {name: value for name, value in os.environ.items() if name not in ("SCTC_MODELS", "DAGSTER_HOME")}
     results = {}
     try:
-        runs = [("cold", data, {}), ("warm", data, {})]
+        runs = [("cold", data, {}, REPO), ("warm", data, {}, REPO)]
         if args.one_process:
-            runs.append(("cold, 1 process", data / "one-process", {"SCTC_WORKER_PROCESSES": "1"}))
+            runs.append(("cold, 1 process", data / "one-process", {"SCTC_WORKER_PROCESSES": "1"}, REPO))
+        if args.baseline is not None:
+            baseline = args.baseline.resolve()
+            runs += [("cold, baseline", data / "baseline", {"PYTHONPATH": str(baseline)}, baseline),
+                     ("warm, baseline", data / "baseline", {"PYTHONPATH": str(baseline)}, baseline)]
         counts = {}
-        for name, folder, extra in runs:
-            if folder != data:
+        for name, folder, extra, code in runs:
+            if folder != data and not folder.exists():
                 _fresh(folder)
             env = {**base_env, "SCTC_DATA_DIR": str(folder), "DAGSTER_HOME": str(folder / "dagster_home"),
                    "HF_HUB_OFFLINE": "1", **extra}
             out = folder / "out"  # the same --out for cold and warm, as a user reruns the same command
             command = [sys.executable, "-m", "sctc_assets.cli", "run", "--benchmarks", *args.benchmarks,
                        "--models", *args.models, "--no-report", "--out", str(out)]
-            results[name] = _run(command, env, data / f"{name.replace(', ', '-').replace(' ', '-')}.log")
+            results[name] = _run(command, env, data / f"{name.replace(', ', '-').replace(' ', '-')}.log", code)
             before = counts.get(folder, (0, 0))
             counts[folder] = _instance_counts(folder / "dagster_home")
             results[name]["runs"] = counts[folder][0] - before[0]
@@ -188,6 +195,11 @@ def main() -> None:
         one = results["cold, 1 process"]
         print(f"cold with workers / cold in 1 process: wall {cold['wall'] / one['wall']:.3f}, "
               f"CPU {cold['cpu'] / one['cpu']:.3f}")
+    if "cold, baseline" in results:
+        for name in ("cold", "warm"):
+            new, old = results[name], results[f"{name}, baseline"]
+            print(f"{name} / {name} of the baseline ({args.baseline}): CPU {new['cpu'] / old['cpu']:.3f}, "
+                  f"wall {new['wall'] / old['wall']:.3f}")
     reference = cold["tables"]
     for name, result in results.items():
         if name == "cold":
