@@ -88,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="skip the audit report at the end (OUT/report/; `sctc report` builds it later; default "
                           f"on when ${NO_REPORT_ENV_VAR}=1)")
 
-    plan = commands.add_parser("plan", help="what `sctc run` with the same options would ask, and its estimated cost",
+    plan = commands.add_parser("plan", aliases=["estimate"],
+                               help="the estimate: what `sctc run` with the same options would ask, and its cost",
                                description="Print, per model × benchmark × language, the model calls the run would "
                                            "make, how many are already in the response cache, and the estimated "
                                            "input/output tokens and cost from the registry's prices. Calls no "
@@ -239,7 +240,7 @@ def _models_per_benchmark(args: argparse.Namespace, selection: Selection) -> dic
     return planned
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _estimate(args: argparse.Namespace) -> int:
     from sctc_assets.estimate import build_estimate
     from sctc_assets.lib.estimate import render
     from sctc_assets.lib.upstream_source import UpstreamError
@@ -250,13 +251,13 @@ def _plan(args: argparse.Namespace) -> int:
     if isinstance(selection, int):
         return selection
     try:
-        plan = build_estimate(_models_per_benchmark(args, selection), selection.entries, vars(args))
+        estimate = build_estimate(_models_per_benchmark(args, selection), selection.entries, vars(args))
     except (UpstreamError, ValueError, OSError) as exc:
         return _print_problems([str(exc)])
-    plan.warnings += [f"{problem}: `sctc run` would stop here"
-                      for problem in key_problems(selection.entries, selection.running(args.benchmarks), args.benchmarks,
-                                                  vars(args))]
-    print(render(plan))
+    estimate.warnings += [f"{problem}: `sctc run` would stop here"
+                          for problem in key_problems(selection.entries, selection.running(args.benchmarks),
+                                                      args.benchmarks, vars(args))]
+    print(render(estimate))
     return 0
 
 
@@ -271,8 +272,8 @@ def halted_stages(failures: Sequence[Any]) -> list[Any]:
 
 def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_models: Sequence[str],
                 added: Mapping[str, Sequence[str]], halted: Sequence[Any]) -> None:
-    """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh plan
-    (the cache holds every answer that arrived, so the plan counts exactly the calls a rerun makes)."""
+    """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh estimate
+    (the cache holds every answer that arrived, so the estimate counts exactly the calls a rerun makes)."""
     from sctc_assets.estimate import build_estimate
 
     reason = (halted[0].message or "").split("GenerationHalted", 1)[-1].lstrip(":").strip()
@@ -280,12 +281,12 @@ def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_mo
     selection = Selection(dict(entries), list(default_models), {name: list(keys) for name, keys in added.items()},
                           args.models)
     try:
-        plan = build_estimate({name: selection.for_benchmark(name)[1] for name in args.benchmarks}, selection.entries,
-                          vars(args))
+        estimate = build_estimate({name: selection.for_benchmark(name)[1] for name in args.benchmarks},
+                                  selection.entries, vars(args))
     except Exception as exc:  # noqa: BLE001 - the run's own report matters more than this estimate
         print(f"(what is left could not be computed: {exc})", file=sys.stderr)
         return
-    left = [row for row in plan.rows if row.to_ask]
+    left = [row for row in estimate.rows if row.to_ask]
     total = sum(row.to_ask for row in left)
     cost = sum(row.cost_usd or 0.0 for row in left)
     print(f"every answer that arrived is stored; left to ask: {total:,} calls"
@@ -298,7 +299,7 @@ def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_mo
 
 def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
-        return _plan(args)
+        return _estimate(args)
     args.benchmarks = chosen_benchmarks(args.benchmarks)
     selection = _select(args, check_keys=True)
     if isinstance(selection, int):
@@ -427,7 +428,8 @@ def _ui(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _prepare_environment(args)
-    return {"run": _run, "plan": _plan, "models": _models, "report": _report, "ui": _ui}[args.command](args)
+    return {"run": _run, "plan": _estimate, "estimate": _estimate, "models": _models, "report": _report,
+            "ui": _ui}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -307,8 +307,8 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
         judge = SPECS[benchmark].chosen_judge(options)
         if judge:
             answers = sum(len(partition.requests) for partition in design.partitions)
-            estimate.add_note(benchmark, f"judge {judge}: up to {answers:,} more calls, one per answer, asked after the "
-                                     "answers (not in the table)")
+            estimate.add_note(benchmark, f"judge {judge}: up to {answers:,} more calls, one per answer, asked after "
+                                         "the answers (not in the table)")
         if not keys:
             estimate.add_note(benchmark, "no model: only the model-independent assets run")
         for extra in SPECS[benchmark].estimate_lines:

@@ -1,6 +1,7 @@
 """Partitions shared by every benchmark: a dynamic `model` dimension filled from the registry, crossed with the
-benchmark's own static dimension (its spec's `langs`, named by its `dimension`). Per-model assets use the `model` dimension alone, so Dagster maps the
-two-dimensional partitions onto them and re-running one model touches only that model's partitions.
+benchmark's own static dimension (its spec's `langs`, named by its `dimension`). Per-model assets use the `model`
+dimension alone, so Dagster maps the two-dimensional partitions onto them and re-running one model touches only that
+model's partitions.
 """
 
 from __future__ import annotations

@@ -123,7 +123,8 @@ def name_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
                     if "sig_two_sided_bh" in rates.columns else "no significance: name_choice_tests was not produced")
     return "\n\n".join(
         f"Regional name choice, experiment {experiment} (S/T/E = Simplified/Traditional/English prompts; "
-        f"Mainland% among valid answers; {significance})\n" + _experiment_table(rates[rates["experiment"] == experiment])
+        f"Mainland% among valid answers; {significance})\n"
+        + _experiment_table(rates[rates["experiment"] == experiment])
         for experiment in experiments)
 
 

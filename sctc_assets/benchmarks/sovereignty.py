@@ -123,7 +123,8 @@ def _prompt_set_table(summary: pd.DataFrame) -> str:
             key = (model, rule, lang)
             row[lang] = f"{scores.loc[key, 'passed']}/{scores.loc[key, 'n']}" if key in scores.index else "–"
         for a, b in COMPARISONS:
-            row[f"LBS {variety(a).tag}−{variety(b).tag}"] = f"{pairs.loc[(a, b), 'lbs']:+.1f}" if (a, b) in pairs.index else "–"
+            lbs = f"{pairs.loc[(a, b), 'lbs']:+.1f}" if (a, b) in pairs.index else "–"
+            row[f"LBS {variety(a).tag}−{variety(b).tag}"] = lbs
         if PAPER_PAIR in pairs.index:
             pair = pairs.loc[PAPER_PAIR]
             row.update({"C": f"{pair['consistency']:.0%}", "QAC": f"{pair['qac']:.2f}",
