@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -24,25 +23,9 @@ import pandas as pd
 
 from sctc_assets.benchmarks import REVIEWS, SPECS
 from sctc_assets.lib.generation import GenerationRequest
-from sctc_assets.lib.estimate import SCRIPT_RULE, Estimate, RequestSet, TokenCounter, estimate_partition
+from sctc_assets.lib.estimate import (SCRIPT_RULE, BenchmarkDesign, Estimate, PartitionDesign, RequestSet,
+                                      TokenCounter, estimate_partition)
 from sctc_assets.lib.model_registry import ModelEntry
-
-@dataclass
-class PartitionDesign:
-    """What one model answers in one partition: the prompt rows (as the response asset selects them), their
-    requests (shared by the models with the same settings), and the model's run settings for the benchmark."""
-
-    model: str
-    partition: str
-    selected: pd.DataFrame
-    request_set: RequestSet
-    settings: Any
-    overrides: dict | None = None  # backend settings the benchmark replaces (they are part of the cache key)
-
-    @property
-    def requests(self) -> list[GenerationRequest]:
-        return self.request_set.requests
-
 
 class _Shared:
     """Builds each (settings, partition) once: models with the same settings ask the same requests."""
@@ -56,13 +39,6 @@ class _Shared:
             selected, requests = self._build(*args)
             self._built[key] = (selected, RequestSet(requests))
         return self._built[key]
-
-
-@dataclass
-class BenchmarkDesign:
-    benchmark: str
-    options: Mapping[str, Any]
-    partitions: list[PartitionDesign] = field(default_factory=list)
 
 
 # --- the prompt tables, built as the input assets build them ---------------------------------------------------------
@@ -192,6 +168,8 @@ def _reviews_design(models: Sequence[ModelEntry], options: Mapping[str, Any]) ->
     return designs
 
 
+# The request designs of the built-in benchmarks, which open the upstream data through the resources (so they live
+# here, above the specs); a benchmark of another package gives its spec a `design`.
 DESIGNS: dict[str, Callable[[Sequence[ModelEntry], Mapping[str, Any]], list[PartitionDesign]]] = {
     "term": _term_design, "name": _name_design, "sovereignty": _sovereignty_design, "reviews": _reviews_design,
 }
@@ -285,11 +263,12 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
     stored: dict[str, int] = {}  # the cache's answers per model name
     asked: dict[str, set] = {}  # per backend identity, the requests earlier partitions ask
     for benchmark, keys in models_by_benchmark.items():
-        if benchmark not in DESIGNS:
+        designer = SPECS[benchmark].design or DESIGNS.get(benchmark)
+        if designer is None:
             estimate.add_note(benchmark, "no model calls (counting only)" if SPECS[benchmark].response_asset is None
-                              else "its calls are not estimated (no request design for it in sctc_assets/estimate.py)")
+                              else "its calls are not estimated (its spec has no `design`)")
             continue
-        design = BenchmarkDesign(benchmark, options, DESIGNS[benchmark]([entries[key] for key in keys], options))
+        design = BenchmarkDesign(benchmark, options, designer([entries[key] for key in keys], options))
         for partition in design.partitions:
             backend = registry.backend(partition.model, open_upstream=_upstream_opener(), overrides=partition.overrides)
             identity = backend.identity() if backend.uses_cache else None

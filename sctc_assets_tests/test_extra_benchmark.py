@@ -64,7 +64,12 @@ def test_a_benchmark_from_its_spec_library_assets_and_schemas_runs_through_sctc_
 
     # The estimate and the option list know it too.
     estimate = _sctc(tmp_path, "plan", "--benchmarks", "tiny", "--models", "fake")
-    assert estimate.returncode == 0 and "tiny" in estimate.stdout, estimate.stderr[-2000:]
+    assert estimate.returncode == 0, estimate.stderr[-2000:]
+    assert estimate.stdout.startswith("tiny:"), estimate.stdout
+    rows = [[cell.strip() for cell in line.split("|")[1:6]] for line in estimate.stdout.splitlines()
+            if line.startswith("| fake") and "zh_han" in line]
+    # model, partition, calls, cached, to ask: the 3 questions of each script, all answered from the cache
+    assert rows == [["fake", "zh_hans", "3", "3", "0"], ["fake", "zh_hant", "3", "3", "0"]], estimate.stdout
     assert "tiny" in _sctc(tmp_path, "run", "--help").stdout
 
 

@@ -113,7 +113,9 @@ class BenchmarkSpec:
     outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads
     (and whose answers the report's provenance counts); `report_tables`: the tables its part of the audit report reads.
     A benchmark outside this package (`sctc_assets.benchmarks.plugins`) also names `assets_module`, the module of its
-    Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables.
+    Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables; its `design(models,
+    options)` lists each model's `lib.estimate.PartitionDesign`s for the estimate (the built-in benchmarks' designs
+    open the upstream data through the resources, so they live in `sctc_assets.estimate`).
     """
 
     name: str
@@ -142,6 +144,7 @@ class BenchmarkSpec:
     report_tables: tuple[str, ...] = ()
     schemas: tuple[Any, ...] = ()
     assets_module: str | None = None
+    design: Callable[[Any, Mapping[str, Any]], list] | None = None
 
     def __post_init__(self) -> None:
         # The spec names its entries' benchmark, so an entry is written without it.

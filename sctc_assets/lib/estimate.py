@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+
+if TYPE_CHECKING:  # the designs carry tables; this module itself needs no pandas
+    import pandas as pd
 
 SAMPLE_PROMPTS = 1000
 MESSAGE_OVERHEAD = 4
@@ -196,6 +199,31 @@ def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: Res
     keys = cache_keys(identity, [requests.requests[index] for index in chosen], keyed)
     hits = cache.get_many(list(dict.fromkeys(keys)))
     return {index: hits[key] for index, key in zip(chosen, keys) if key in hits}
+
+
+@dataclass
+class PartitionDesign:
+    """What one model answers in one partition: the prompt rows (as the response asset selects them), their
+    requests (shared by the models with the same settings), and the model's run settings for the benchmark."""
+
+    model: str
+    partition: str
+    selected: pd.DataFrame
+    request_set: RequestSet
+    settings: Any
+    overrides: dict | None = None  # backend settings the benchmark replaces (they are part of the cache key)
+
+    @property
+    def requests(self) -> list[GenerationRequest]:
+        return self.request_set.requests
+
+
+@dataclass
+class BenchmarkDesign:
+    benchmark: str
+    options: Mapping[str, Any]
+    partitions: list[PartitionDesign] = field(default_factory=list)
+
 
 
 def estimate_partition(benchmark: str, model: str, partition: str, requests: RequestSet, *,

@@ -13,7 +13,9 @@ import pandas as pd
 
 from sctc_assets.benchmarks.spec import CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry, \
     BenchmarkSpec
+from sctc_assets.lib.estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
+from sctc_assets_tests.tiny_benchmark import lib
 from sctc_assets_tests.tiny_benchmark.schemas import SCHEMAS
 
 
@@ -24,6 +26,17 @@ def tiny_summary_text(tables: Mapping[str, pd.DataFrame], models: list[str]) -> 
     rows = summary[summary["model"].isin(models)]
     return "Tiny colours (share of answers with the expected word)\n" + "\n".join(
         f"{row.model} {row.lang}: {row.share_right:.2f}" for row in rows.itertuples())
+
+
+def tiny_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    """Every model asks every question of each script, as `tiny_responses` does."""
+    prompts = lib.prompt_table()
+    designs = []
+    for lang in (SIMPLIFIED.code, TRADITIONAL.code):
+        selected = prompts[prompts["lang"] == lang].reset_index(drop=True)
+        requests = RequestSet(lib.requests(selected))
+        designs += [PartitionDesign(entry.key, lang, selected, requests, None) for entry in models]
+    return designs
 
 
 def tiny_config(options: Mapping[str, Any]) -> dict:
@@ -47,5 +60,6 @@ SPEC = BenchmarkSpec(
     report_tables=("tiny_summary",),
     schemas=SCHEMAS,
     assets_module="sctc_assets_tests.tiny_benchmark.assets",
+    design=tiny_design,
     skip_unchanged=True,
 )
