@@ -38,11 +38,11 @@ def _cpu() -> float:
 
 def _library(storage: Path, registry: Path, out: Path, workers: int) -> tuple[float, float, object]:
     from sctc_assets.lib.model_registry import load_registry
-    from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
+    from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
     from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 
     wall, cpu = time.perf_counter(), _cpu()
-    inputs = ReportInputs(benchmark_tables=REPORT_INPUTS,
+    inputs = ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                           tables=read_tables(storage, REPORT_TABLES), registry=load_registry(registry),
                           usage=response_usage(storage, RESPONSE_TABLES))
     result = build_report(inputs, out, workers=workers)

@@ -14,7 +14,7 @@ import yaml
 
 from sctc_assets.lib.name import metrics as name_metrics
 from sctc_assets.lib.model_registry import ModelEntry, parse_registry
-from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
+from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
 from sctc_assets.lib.report import ReportInputs, ReportResult, build_report, read_tables, response_usage
 from sctc_assets.lib.reviews.metrics import compare
 from sctc_assets.lib.sovereignty.metrics import model_summary, with_bh
@@ -206,7 +206,7 @@ def full_report(base: Path) -> tuple[ReportResult, list[str]]:
     draws them in two processes."""
     if base not in _FULL_REPORTS:
         models = write_benchmark_tables(base / "storage")
-        result = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+        result = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                            tables=read_tables(base / "storage", REPORT_TABLES), registry=registry(),
                                            usage=response_usage(base / "storage", RESPONSE_TABLES)),
                               base / "out", workers=2)

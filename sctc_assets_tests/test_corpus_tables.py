@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from sctc_assets.lib.corpus.layout import paper_layout
 from sctc_assets.lib.corpus.tables import (PAPER_CORPORA, PAPER_MISALIGNED_TERM_IDS, frequency_tables,
-                                           paper_layout, project_misaligned_term_ids, term_count_file,
+                                           project_misaligned_term_ids, term_count_file,
                                            upstream_name_counts, upstream_term_counts)
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE

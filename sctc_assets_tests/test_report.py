@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
+from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
 from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 from sctc_assets.lib.report.headlines import name_headlines, review_headlines, sovereignty_headlines, term_headlines
 from sctc_assets.lib.report.intervals import (
@@ -128,7 +128,7 @@ def test_scorecard_values_are_the_tables(full, tmp_path):
 
 
 def test_an_empty_storage_reports_every_section_missing(tmp_path):
-    result = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    result = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                        tables=read_tables(tmp_path / "nothing", REPORT_TABLES), registry=registry(),
                                        usage=response_usage(tmp_path / "nothing", RESPONSE_TABLES)), tmp_path / "out")
     assert result.figures == [] and result.models == []
@@ -141,7 +141,7 @@ def test_an_empty_storage_reports_every_section_missing(tmp_path):
 def test_chosen_models_only_and_a_model_without_results_gets_a_row(full, tmp_path):
     result, _ = full
     storage = result.folder.parent.parent / "storage"
-    chosen = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    chosen = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                        tables=read_tables(storage, REPORT_TABLES), registry=registry(),
                                        models=[TSB, "unknown-model"]), tmp_path / "out")
     assert chosen.models == [TSB, "unknown-model"]
@@ -164,12 +164,12 @@ def test_figures_drawn_in_worker_processes_are_the_same_files(full, tmp_path, mo
             pools.append(kwargs["max_workers"])
 
     monkeypatch.setattr(build, "ProcessPoolExecutor", RecordedPool)
-    parallel = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    parallel = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                          tables=read_tables(storage, REPORT_TABLES), registry=registry(), models=[TSB]),
                             tmp_path / "out", workers=2)
     assert parallel.figures == ["name_fig9", "sovereignty_scores_code", "sovereignty_scores_paper"]
     assert pools == [2]
-    serial = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    serial = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                        tables=read_tables(storage, REPORT_TABLES), registry=registry(), models=[TSB]),
                           tmp_path / "serial")
     for name in serial.figures:
@@ -213,7 +213,7 @@ def test_interval_columns_of_another_table_are_shown(full, tmp_path):
     found = interval_tables(extra)
     assert list(found) == ["sovereignty_bootstrap_intervals"]
     tables = {**read_tables(storage, REPORT_TABLES), **found}
-    built = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    built = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                       tables=tables, registry=registry(), models=[TSB]), tmp_path / "out")
     row = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {TSB} "))
     assert "[-0.12, 0.46]" in row and "[0.11, 1.00]" in row
@@ -228,7 +228,7 @@ def test_a_table_missing_a_column_gives_a_section_saying_so(full, tmp_path):
     tables = read_tables(storage, ["term_choice_rates", "term_choice_tests", "sovereignty_summary",
                                    "sovereignty_model_summary"])
     tables["term_choice_rates"] = tables["term_choice_rates"].drop(columns=["subset"])
-    built = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    built = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                       tables=tables, registry=registry()), tmp_path / "out")
     assert built.missing[0].startswith("term: term_choice_rates could not be read (KeyError: 'subset')")
     assert "sctc run --benchmarks term" in built.html.read_text()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
+from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
 from sctc_assets.lib.report import ReportInputs, build_report, read_tables, response_usage
 from sctc_assets_tests.chromium import Browser, find_chromium
 from sctc_assets_tests.report_tables import full_report, registry
@@ -127,7 +127,7 @@ def test_a_missing_figure_file_is_caught(page, report, tmp_path):
 def test_an_empty_audit_says_what_is_missing_without_errors(page, report, tmp_path):
     """Nothing materialized: every section says which table is missing and the command that produces it; the page
     has no image and no error."""
-    empty = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS,
+    empty = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(),
                                       tables=read_tables(tmp_path / "nothing", REPORT_TABLES), registry=registry(),
                                       usage=response_usage(tmp_path / "nothing", RESPONSE_TABLES)), tmp_path / "out")
     _open(page, empty.html)

@@ -6,16 +6,18 @@ The CLI, the validator, the estimate, the catalog, the named jobs, the report an
 
 from __future__ import annotations
 
+import importlib
+
 from sctc_assets.benchmarks.corpus import CORPUS
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.benchmarks.plugins import plugin_specs
 from sctc_assets.benchmarks.reviews import REVIEWS
 from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
-from sctc_assets.benchmarks.spec import CROSS_MODEL, AssetEntry, BenchmarkSpec
+from sctc_assets.benchmarks.spec import CROSS_MODEL, AssetEntry, BenchmarkSpec, ReportSection
 from sctc_assets.benchmarks.term import TERM
 
 __all__ = ["BENCHMARKS", "CATALOG", "CORPUS", "NAME", "PAPERS", "PLUGIN_SCHEMAS", "REPORT_INPUTS", "REPORT_TABLES",
-           "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "spec"]
+           "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "report_sections", "spec"]
 
 SPECS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (TERM, NAME, SOVEREIGNTY, REVIEWS, CORPUS)}
 SPECS.update(plugin_specs(SPECS))
@@ -42,6 +44,16 @@ REPORT_INPUTS: dict[str, tuple[str, ...]] = {spec.name: spec.report_tables for s
                                              if spec.report_tables}
 REPORT_TABLES: tuple[str, ...] = tuple(dict.fromkeys(name for names in REPORT_INPUTS.values() for name in names))
 RESPONSE_TABLES: dict[str, str] = {spec.name: spec.response_asset for spec in SPECS.values() if spec.response_asset}
+
+
+def report_sections() -> tuple[ReportSection, ...]:
+    """Each benchmark's part of the audit report, in the specs' order; the modules (matplotlib) are imported here,
+    when a report is built, not with the specs."""
+    return tuple(ReportSection(spec.name, importlib.import_module(spec.report_part.module),
+                               spec.report_part.table_prefix, spec.report_part.scorecard_label)
+                 for spec in SPECS.values() if spec.report_part)
+
+
 # The column schemas of the tables of benchmarks outside this package (the built-in ones: sctc_assets.lib.schemas).
 PLUGIN_SCHEMAS = {schema.table: schema for _spec in SPECS.values() for schema in _spec.schemas}
 PAPERS: dict[str, str] = {**{spec.name: spec.paper for spec in SPECS.values()}, REPORT: REPORT_PAPER}

@@ -13,7 +13,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import CROSS_MODEL, INPUTS, AssetEntry, BenchmarkSpec, present
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
-from sctc_assets.lib.corpus.tables import paper_layout
+from sctc_assets.lib.corpus.layout import paper_layout
 from sctc_assets.lib.paths import default_corpora_path
 
 ASSETS = {

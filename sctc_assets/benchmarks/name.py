@@ -9,7 +9,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.estimate_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, JudgeSetting)
+                                         BenchmarkSpec, JudgeSetting, ReportPart)
 from sctc_assets.benchmarks.term import not_a_pro_result
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.varieties import VARIETIES
@@ -144,6 +144,7 @@ NAME = BenchmarkSpec(
     serves=not_a_pro_result,
     estimate_lines=(name_power_lines,),
     summary=name_summary,
+    report_part=ReportPart("sctc_assets.lib.report.names", "name_", "Name choice (main lists)"),
     report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names"),
     skip_unchanged=True,
 )

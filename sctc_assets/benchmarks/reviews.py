@@ -9,7 +9,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, present)
+                                         BenchmarkSpec, ReportPart, present)
 from sctc_assets.lib.backend_catalog import uses_response_cache
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
@@ -143,6 +143,7 @@ REVIEWS = BenchmarkSpec(
     serves=answers_new_prompts,
     default_models=False,
     summary=reviews_summary,
+    report_part=ReportPart("sctc_assets.lib.report.reviews", "review_", "Reviews (structured, all pairs)"),
     report_tables=("review_metrics",),
     jobs={"per_model_lang": "reviews_model_format"},
 )

@@ -11,9 +11,9 @@ import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, JudgeSetting)
+                                         BenchmarkSpec, JudgeSetting, ReportPart)
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
-from sctc_assets.lib.sovereignty.metrics import COMPARISONS, language_scores
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, import_results, results_folder
 from sctc_assets.lib.sovereignty.prompts import run_settings
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
@@ -171,5 +171,6 @@ SOVEREIGNTY = BenchmarkSpec(
     serves=answers_sovereignty_prompts,
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
+    report_part=ReportPart("sctc_assets.lib.report.sovereignty", "sovereignty_", "Sovereignty (code rule, ZH-Hant vs EN)"),
     report_tables=("sovereignty_summary", "sovereignty_model_summary"),
 )

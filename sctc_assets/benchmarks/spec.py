@@ -65,6 +65,27 @@ class JudgeSetting:
         return f"--{self.option.replace('_', '-')}"
 
 
+@dataclass(frozen=True)
+class ReportPart:
+    """A benchmark's part of the audit report: the module (by name, imported only when a report is built) with its
+    `section(inputs)`, `HEADLINE_COLUMNS` and `headline(inputs, model)`; the prefix of its tables (tables of that
+    prefix with 95 % intervals are found by their schema); and its group label in the scorecard."""
+
+    module: str
+    table_prefix: str
+    scorecard_label: str
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A benchmark's report part with its module imported: what `lib.report` iterates over."""
+
+    benchmark: str
+    module: Any
+    table_prefix: str
+    scorecard_label: str
+
+
 def _no_arguments(parser: Any) -> None:
     return None
 
@@ -111,7 +132,8 @@ class BenchmarkSpec:
     `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether
     `sctc run` leaves unchanged model partitions as they are (only for benchmarks whose model stages read nothing
     outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads
-    (and whose answers the report's provenance counts); `report_tables`: the tables its part of the audit report reads.
+    (and whose answers the report's provenance counts); `report_tables`: the tables its part of the audit report reads;
+    `report_part`: that part.
     A benchmark outside this package (`sctc_assets.benchmarks.plugins`) also names `assets_module`, the module of its
     Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables; its `design(models,
     options)` lists each model's `lib.estimate.PartitionDesign`s for the estimate (the built-in benchmarks' designs
@@ -142,6 +164,7 @@ class BenchmarkSpec:
     jobs: Mapping[str, str] = field(default_factory=dict)
     skip_unchanged: bool = False
     report_tables: tuple[str, ...] = ()
+    report_part: ReportPart | None = None
     schemas: tuple[Any, ...] = ()
     assets_module: str | None = None
     design: Callable[[Any, Mapping[str, Any]], list] | None = None

@@ -13,7 +13,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.estimate_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, JudgeSetting)
+                                         BenchmarkSpec, JudgeSetting, ReportPart)
 from sctc_assets.lib.term.prompts import run_settings
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
@@ -133,6 +133,7 @@ TERM = BenchmarkSpec(
     serves=not_a_pro_result,
     estimate_lines=(term_power_lines,),
     summary=term_summary,
+    report_part=ReportPart("sctc_assets.lib.report.term", "term_", "Term choice (prompt variant 1)"),
     report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary"),
     skip_unchanged=True,
 )

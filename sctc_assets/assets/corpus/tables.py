@@ -6,7 +6,8 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
-from sctc_assets.lib.corpus.tables import (PAPER_MISALIGNED_TERM_IDS, frequency_tables, paper_layout,
+from sctc_assets.lib.corpus.layout import paper_layout
+from sctc_assets.lib.corpus.tables import (PAPER_MISALIGNED_TERM_IDS, frequency_tables,
                                            project_misaligned_term_ids)
 
 GROUP = "corpus"

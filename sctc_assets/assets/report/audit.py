@@ -15,7 +15,7 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued
 from sctc_assets.lib.paths import default_outputs_dir
-from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
+from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
 from sctc_assets.lib.report import ReportInputs, build_report, response_usage
 from sctc_assets.lib.report.inputs import interval_tables
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT, ParquetIOManager
@@ -79,6 +79,7 @@ def audit_report(context: dg.AssetExecutionContext, config: AuditReportConfig, m
     inputs = ReportInputs(
         tables=tables, registry=models.entries(), models=config.models,
         usage=response_usage(storage, RESPONSE_TABLES, config.models), benchmark_tables=REPORT_INPUTS,
+        sections=report_sections(),
         provenance={"upstream": _upstream(context.instance), "tables": _table_info(context.instance, tables)})
     result = build_report(inputs, out_dir, workers=FIGURE_WORKERS)
     for note in result.missing:

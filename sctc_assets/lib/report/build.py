@@ -17,7 +17,6 @@ from typing import Any, Callable
 import jinja2
 import pandas as pd
 
-from sctc_assets.lib.report import names, reviews, sovereignty, term
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
 from sctc_assets.lib.report.inputs import ReportInputs
@@ -25,10 +24,6 @@ from sctc_assets.lib.report.provenance import cost, model_details, platform_info
 from sctc_assets.lib.report.scorecard import scorecard
 
 TEMPLATES = Path(__file__).parent / "templates"
-# Each benchmark's part of the report (a `section(inputs)` and the scorecard's `headline(inputs, model)`), by the
-# key of its tables in `ReportInputs.benchmark_tables`; a table of another name with the prefix (intervals found by schema) too.
-BENCHMARK_PARTS = {"term": (term, "term_"), "name": (names, "name_"), "sovereignty": (sovereignty, "sovereignty_"),
-                   "reviews": (reviews, "review_")}
 PNG_DPI = 110
 # SVG text as text (small files, searchable) and fixed ids (and no date), so identical data give identical files.
 FIGURE_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "sctc-report"}
@@ -104,7 +99,8 @@ def _readable_sections(inputs: ReportInputs) -> tuple[list[Section], ReportInput
     column missing: written by an older version of the platform, or not by it) is reported as missing, saying
     which tables and why; its tables are left out, so the rest of the report still comes."""
     sections = []
-    for key, (module, prefix) in BENCHMARK_PARTS.items():
+    for part in inputs.sections:
+        key, module, prefix = part.benchmark, part.module, part.table_prefix
         try:
             section = module.section(inputs)
             for model in inputs.all_models():

@@ -25,6 +25,9 @@ class ReportInputs:
     generated_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     # The tables each benchmark's part reads (its spec's `report_tables`): what a section that fails leaves out.
     benchmark_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Each benchmark's part, in order (`sctc_assets.benchmarks.report_sections()`): `.benchmark`, `.module` (with
+    # `section(inputs)`, `HEADLINE_COLUMNS`, `headline(inputs, model)` and `HOW`), `.table_prefix`, `.scorecard_label`.
+    sections: tuple[Any, ...] = ()
 
     def table(self, name: str) -> pd.DataFrame:
         """The table restricted to the chosen models; an empty frame when absent."""

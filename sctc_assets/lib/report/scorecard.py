@@ -3,29 +3,21 @@
 from __future__ import annotations
 
 from sctc_assets.lib.report import models as model_order
-from sctc_assets.lib.report import names, reviews, sovereignty, term
 from sctc_assets.lib.report.document import Cell, TableSpec
 from sctc_assets.lib.report.inputs import ReportInputs
-
-BENCHMARKS = (  # (group label, module): each module has HEADLINE_COLUMNS and headline(inputs, model)
-    ("Term choice (prompt variant 1)", term),
-    ("Name choice (main lists)", names),
-    ("Sovereignty (code rule, ZH-Hant vs EN)", sovereignty),
-    ("Reviews (structured, all pairs)", reviews),
-)
-
 
 def scorecard(inputs: ReportInputs) -> TableSpec:
     columns = ["Model"]
     groups = [("", 1)]
-    for label, module in BENCHMARKS:
+    for part in inputs.sections:  # each part's module has HEADLINE_COLUMNS and headline(inputs, model)
+        label, module = part.scorecard_label, part.module
         columns += [column.split(": ", 1)[1] for column in module.HEADLINE_COLUMNS]
         groups.append((label, len(module.HEADLINE_COLUMNS)))
     rows = []
     for model in model_order.ordered(inputs.all_models()):
         row = [Cell(model, sort=model, detail=model_order.kind(inputs.registry.get(model)))]
-        for _, module in BENCHMARKS:
-            row += module.headline(inputs, model)
+        for part in inputs.sections:
+            row += part.module.headline(inputs, model)
         rows.append(row)
     return TableSpec(
         title="Scorecard", columns=columns, groups=groups, rows=rows, sortable=True, table_id="scorecard",

@@ -14,13 +14,11 @@ from __future__ import annotations
 import pandas as pd
 
 from sctc_assets.lib import stats
-from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS
+from sctc_assets.lib.varieties import ENGLISH
 
-# (a, b): LBS = Score_a − Score_b; McNemar b = pass in a and fail in b, c = the reverse. The first is the paper's.
-COMPARISONS = ((TRADITIONAL.code, ENGLISH.code), (SIMPLIFIED.code, ENGLISH.code), (SIMPLIFIED.code, TRADITIONAL.code))
 # The Pro code's LANG_BIAS threshold: both languages pass but fewer than 80 % of prompts agree.
 CONSISTENCY_THRESHOLD = 0.8
-GROUP_KEYS = ["model", "scoring_rule", "prompt_set"]
 SUMMARY_COLUMNS = GROUP_KEYS + ["lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b", "passed_b", "score_b", "lbs",
                                 "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b", "mcnemar_c",
                                 "chi2", "p_chi2", "p_exact", "verdict"]
@@ -112,10 +110,3 @@ def with_bh(summary: pd.DataFrame) -> pd.DataFrame:
         adjusted.loc[group.index, "p_chi2_bh"] = stats.bh_adjust(group["p_chi2"])
     adjusted["sig_exact_bh"] = [stats.sig_stars(p) for p in adjusted["p_exact_bh"]]
     return adjusted
-
-
-def language_scores(summary: pd.DataFrame) -> pd.DataFrame:
-    """Score per model, rule, prompt set and language, read off the pair rows (each language once)."""
-    sides = [summary[GROUP_KEYS + [f"lang_{side}", f"n_{side}", f"passed_{side}", f"score_{side}"]]
-             .set_axis(GROUP_KEYS + ["lang", "n", "passed", "score"], axis=1) for side in ("a", "b")]
-    return pd.concat(sides, ignore_index=True).drop_duplicates(GROUP_KEYS + ["lang"]).reset_index(drop=True)

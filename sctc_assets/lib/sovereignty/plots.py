@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sctc_assets.lib.sovereignty.metrics import language_scores
+from sctc_assets.lib.sovereignty.pairs import language_scores
 from sctc_assets.lib.sovereignty.prompts import LANGS
 from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET
 from sctc_assets.lib.varieties import variety

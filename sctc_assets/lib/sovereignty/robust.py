@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib import power, robust, stats
-from sctc_assets.lib.sovereignty.metrics import COMPARISONS, GROUP_KEYS
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS
 
 METRICS = ("score_a", "score_b", "lbs", "consistency", "qac")
 CI_METHOD = "percentile bootstrap over prompts, then samples within each prompt ({replicates} replicates, seed {seed})"
