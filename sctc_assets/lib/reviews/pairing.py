@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sctc_assets.lib.reviews.varieties import is_empty
+from sctc_assets.lib.reviews.source import is_empty
 
 CELL = ["hotel_id", "rating_class", "length_bin"]
 MAX_TOKENS = 500

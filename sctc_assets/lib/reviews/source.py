@@ -176,3 +176,8 @@ def canonical_reviews(frame: pd.DataFrame, source: str, columns: Mapping[str, st
         raise ReviewDataError(f"{source}: " + "; ".join(problems))
     out["score"] = score.astype("int64")
     return out[REVIEW_COLUMNS]
+
+
+def is_empty(reviews: pd.DataFrame) -> pd.Series:
+    """No title, positive or negative text (the paper keeps only reviews with at least one of them)."""
+    return (reviews[list(TEXT_FIELDS)] == "").all(axis=1)

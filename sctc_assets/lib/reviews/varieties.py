@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.reviews.scripts import character_count, composition, token_count
-from sctc_assets.lib.reviews.source import TEXT_FIELDS, ReviewDataError
+from sctc_assets.lib.reviews.source import TEXT_FIELDS, ReviewDataError, is_empty
 from sctc_assets.lib.varieties import MAINLAND, TAIWAN
 
 # The reviews benchmark names its two varieties by region (the paper's order: Taiwan first).
@@ -27,11 +27,6 @@ def variety_map(mapping: Mapping[str, str] | None) -> dict[str, str]:
     if wrong:
         raise ReviewDataError(f"variety mapping {wrong}: each region code must map to one of {', '.join(VARIETIES)}")
     return {str(code).strip().lower(): variety for code, variety in mapping.items()}
-
-
-def is_empty(reviews: pd.DataFrame) -> pd.Series:
-    """No title, positive or negative text (the paper keeps only reviews with at least one of them)."""
-    return (reviews[list(TEXT_FIELDS)] == "").all(axis=1)
 
 
 def review_text(reviews: pd.DataFrame) -> pd.Series:
