@@ -86,7 +86,7 @@ def name_run_settings(values: Mapping[str, Any], entry: Any, *, where: str | Non
     """Experiments, lists, shuffles and list source: the run's config, else the registry entry's, else the paper's."""
     return run_settings(values.get("experiments"), values.get("lists"), values.get("shuffles"),
                         values.get("list_source"), entry.benchmark_settings("name"),
-                        where=where or f"model {entry.key!r}")
+                        where=where or "name benchmark")
 
 
 def _experiment_table(rates: pd.DataFrame) -> str:
