@@ -9,9 +9,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from sctc_assets.assets.name import NAME_ASSETS
 from sctc_assets.assets.name.source import name_prompts_match_upstream
 from sctc_assets.backends.replay import ReplayBackend
+from sctc_assets.benchmarks import NAME
 from sctc_assets.cli import main
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.generation import GenerationRequest
@@ -63,7 +63,7 @@ def test_lineage_and_partitions():
     assert parents["name_responses"] == {"name_prompts"}
     assert {"name_responses", "name_candidate_lists", "name_judgements", "regional_names"} <= parents["name_selections"]
     assert parents["name_choice_rates"] == {"name_selections"} and parents["name_choice_tests"] == {"name_choice_rates"}
-    dimensions = {asset.key.to_user_string(): asset.partitions_def for asset in NAME_ASSETS}
+    dimensions = {name: defs.get_assets_def(name).partitions_def for name in NAME.assets}
     langs = {dimension.name: dimension.partitions_def for dimension in dimensions["name_responses"].partitions_defs}["lang"]
     assert langs.get_partition_keys() == ["zh_hans", "zh_hant", "en"]
     assert dimensions["name_choice_rates"].name == "models" and dimensions["name_choice_tests"] is None

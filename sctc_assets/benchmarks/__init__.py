@@ -17,7 +17,7 @@ from sctc_assets.benchmarks.spec import CROSS_MODEL, AssetEntry, BenchmarkSpec, 
 from sctc_assets.benchmarks.term import TERM
 
 __all__ = ["BENCHMARKS", "CATALOG", "CORPUS", "NAME", "PAPERS", "PLUGIN_SCHEMAS", "REPORT_INPUTS", "REPORT_TABLES",
-           "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "report_sections", "spec"]
+           "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "report_sections"]
 
 SPECS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (TERM, NAME, SOVEREIGNTY, REVIEWS, CORPUS)}
 SPECS.update(plugin_specs(SPECS))
@@ -57,9 +57,3 @@ def report_sections() -> tuple[ReportSection, ...]:
 # The column schemas of the tables of benchmarks outside this package (the built-in ones: sctc_assets.lib.schemas).
 PLUGIN_SCHEMAS = {schema.table: schema for _spec in SPECS.values() for schema in _spec.schemas}
 PAPERS: dict[str, str] = {**{spec.name: spec.paper for spec in SPECS.values()}, REPORT: REPORT_PAPER}
-
-
-def spec(name: str) -> BenchmarkSpec:
-    if name not in SPECS:
-        raise KeyError(f"no benchmark {name!r} (benchmarks: {', '.join(BENCHMARKS)})")
-    return SPECS[name]

@@ -39,10 +39,6 @@ def tiny_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
     return designs
 
 
-def tiny_config(options: Mapping[str, Any]) -> dict:
-    return {}
-
-
 SPEC = BenchmarkSpec(
     name="tiny",
     paper="tiny-colours",
@@ -54,7 +50,6 @@ SPEC = BenchmarkSpec(
         "tiny_scores": AssetEntry(PER_MODEL, "Whether each of one model's answers holds the expected word."),
         "tiny_summary": AssetEntry(CROSS_MODEL, "The share of right answers per model and script."),
     },
-    config=tiny_config,
     response_asset="tiny_responses",
     summary=tiny_summary_text,
     report_tables=("tiny_summary",),

@@ -1,7 +1,4 @@
-"""The audit report across every benchmark: one unpartitioned asset, `audit_report`."""
+"""The audit report across every benchmark: one unpartitioned asset, `audit_report`.
 
-from __future__ import annotations
-
-from sctc_assets.assets.report.audit import audit_report
-
-REPORT_ASSETS = [audit_report]
+The defs folder loader (`sctc_assets.definitions`) finds it in `audit.py`.
+"""
