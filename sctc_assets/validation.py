@@ -8,13 +8,19 @@ stage; found here, nothing has run yet.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Mapping, Sequence
 
+import pydantic
+
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.lib.model_registry import ModelEntry
-from sctc_assets.lib.term.prompts import PAPER_TRIALS
+from sctc_assets.benchmarks.spec import OptionRange
+from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
+from sctc_assets.lib.model_registry import ModelEntry, RegistryError
+from sctc_assets.lib.paths import default_corpora_path, default_registry_path
+from sctc_assets.resources.model_registry import ModelRegistryResource
+from sctc_assets.running.concurrent import ConcurrencyError, stages_per_endpoint
+from sctc_assets.running.processes import worker_processes
 
 # The keys each benchmark reads from a registry entry's `benchmarks:` block, from the specs (`last_names`: the name
 # benchmark's log-probability experiment). Anything else is a typo the run would silently ignore.
@@ -22,26 +28,12 @@ BENCHMARK_SETTINGS: dict[str, frozenset[str]] = {
     **{spec.name: spec.settings_keys for spec in SPECS.values() if spec.settings_keys},
     **{block: keys for spec in SPECS.values() for block, keys in spec.extra_settings.items()},
 }
-MAX_TEMPERATURE = 2.0
-
-
-def _range_problem(flag: str, value: Any, low: float, high: float | None = None, *, low_open: bool = False) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{flag}: must be a finite number, got {value}"
-    too_low = value <= low if low_open else value < low
-    if too_low or (high is not None and value > high):
-        interval = f"{'(' if low_open else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
-        return f"{flag}: must be in {interval}, got {value:g}"
-    return None
+# The run's own numeric options; each benchmark's are in its spec's `option_ranges`.
+RUN_OPTION_RANGES = (OptionRange("max_calls", 0), OptionRange("max_cost", 0))
 
 
 def _concurrency_problems() -> list[str]:
     """The environment settings that spread a run over threads and processes, one line each."""
-    from sctc_assets.running.concurrent import ConcurrencyError, stages_per_endpoint
-    from sctc_assets.running.processes import worker_processes
-
     problems = []
     for setting in (stages_per_endpoint, worker_processes):
         try:
@@ -52,39 +44,17 @@ def _concurrency_problems() -> list[str]:
 
 
 def option_problems(options: Mapping[str, Any]) -> list[str]:
-    """The `sctc run` options that are out of range, one line each (argparse has checked their types)."""
-    from sctc_assets.lib.reviews.source import FIELDS
-    from sctc_assets.lib.reviews.varieties import VARIETIES
-
-    checks = [
-        _range_problem("--trials", options.get("trials"), 1, PAPER_TRIALS),
-        _range_problem("--name-lists", options.get("name_lists"), 1),
-        _range_problem("--name-shuffles", options.get("name_shuffles"), 1),
-        _range_problem("--sovereignty-samples", options.get("sovereignty_samples"), 1),
-        _range_problem("--sovereignty-temperature", options.get("sovereignty_temperature"), 0, MAX_TEMPERATURE),
-        _range_problem("--max-pairs", options.get("max_pairs"), 1),
-        _range_problem("--corpus-majority", options.get("corpus_majority"), 0, 1, low_open=True),
-        _range_problem("--max-calls", options.get("max_calls"), 0),
-        _range_problem("--max-cost", options.get("max_cost"), 0),
-    ]
-    problems = [problem for problem in checks if problem]
-    problems += _concurrency_problems()
-    for field, _ in options.get("reviews_columns") or []:
-        if field not in FIELDS:
-            problems.append(f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})")
-    for region, variety in options.get("reviews_varieties") or []:
-        if variety.lower() not in VARIETIES:
-            problems.append(f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(VARIETIES)}")
-    return problems
+    """The `sctc run` options that are out of range or otherwise wrong, one line each (argparse has checked their
+    types): every benchmark's (its spec's checks), then the run's."""
+    problems = [problem for spec in SPECS.values() for problem in spec.option_problems(options)]
+    problems += [problem for problem in (entry.problem(options) for entry in RUN_OPTION_RANGES) if problem]
+    return problems + _concurrency_problems()
 
 
 def corpus_problems(options: Mapping[str, Any]) -> list[str]:
     chosen = options.get("corpora") or []
     if not chosen:
         return []
-    from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
-    from sctc_assets.lib.paths import default_corpora_path
-
     path = default_corpora_path()
     try:
         entries = load_corpora(path)
@@ -124,11 +94,6 @@ def _benchmark_settings_problems(entry: ModelEntry, benchmarks: Sequence[str], o
 def _built_backend(entry: ModelEntry) -> tuple[Any, list[str]]:
     """The entry's backend resource, or the problems that stop it from building: the class exists, every setting
     is one it has, and every value is valid."""
-    import pydantic
-
-    from sctc_assets.lib.model_registry import RegistryError
-    from sctc_assets.resources.model_registry import ModelRegistryResource
-
     try:
         cls = ModelRegistryResource().checked_backend_class(entry)
     except RegistryError as exc:
@@ -159,8 +124,6 @@ def key_problem(entry: ModelEntry) -> str | None:
 def model_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], benchmarks: Sequence[str],
                    options: Mapping[str, Any], *, check_keys: bool = True) -> list[str]:
     """Every problem of the chosen models and judges, one line each; unknown keys name the registry."""
-    from sctc_assets.lib.paths import default_registry_path
-
     problems = []
     unknown = [model for model in models if model not in entries]
     if unknown:

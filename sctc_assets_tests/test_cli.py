@@ -82,6 +82,8 @@ def _errors(capsys) -> list[str]:
 
 
 def test_out_of_range_options_are_all_reported_before_anything_runs(registry, capsys, isolated_data_dir):
+    # Each benchmark's problems together, in the specs' order (each spec's option_ranges, then check_options), then
+    # the run's own options.
     status = main(["run", "--benchmarks", "term", "name", "sovereignty", "reviews", "corpus", "--models", "fake",
                    "--trials", "16", "--name-lists", "0", "--sovereignty-samples", "0", "--sovereignty-temperature",
                    "3", "--max-pairs", "0", "--corpus-majority", "0", "--max-calls", "-1", "--max-cost", "-2",
@@ -94,12 +96,12 @@ def test_out_of_range_options_are_all_reported_before_anything_runs(registry, ca
         "error: --sovereignty-samples: must be in [1, ∞), got 0",
         "error: --sovereignty-temperature: must be in [0, 2], got 3",
         "error: --max-pairs: must be in [1, ∞), got 0",
-        "error: --corpus-majority: must be in (0, 1], got 0",
-        "error: --max-calls: must be in [0, ∞), got -1",
-        "error: --max-cost: must be in [0, ∞), got -2",
         "error: --reviews-columns: unknown field 'nosuchfield' (fields: hotel_id, nationality, score, title, "
         "positive, negative, review_id, review_time)",
         "error: --reviews-varieties: hk=hk: the variety must be one of tw, cn",
+        "error: --corpus-majority: must be in (0, 1], got 0",
+        "error: --max-calls: must be in [0, ∞), got -1",
+        "error: --max-cost: must be in [0, ∞), got -2",
     ]
     assert not (isolated_data_dir / "storage").exists()  # no stage ran
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import pandas as pd
 from tabulate import tabulate
 
-from sctc_assets.benchmarks.spec import CROSS_MODEL, INPUTS, AssetEntry, BenchmarkSpec, present
+from sctc_assets.benchmarks.spec import CROSS_MODEL, INPUTS, AssetEntry, BenchmarkSpec, OptionRange, present
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
 from sctc_assets.lib.corpus.layout import paper_layout
 from sctc_assets.lib.paths import default_corpora_path
@@ -78,6 +78,7 @@ CORPUS = BenchmarkSpec(
     assets=ASSETS,
     reads=("regional_terms",),  # the term list whose forms are counted
     add_arguments=corpus_arguments,
+    option_ranges=(OptionRange("corpus_majority", 0, 1, low_open=True),),
     config=corpus_config,
     # Counting calls no model; Table 18 reads whatever term results exist.
     default_models=False,

@@ -9,9 +9,14 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.estimate_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, JudgeSetting, ReportPart)
+                                         BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.benchmarks.term import not_a_pro_result
+from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
+from sctc_assets.lib.name.lists import upstream_name_prompts
+from sctc_assets.lib.name.requests import name_requests
+from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.lib.varieties import VARIETIES
 
 ASSETS = {
@@ -108,6 +113,29 @@ def _experiment_table(rates: pd.DataFrame) -> str:
     return tabulate(rows, headers="keys", tablefmt="github")
 
 
+def name_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    """Every partition's requests for the estimate, as `name_responses` selects them."""
+    settings = {entry.key: NAME.settings_for(options, entry) for entry in models}
+    experiments = list(dict.fromkeys(name for chosen in settings.values() for name in chosen.experiments))
+    # The generated lists are drawn only where a model asks for them (the authors' lists are the default).
+    generated = {name for entry in models for name in settings[entry.key].experiments
+                 if settings[entry.key].list_source == "generated" and entry.backend != "replay"}
+    table = (upstream_name_prompts(open_sctc_upstream(), options.get("name_seed"), experiments, generated)
+             if experiments else pd.DataFrame())
+
+    def build(lang: str, chosen: RunSettings, replay: bool) -> tuple[pd.DataFrame, list[GenerationRequest]]:
+        selected, _, requests = name_requests(table, lang, chosen, replay=replay)
+        return selected, requests
+
+    shared, designs = SharedRequests(build), []
+    for entry in models:
+        replay = entry.backend == "replay"
+        for lang in NAME.langs:
+            selected, requests = shared((lang, settings[entry.key], replay), lang, settings[entry.key], replay)
+            designs.append(PartitionDesign(entry.key, lang, selected, requests, settings[entry.key]))
+    return designs
+
+
 def name_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
     """One table per experiment that ran, in the paper's order."""
     rates = tables.get("name_choice_tests")
@@ -134,9 +162,11 @@ NAME = BenchmarkSpec(
     langs=tuple(variety.code for variety in VARIETIES),
     assets=ASSETS,
     add_arguments=name_arguments,
+    option_ranges=(OptionRange("name_lists", 1), OptionRange("name_shuffles", 1)),
     config=name_config,
     response_asset="name_responses",
     run_settings=name_run_settings,
+    design=name_design,
     settings_keys=frozenset({"experiments", "lists", "shuffles", "list_source"}),
     # The log-probability experiment's own block (`last_name_logprobs`).
     extra_settings={"last_names": frozenset({"langs", "pairs", "names", "seed"})},

@@ -9,12 +9,14 @@ import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, ReportPart, present)
+                                         BenchmarkSpec, OptionRange, ReportPart, present)
 from sctc_assets.lib.backend_catalog import uses_response_cache
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
-from sctc_assets.lib.reviews.requests import ReviewRunSettings, run_settings
+from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.reviews.requests import ReviewRunSettings, review_prompt_table, review_requests, run_settings
 from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR
+from sctc_assets.lib.reviews.varieties import VARIETIES
 
 ASSETS = {
     "raw_reviews": AssetEntry(INPUTS, "The review export in the paper's Table 4 fields."),
@@ -62,6 +64,14 @@ def reviews_arguments(parser: Any) -> None:
                        help="skip the OpenCC-converted reviews (Table 3)")
 
 
+def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
+    """Unknown fields of --reviews-columns and unknown varieties of --reviews-varieties."""
+    problems = [f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})"
+                for field, _ in options.get("reviews_columns") or [] if field not in FIELDS]
+    return problems + [f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(VARIETIES)}"
+                       for region, variety in options.get("reviews_varieties") or [] if variety.lower() not in VARIETIES]
+
+
 def reviews_config(options: Mapping[str, Any]) -> dict:
     seed = options.get("reviews_seed")
     return {
@@ -82,6 +92,18 @@ def reviews_run_settings(values: Mapping[str, Any], entry: Any) -> ReviewRunSett
     """Pairs asked, the translation control and the system role: the run's config, else the registry entry's, else
     every pair with the converted versions."""
     return run_settings(values.get("max_pairs"), values.get("translation_control"), entry.benchmark_settings("reviews"))
+
+
+def reviews_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    """Every partition's requests for the estimate, as `review_predictions` selects them."""
+    table = review_prompt_table(REVIEWS.config(options)) if models else pd.DataFrame()
+    shared, designs = SharedRequests(lambda fmt, settings: review_requests(table, fmt, settings)), []
+    for entry in models:
+        settings = REVIEWS.settings_for(options, entry)
+        for fmt in REVIEWS.langs:
+            selected, requests = shared((fmt, settings), fmt, settings)
+            designs.append(PartitionDesign(entry.key, fmt, selected, requests, settings))
+    return designs
 
 
 def answers_new_prompts(entry: Any) -> bool:
@@ -136,9 +158,12 @@ REVIEWS = BenchmarkSpec(
     dimension="format",
     assets=ASSETS,
     add_arguments=reviews_arguments,
+    option_ranges=(OptionRange("max_pairs", 1),),
+    check_options=reviews_option_problems,
     config=reviews_config,
     response_asset="review_predictions",
     run_settings=reviews_run_settings,
+    design=reviews_design,
     settings_keys=frozenset({"max_pairs", "translation_control", "system_role"}),
     serves=answers_new_prompts,
     default_models=False,

@@ -11,13 +11,15 @@ import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, JudgeSetting, ReportPart)
+                                         BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, import_results, results_folder
-from sctc_assets.lib.sovereignty.prompts import run_settings
+from sctc_assets.lib.estimate import PartitionDesign, RequestSet
+from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
+from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
-                                                  TSB_ENV_VAR, open_roots, upstream_locations)
+                                                  TSB_ENV_VAR, shared_roots)
 from sctc_assets.lib.upstream_source import UpstreamError, local_directory
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL, variety
 
@@ -46,6 +48,9 @@ ASSETS = {
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
                                                                    "exact test, BH and the LBS interval."),
 }
+
+
+MAX_TEMPERATURE = 2.0
 
 
 def sovereignty_arguments(parser: Any) -> None:
@@ -99,7 +104,7 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str]:
     if location:
         folder = results_folder(local_directory(location, default_upstream_cache_dir()))
     else:
-        pro = open_roots(upstream_locations(), default_upstream_cache_dir()).pro
+        pro = shared_roots().pro
         if pro is None:
             raise UpstreamError("the upstream location has no Pro-study results; give --tsb-results PATH|URL")
         folder = pro / PRO_RESULTS_DIR
@@ -111,6 +116,19 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str]:
 def answers_sovereignty_prompts(entry: Any) -> bool:
     """The SC-TC-Bench replays hold no answers to these prompts."""
     return entry.backend != "replay"
+
+
+def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    """Every partition's requests for the estimate, as `sovereignty_responses` builds them."""
+    table = upstream_prompt_table(shared_roots(), options.get("sovereignty_prompt_sets") or ())
+    designs = []
+    for entry in models:
+        samples, overrides = SOVEREIGNTY.settings_for(options, entry)
+        for lang in SOVEREIGNTY.langs:
+            items, requests = sovereignty_requests(table, entry.key, lang, samples)
+            designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
+                                           (samples, overrides), overrides))
+    return designs
 
 
 def _prompt_set_table(summary: pd.DataFrame) -> str:
@@ -163,9 +181,12 @@ SOVEREIGNTY = BenchmarkSpec(
     langs=LANGS,
     assets=ASSETS,
     add_arguments=sovereignty_arguments,
+    option_ranges=(OptionRange("sovereignty_samples", 1),
+                   OptionRange("sovereignty_temperature", 0, MAX_TEMPERATURE)),
     config=sovereignty_config,
     response_asset="sovereignty_responses",
     run_settings=sovereignty_run_settings,
+    design=sovereignty_design,
     settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
     judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE"),
     serves=answers_sovereignty_prompts,

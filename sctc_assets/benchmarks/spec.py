@@ -13,6 +13,7 @@ No Dagster here (nor torch or transformers), so `sctc --help`, `sctc models` and
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
@@ -86,6 +87,33 @@ class ReportSection:
     scorecard_label: str
 
 
+@dataclass(frozen=True)
+class OptionRange:
+    """The interval a numeric `sctc run` option must lie in, checked before anything runs (argparse has checked
+    its type). `option` is its argparse destination; `high` None means no upper bound."""
+
+    option: str
+    low: float
+    high: float | None = None
+    low_open: bool = False
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.option.replace('_', '-')}"
+
+    def problem(self, options: Mapping[str, Any]) -> str | None:
+        value = options.get(self.option)
+        if value is None:
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{self.flag}: must be a finite number, got {value}"
+        too_low = value <= self.low if self.low_open else value < self.low
+        if too_low or (self.high is not None and value > self.high):
+            interval = f"{'(' if self.low_open else '['}{self.low:g}, {'∞)' if self.high is None else f'{self.high:g}]'}"
+            return f"{self.flag}: must be in {interval}, got {value:g}"
+        return None
+
+
 def _no_arguments(parser: Any) -> None:
     return None
 
@@ -96,6 +124,10 @@ def _no_config(options: Mapping[str, Any]) -> dict:
 
 def _serves_all(entry: Any) -> bool:
     return True
+
+
+def _no_option_problems(options: Mapping[str, Any]) -> list[str]:
+    return []
 
 
 def _nothing_to_prepare(options: Mapping[str, Any]) -> list[str]:
@@ -117,7 +149,9 @@ class BenchmarkSpec:
     `langs` are the keys of the benchmark's second partition dimension (named `dimension`, "lang" by default).
     `assets` maps each asset the benchmark owns to its catalog entry; its stage lists (`inputs`, `per_model_lang`,
     `per_model`, `cross_model`) are derived from them, in their order, with `reads` (other benchmarks' input assets
-    its inputs stage materializes too) first. `add_arguments` adds the benchmark's `sctc run` options;
+    its inputs stage materializes too) first. `add_arguments` adds the benchmark's `sctc run` options,
+    `option_ranges` the intervals of its numeric ones and `check_options(options)` its other checks (one line per
+    problem), both run before anything else;
     `config(options)` turns the parsed options into `{asset name: op config}`; `run_settings(values, entry)` turns
     the response asset's config values and a registry entry into the settings a model runs with (raising
     ValueError/TypeError naming what is wrong), for the asset, the estimate and the validator alike;
@@ -125,8 +159,9 @@ class BenchmarkSpec:
     `extra_settings` other blocks, e.g. the name benchmark's `last_names`). `serves(entry)` says whether a registry
     entry can answer the benchmark at all; `prepare(options)` runs before the registry is read and returns model keys
     to run besides the default ones; `default_models`: whether `sctc run` without `--models` runs the registry's
-    defaults (when false it materializes only the model-independent inputs). `design(models, options)` lists every
-    partition's requests for the estimate (None: the benchmark calls no model), `estimate_lines` add lines under its
+    defaults (when false it materializes only the model-independent inputs). `design(models, options)` lists each
+    model's `lib.estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
+    the upstream data without Dagster (None: the benchmark calls no model); `estimate_lines` add lines under its
     table there. `partitioned_inputs(options)` lists model-independent but partitioned work, as
     `(asset names, partition keys)` pairs (corpus shards). `jobs`: a stage's named Dagster job where it is not
     `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether
@@ -135,9 +170,7 @@ class BenchmarkSpec:
     (and whose answers the report's provenance counts); `report_tables`: the tables its part of the audit report reads;
     `report_part`: that part.
     A benchmark outside this package (`sctc_assets.benchmarks.plugins`) also names `assets_module`, the module of its
-    Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables; its `design(models,
-    options)` lists each model's `lib.estimate.PartitionDesign`s for the estimate (the built-in benchmarks' designs
-    open the upstream data through the resources, so they live in `sctc_assets.estimate`).
+    Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables.
     """
 
     name: str
@@ -147,6 +180,8 @@ class BenchmarkSpec:
     dimension: str = "lang"
     reads: tuple[str, ...] = ()
     add_arguments: Callable[[Any], None] = _no_arguments
+    option_ranges: tuple[OptionRange, ...] = ()
+    check_options: Callable[[Mapping[str, Any]], list[str]] = _no_option_problems
     config: Callable[[Mapping[str, Any]], dict] = _no_config
     response_asset: str | None = None
     run_settings: Callable[[Mapping[str, Any], Any], Any] | None = None
@@ -167,7 +202,6 @@ class BenchmarkSpec:
     report_part: ReportPart | None = None
     schemas: tuple[Any, ...] = ()
     assets_module: str | None = None
-    design: Callable[[Any, Mapping[str, Any]], list] | None = None
 
     def __post_init__(self) -> None:
         # The spec names its entries' benchmark, so an entry is written without it.
@@ -242,6 +276,11 @@ class BenchmarkSpec:
         if self.judge is None:
             return None
         return options.get(self.judge.option) or os.environ.get(self.judge.env_var) or None
+
+    def option_problems(self, options: Mapping[str, Any]) -> list[str]:
+        """The benchmark's options that are out of range or otherwise wrong, one line each."""
+        ranges = [problem for problem in (entry.problem(options) for entry in self.option_ranges) if problem]
+        return ranges + self.check_options(options)
 
     def settings_for(self, options: Mapping[str, Any], entry: Any) -> Any:
         """The run settings of `entry` under the parsed `sctc run` options (what its response asset will resolve)."""

@@ -13,8 +13,11 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.estimate_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
-                                         BenchmarkSpec, JudgeSetting, ReportPart)
-from sctc_assets.lib.term.prompts import run_settings
+                                         BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
+from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.sctc_source import open_sctc_upstream
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings, upstream_term_prompts
+from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
 ASSETS = {
@@ -79,6 +82,19 @@ def term_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, list[
     return run_settings(values.get("trials"), values.get("prompt_variants"), entry.benchmark_settings("term"))
 
 
+def term_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
+    """Every partition's requests for the estimate, as `term_responses` selects them."""
+    table = upstream_term_prompts(open_sctc_upstream())
+    shared, designs = SharedRequests(lambda lang, trials, variants: term_requests(table, lang, trials, variants)), []
+    for entry in models:
+        trials, variants = TERM.settings_for(options, entry)
+        overrides = generation_overrides(entry.benchmark_settings("term"))
+        for lang in TERM.langs:
+            selected, requests = shared((lang, trials, tuple(variants)), lang, trials, variants)
+            designs.append(PartitionDesign(entry.key, lang, selected, requests, (trials, variants), overrides))
+    return designs
+
+
 def _variant_table(rates: pd.DataFrame, tests: pd.DataFrame, variant: int) -> str:
     rows = []
     for (model, source), frame in rates.groupby(["model", "label_source"]):
@@ -125,9 +141,11 @@ TERM = BenchmarkSpec(
     langs=(SIMPLIFIED.code, TRADITIONAL.code),
     assets=ASSETS,
     add_arguments=term_arguments,
+    option_ranges=(OptionRange("trials", 1, PAPER_TRIALS),),
     config=term_config,
     response_asset="term_responses",
     run_settings=term_run_settings,
+    design=term_design,
     settings_keys=frozenset({"trials", "prompt_variants", "max_new_tokens"}),
     judge=JudgeSetting("judge", "SCTC_TERM_JUDGE"),
     serves=not_a_pro_result,

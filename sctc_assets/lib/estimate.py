@@ -201,6 +201,21 @@ def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: Res
     return {index: hits[key] for index, key in zip(chosen, keys) if key in hits}
 
 
+class SharedRequests:
+    """Builds each (settings, partition) once: models with the same settings ask the same requests. `build(*args)`
+    returns the selected prompt rows and their requests; `shared(key, *args)` returns them as a `RequestSet`."""
+
+    def __init__(self, build: Callable[..., tuple[pd.DataFrame, list[GenerationRequest]]]):
+        self._build = build
+        self._built: dict[Any, tuple[pd.DataFrame, RequestSet]] = {}
+
+    def __call__(self, key: Any, *args: Any) -> tuple[pd.DataFrame, RequestSet]:
+        if key not in self._built:
+            selected, requests = self._build(*args)
+            self._built[key] = (selected, RequestSet(requests))
+        return self._built[key]
+
+
 @dataclass
 class PartitionDesign:
     """What one model answers in one partition: the prompt rows (as the response asset selects them), their

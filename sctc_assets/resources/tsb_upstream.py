@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Optional
 
@@ -13,13 +12,9 @@ from pydantic import Field
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import commit_of
 from sctc_assets.lib.sovereignty.upstream import (
-    RED_FLAGS_ENV_VAR, TSB_ENV_VAR, RedFlagList, TSBRoots, load_red_flags, open_roots, upstream_locations,
+    RED_FLAGS_ENV_VAR, TSB_ENV_VAR, RedFlagList, TSBRoots, load_red_flags, shared_roots, upstream_locations,
 )
 from sctc_assets.lib.upstream_source import download
-
-_roots: dict[tuple[tuple[str, ...], str], TSBRoots] = {}
-_lock = threading.Lock()
-
 
 class TSBUpstreamResource(dg.ConfigurableResource):
     """Where the benchmark's files come from: directories, .tar.gz/.zip archives or URLs holding the original
@@ -44,11 +39,7 @@ class TSBUpstreamResource(dg.ConfigurableResource):
         return Path(self.cache_dir) if self.cache_dir else default_upstream_cache_dir()
 
     def roots(self) -> TSBRoots:
-        key = (self.locations(), str(self._cache_dir()))
-        with _lock:
-            if key not in _roots:
-                _roots[key] = open_roots(key[0], self._cache_dir())
-            return _roots[key]
+        return shared_roots(self.location, self._cache_dir())
 
     def red_flag_choice(self) -> str:
         return self.red_flags or os.environ.get(RED_FLAGS_ENV_VAR) or "v1.1.0"

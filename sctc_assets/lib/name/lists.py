@@ -8,7 +8,8 @@ from typing import Collection, Mapping, Sequence
 import pandas as pd
 
 from sctc_assets.lib.name.candidates import DEFAULT_SEED, EXPERIMENTS, generate_lists, upstream_lists
-from sctc_assets.lib.name.prompts import shown_names
+from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
+from sctc_assets.lib.name.prompts import build_prompts, shown_names
 from sctc_assets.lib.sctc_upstream import NAME_CANDIDATE_COLUMNS, name_candidate_file, name_prompt_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
 from sctc_assets.lib.varieties import SIMPLIFIED
@@ -48,3 +49,15 @@ def candidate_lists(names: pd.DataFrame, source: UpstreamSource, *, seed: int = 
               for name, authors in zip(chosen, published)
               if generated is None or name in generated or authors is None]
     return pd.concat(frames + [frame for frame in published if frame is not None], ignore_index=True), missing
+
+
+def upstream_name_prompts(source: UpstreamSource, seed: int | None, experiments: Sequence[str],
+                          generated: Collection[str] | None = None) -> pd.DataFrame:
+    """The prompts of `experiments` only, as `name_candidate_lists` → `name_prompts` build them: each experiment's
+    lists depend on the seed and its own name alone. The generated lists of the experiments outside `generated`
+    (default: all are drawn) are drawn only where the upstream copy lacks the authors' lists, since only then does
+    a run ask them."""
+    names = parse_names(source.read_csv(NAMES_FILE, NAME_COLUMNS), source_name=NAMES_FILE)
+    lists, _ = candidate_lists(names, source, seed=DEFAULT_SEED if seed is None else seed, experiments=experiments,
+                               generated=generated)
+    return build_prompts(lists)

@@ -9,6 +9,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets.lib.paths import default_upstream_cache_dir
+from sctc_assets.lib.reviews import pairing, prompts, source, varieties
 from sctc_assets.lib.reviews.prompts import selected_prompts
 
 
@@ -42,3 +44,19 @@ def review_requests(review_prompts: pd.DataFrame, fmt: str,
                                        version=record["version"])
                 for record in selected.to_dict("records")]
     return selected, requests
+
+
+def review_prompt_table(config: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Every review prompt, as `raw_reviews` → `review_varieties` → `review_pairs` → `review_prompts` build them
+    under `config` (their op config by asset name, as the spec's `config` makes it)."""
+    raw = config.get("raw_reviews", {})
+    if raw.get("hf_dataset"):
+        frame, origin = source.read_hf_dataset(raw["hf_dataset"], split=raw.get("hf_split", "train"),
+                                               config_name=raw.get("hf_config"))
+    else:
+        frame, origin = source.read_file(raw.get("location") or source.default_location(), default_upstream_cache_dir())
+    reviews = source.canonical_reviews(frame, origin, raw.get("columns") or {})
+    table = varieties.review_varieties(reviews, config.get("review_varieties", {}).get("varieties")
+                                       or dict(varieties.DEFAULT_VARIETY_MAP))
+    pairs = pairing.pair_reviews(table, seed=config.get("review_pairs", {}).get("seed", 0))
+    return prompts.review_prompts(pairs, table, seed=config.get("review_prompts", {}).get("seed", 0))

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET, TSBRoots, prompt_items
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 # Prompting language → the Pro study's language key (which red-flag list and which result block).
@@ -53,3 +54,9 @@ def run_settings(samples: int | None, temperature: float | None,
     if temperature is not None:
         overrides["temperature"] = temperature
     return chosen, overrides
+
+
+def upstream_prompt_table(roots: TSBRoots, prompt_sets: Sequence[str] = ()) -> pd.DataFrame:
+    """The main prompt set and `prompt_sets`, as `sovereignty_prompts` builds them."""
+    chosen = list(dict.fromkeys([MAIN_PROMPT_SET, *prompt_sets]))
+    return prompt_table({name: prompt_items(roots, name) for name in chosen})

@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.text_files import json_type, read_utf8
 from sctc_assets.lib.upstream_source import (UpstreamError, UpstreamSchemaError, candidate_roots, is_url,
                                             local_directory)
@@ -107,6 +109,20 @@ def open_roots(locations: Sequence[str], cache_dir: Path) -> TSBRoots:
     except UpstreamError as exc:
         raise UpstreamError(f"{exc} (point --tsb-upstream or ${TSB_ENV_VAR} at a copy)") from exc
     return locate_roots(directories, origin=" ".join(locations))
+
+
+_opened_roots: dict[tuple[tuple[str, ...], str], TSBRoots] = {}
+_roots_lock = threading.Lock()
+
+
+def shared_roots(location: str | None = None, cache_dir: Path | None = None) -> TSBRoots:
+    """`open_roots` of `upstream_locations(location)`, opened once per process (the resource and the estimate)."""
+    cache_dir = cache_dir or default_upstream_cache_dir()
+    key = (upstream_locations(location), str(cache_dir))
+    with _roots_lock:
+        if key not in _opened_roots:
+            _opened_roots[key] = open_roots(key[0], cache_dir)
+        return _opened_roots[key]
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:

@@ -9,7 +9,9 @@ from typing import Iterable
 
 import pandas as pd
 
-from sctc_assets.lib.term.terms import LANGS, expected_alternatives, other_region_alternatives
+from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
+from sctc_assets.lib.term.terms import LANGS, expected_alternatives, other_region_alternatives, parse_terms
+from sctc_assets.lib.upstream_source import UpstreamSource
 from sctc_assets.lib.varieties import MAINLAND, SIMPLIFIED, TAIWAN, TRADITIONAL
 
 PROMPT_VARIANTS = (1, 2, 3)
@@ -97,3 +99,9 @@ def generation_overrides(model_settings: dict | None) -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"benchmarks.term.{name} must be a positive integer, got {value!r}")
     return overrides
+
+
+def upstream_term_prompts(source: UpstreamSource) -> pd.DataFrame:
+    """Every term prompt of the upstream terms, as `regional_terms` → `term_prompts` build them."""
+    terms = parse_terms(source.read_csv(TERMS_FILE, TERM_COLUMNS), source_name=TERMS_FILE)
+    return build_prompts(terms, langs=LANGS, variants=PROMPT_VARIANTS, trials=PAPER_TRIALS)
