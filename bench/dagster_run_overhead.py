@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sctc_assets, not an installed one
+from sctc_assets.lib.term.terms import LANGS as TERM_LANGS  # noqa: E402
 
 SETTINGS = ("ui", "cli", "cli-dagster-events", "cli+batch", "cli+consolidated")
 CONSOLIDATED = """
@@ -52,7 +53,7 @@ def _child(setting: str, runs: int) -> None:
     from sctc_assets.benchmarks.spec import BenchmarkSpec
     from sctc_assets.running.runner import Runner
 
-    partitions = model_lang_partitions(("zh_hans", "zh_hant"))
+    partitions = model_lang_partitions(TERM_LANGS)
 
     @dg.asset(partitions_def=partitions, code_version="1")
     def answers() -> None:
@@ -68,7 +69,7 @@ def _child(setting: str, runs: int) -> None:
 
     defs = dg.Definitions(assets=[answers, labels, scores],
                           jobs=[dg.define_asset_job("bench_model_lang", selection=[answers, labels, scores])])
-    plan = BenchmarkSpec.of_stages(name="bench", langs=("zh_hans", "zh_hant"), inputs=(), per_model_lang=("answers", "labels", "scores"),
+    plan = BenchmarkSpec.of_stages(name="bench", langs=TERM_LANGS, inputs=(), per_model_lang=("answers", "labels", "scores"),
                          per_model=(), cross_model=())
     if setting == "ui":
         instance = dg.DagsterInstance.get()

@@ -52,6 +52,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sctc_assets, not an installed one
 
+from sctc_assets.lib.term.terms import LANGS as TERM_LANGS
 from sctc_assets.lib.name.lists import published_lists
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.generation import GenerationRequest, result_columns
@@ -405,7 +406,7 @@ def part_g(old: Baseline, source: UpstreamSource) -> None:
 
     frames = []
     for model in EXPLAINING_MODELS:
-        for lang in ("zh_hans", "zh_hant"):
+        for lang in TERM_LANGS:
             relative = f"response/regional_name/explanation/{model}_{UPSTREAM_LANG[lang]}.csv"
             if source.exists(relative):
                 frames.append(source.read_csv(relative, ["adjective", "name", "region"]).assign(model=model, lang=lang))

@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sctc_assets, not an installed one
+from sctc_assets.lib.term.terms import LANGS as TERM_LANGS  # noqa: E402
+from sctc_assets.lib.varieties import SIMPLIFIED  # noqa: E402
 
 
 def _published() -> pd.DataFrame:
@@ -86,8 +88,8 @@ def _per_model_table(table: pd.DataFrame) -> str:
              "|---|---|---|---|---|---|---|---|"]
     wide = groups.pivot_table(index="model", columns=["label_source", "lang"], values="agreement")
     for model, row in wide.iterrows():
-        v1 = [row[("lexicon_v1", lang)] for lang in ("zh_hans", "zh_hant")]
-        v2 = [row[("lexicon", lang)] for lang in ("zh_hans", "zh_hant")]
+        v1 = [row[("lexicon_v1", lang)] for lang in TERM_LANGS]
+        v2 = [row[("lexicon", lang)] for lang in TERM_LANGS]
         lines.append(f"| {model} | " + " | ".join(_percent(v) for v in (*v1, np.mean(v1), *v2, np.mean(v2)))
                      + f" | {100 * (np.mean(v2) - np.mean(v1)):+.2f} |")
     for name, pick in (("mean", np.mean), ("worst", np.min)):
@@ -95,7 +97,7 @@ def _per_model_table(table: pd.DataFrame) -> str:
         for source in ("lexicon_v1", "lexicon"):
             per_group = groups[groups["label_source"] == source]["agreement"]
             by_lang = [groups[(groups["label_source"] == source) & (groups["lang"] == lang)]["agreement"]
-                       for lang in ("zh_hans", "zh_hant")]
+                       for lang in TERM_LANGS]
             values += [pick(by_lang[0]), pick(by_lang[1]), pick(per_group)]
         lines.append(f"| **{name} group** | " + " | ".join(_percent(v) for v in values) + " | |")
     return "\n".join(lines)
@@ -237,7 +239,7 @@ def _nested_min_models(published: pd.DataFrame, candidates=(1, 2, 3, 4, 5)) -> l
         frame = frames[model]
         labels = lx.apply_lexicon(fixed[model], frame, chosen, exclude_models=excluded)["label"]
         agree = labels.to_numpy() == frame["upstream_label"].to_numpy()
-        return [agree[(frame["lang"] == lang).to_numpy()].mean() for lang in ("zh_hans", "zh_hant")]
+        return [agree[(frame["lang"] == lang).to_numpy()].mean() for lang in TERM_LANGS]
 
     lines, nested = ["| held-out model | chosen min_models | S | T |", "|---|---|---|---|"], []
     for held_out in frames:
@@ -283,7 +285,7 @@ def _bounds(published: pd.DataFrame, lomo: pd.Series) -> list[str]:
         cells = ["prompt_variant", "term_id", "answer_key"]
         lines.append(f"| {model} | {lang} | {_percent(group['lomo_ok'].mean())} | "
                      f"{_percent(majority_share(group, cells))} | {_percent(majority_share(group, cells + ['format']))} |")
-    llama = frame[(frame["model"] == "llama3-70b") & (frame["lang"] == "zh_hans")]
+    llama = frame[(frame["model"] == "llama3-70b") & (frame["lang"] == SIMPLIFIED.code)]
     lines += ["", "Llama-3-70B Simplified, by what the judge saw (published label counts; lexicon LOMO errors):", "",
               "| format | n | correct | incorrect | misaligned | lexicon errors |", "|---|---|---|---|---|---|"]
     for name, group in llama.groupby("format"):
@@ -301,7 +303,7 @@ def _bounds(published: pd.DataFrame, lomo: pd.Series) -> list[str]:
     lines.append(f"answers in which the judge saw no answer (no Chinese after the marker, e.g. `Answer: Turn signal.`"
                  f" seen as `答案:.`): {len(no_answer)}, judged correct"
                  f" {int((no_answer['upstream_label'] == 'correct').sum())}")
-    other = frame[(frame["model"] == "llama3-8b") & (frame["lang"] == "zh_hans") & (frame["format"] == "no_chinese_dot")]
+    other = frame[(frame["model"] == "llama3-8b") & (frame["lang"] == SIMPLIFIED.code) & (frame["format"] == "no_chinese_dot")]
     lines.append(f"Llama-3-8B Simplified answers the judge saw without Chinese, ending in '.': {len(other)}, judged"
                  f" correct {int((other['upstream_label'] == 'correct').sum())}")
     return lines
