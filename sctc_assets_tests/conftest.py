@@ -91,6 +91,20 @@ def tsb_location() -> str:
     return location
 
 
+@pytest.fixture(scope="session")
+def csld_location() -> Path:
+    """The csld lists of g0v/moedict-data-csld (`$SCTC_CSLD_UPSTREAM`; CI: ../shared/upstream/moedict-data-csld-a1e9119).
+    Their licence (CC BY-NC-ND) forbids derivatives: tests read them from there and nothing of them is stored here."""
+    shared = REPO.parent / "shared" / "upstream" / "moedict-data-csld-a1e9119"
+    location = os.environ.get("SCTC_CSLD_UPSTREAM") or (str(shared) if shared.is_dir() else None)
+    if not location:
+        message = "csld data (g0v/moedict-data-csld) not found: set $SCTC_CSLD_UPSTREAM"
+        if os.environ.get("SCTC_REQUIRE_UPSTREAM"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return Path(location)
+
+
 @pytest.fixture
 def embedded_offline(isolated_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the shipped registry in use, offline, sharing the repository's verified embedded model file."""
