@@ -47,7 +47,8 @@ def test_the_documented_schema_is_read_with_definitions_made_by_script_conversio
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (HAND_CSV + "k2,,x,,,书,書,\n", r"items\.csv: row 5, column concept_id: duplicate concept_id 'k2' \(first in row 3\)"),
+        (HAND_CSV + "k2,,x,,,书,書,\n",
+         r"items\.csv: row 5, column concept_id: duplicate concept_id 'k2' \(first in row 3\)"),
         (HAND_CSV.replace("term_hk", "term_xx"), r"items\.csv: row 1, column term_xx: region 'xx' is not declared.*"
                                                  r"SCTC_VARIETIES"),
         (HAND_CSV.replace("term_hk", "term_HK"), r"items\.csv: row 1, column term_HK: .*lowercase: term_hk"),
@@ -82,7 +83,8 @@ def test_a_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
 def test_definitions_can_be_left_for_sctc_terms_define(tmp_path):
     text = HAND_CSV.replace("k3,日用,用来擦桌子的布,用來擦桌子的布", "k3,日用,,")
     items = read_item_csv(_write(tmp_path, text), require_definitions=False)
-    with pytest.raises(ItemSetError, match=r"items\.csv: concept 'k3' \(item 3\) has no definition; `sctc terms define`"):
+    with pytest.raises(ItemSetError,
+                       match=r"items\.csv: concept 'k3' \(item 3\) has no definition; `sctc terms define`"):
         check_definitions(items)
 
 

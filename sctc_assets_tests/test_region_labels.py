@@ -188,7 +188,8 @@ def test_the_default_set_labels_equal_todays_on_every_published_answer(sctc_sour
                 responses = sctc_source.read_csv(term_response_file(model, lang, variant, no_think=model == "ds"))
                 for row, response in enumerate(responses["response"].tolist()):
                     term = row % len(records)
-                    expected, (label, _) = label_answer(response, today[term]), label_regions(response, ours[term], lang)
+                    expected = label_answer(response, today[term])
+                    label, _ = label_regions(response, ours[term], lang)
                     compared += 1
                     if label != expected:
                         differences.append((model, lang, variant, row, response, expected, label))
