@@ -102,8 +102,9 @@ def test_the_always_one_region_matrix_on_the_csld_list(csld_location):
     """On the csld 4-region list (9,484 asked answers), the labels of every prompted variety × answered region
     equal those of an independent implementation of the rule that brings forms to one script and one set of
     character variants, except for 9 answers. In those, OpenCC writes a Mainland form with the prompted region's
-    variants in a way the list does not (烏冬麪 from s2hk where the list's Hong Kong form is 烏冬麵; 拉鏈 where Taiwan
-    writes 拉鍊): the paper's rule, and `region_labels`, call such a character-converted Mainland form misaligned."""
+    variants in a way the list does not (s2hk writes 麪 where the list's Hong Kong forms write 麵, s2tw writes 鏈 where
+    a Taiwan form writes 鍊): the paper's rule, and `region_labels`, call such a character-converted Mainland form
+    misaligned."""
     three = from_csld(csld_location / CSLD_THREE_PLACES)
     catalog = load_catalog()
     varieties = [catalog.variety(code) for code in ("zh-CN", "zh-TW", "zh-HK", "zh-MO")]
