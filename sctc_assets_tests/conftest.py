@@ -78,17 +78,31 @@ def extracted_upstream(sctc_source: UpstreamSource, monkeypatch: pytest.MonkeyPa
     return sctc_source.root
 
 
-@pytest.fixture(scope="session")
-def tsb_location() -> str:
-    """The Taiwan Sovereignty Benchmark data (`$SCTC_TSB_UPSTREAM`; CI: ../shared/upstream/taiwan-sovereignty)."""
-    shared = REPO.parent / "shared" / "upstream" / "taiwan-sovereignty"
-    location = os.environ.get("SCTC_TSB_UPSTREAM") or (str(shared) if shared.is_dir() else None)
+def _shared_data(env_var: str, shared_folder: str, what: str) -> str:
+    """`$env_var`, else ../shared/upstream/<shared_folder> if it exists; the test is skipped without either (a
+    failure under `$SCTC_REQUIRE_UPSTREAM`)."""
+    shared = REPO.parent / "shared" / "upstream" / shared_folder
+    location = os.environ.get(env_var) or (str(shared) if shared.is_dir() else None)
     if not location:
-        message = "Taiwan Sovereignty Benchmark data not found: set $SCTC_TSB_UPSTREAM"
+        message = f"{what} not found: set ${env_var}"
         if os.environ.get("SCTC_REQUIRE_UPSTREAM"):
             pytest.fail(message)
         pytest.skip(message)
     return location
+
+
+@pytest.fixture(scope="session")
+def tsb_location() -> str:
+    """The Taiwan Sovereignty Benchmark data (`$SCTC_TSB_UPSTREAM`; CI: ../shared/upstream/taiwan-sovereignty)."""
+    return _shared_data("SCTC_TSB_UPSTREAM", "taiwan-sovereignty", "Taiwan Sovereignty Benchmark data")
+
+
+@pytest.fixture(scope="session")
+def csld_location() -> Path:
+    """The csld lists of g0v/moedict-data-csld (`$SCTC_CSLD_UPSTREAM`; CI:
+    ../shared/upstream/moedict-data-csld-a1e9119). Their licence (CC BY-NC-ND) forbids derivatives: tests read them from there and nothing of them is stored here."""
+    return Path(_shared_data("SCTC_CSLD_UPSTREAM", "moedict-data-csld-a1e9119",
+                             "csld data (g0v/moedict-data-csld)"))
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from functools import lru_cache
 
 import opencc
 
-# OpenCC configurations the platform uses: s2t/t2s (script only), s2twp/tw2sp (Taiwan/Mainland phrasing).
-CONFIGS = ("s2t", "t2s", "s2tw", "tw2s", "s2twp", "tw2sp")
+# OpenCC configurations the platform uses: s2t/t2s (script only), s2tw/tw2s/s2hk/hk2s (script with Taiwan/Hong Kong
+# character variants), s2twp/tw2sp (Taiwan/Mainland phrasing).
+CONFIGS = ("s2t", "t2s", "s2tw", "tw2s", "s2hk", "hk2s", "s2twp", "tw2sp")
 
 
 @lru_cache(maxsize=None)
