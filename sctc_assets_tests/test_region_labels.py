@@ -8,7 +8,8 @@ import pytest
 
 from sctc_assets.lib.conversion import convert, convert_chars
 from sctc_assets.lib.term.items import CSLD_THREE_PLACES, Concept, ItemSet, from_csld
-from sctc_assets.lib.term.region_labels import label_frame, label_regions, region_forms, region_script
+from sctc_assets.lib.term.region_labels import (ITEM_SET_RULE, PAPER_RULE, label_frame, label_regions, region_forms,
+                                                region_script, rule_for)
 from sctc_assets.lib.varieties import PROMPTING_VARIETIES, load_catalog
 
 REGIONS = ("cn", "tw", "hk", "mo", "sg", "my")
@@ -153,6 +154,34 @@ def test_label_regions(answer, prompted, expected):
     concept = {"1": HAND.concepts[0], "2": HAND.concepts[1]}["2" if answer == "书包袋" else "1"]
     forms = dict(concept.forms, tw=concept.forms["tw"])
     assert label_regions(answer, forms, prompted) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "prompted", "paper", "item_set"),
+    [
+        # correct wins under the item-set rule, which still records the other regions the answer names
+        ("乙車，也叫丙車", "zh-TW", ("misaligned", ("hk", "mo")), ("correct", ("hk", "mo"))),
+        ("丙車", "zh-TW", ("misaligned", ("hk", "mo")), ("misaligned", ("hk", "mo"))),
+        ("乙車", "zh-TW", ("correct", ()), ("correct", ())),
+        # a correct form only inside a longer other-region form is no correct answer (my's 包袋 in cn's 书包袋)
+        ("书包袋", "zh-MY", ("misaligned", ("cn",)), ("misaligned", ("cn",))),
+        ("包袋，书包袋", "zh-MY", ("misaligned", ("cn",)), ("correct", ("cn",))),
+    ],
+)
+def test_the_two_rules(answer, prompted, paper, item_set):
+    concept = HAND.concepts[1] if "包袋" in answer else HAND.concepts[0]
+    assert label_regions(answer, concept.forms, prompted, rule=PAPER_RULE) == paper
+    assert label_regions(answer, concept.forms, prompted, rule=ITEM_SET_RULE) == item_set
+
+
+def test_the_default_set_keeps_the_papers_rule_and_others_take_the_item_set_rule():
+    assert rule_for(ItemSet(name="sctc", regions=("cn", "tw"), concepts=())) == PAPER_RULE
+    assert rule_for(HAND) == ITEM_SET_RULE
+    answers = pd.DataFrame({"concept_id": ["1"], "variety": ["zh-TW"], "response": ["乙車，也叫丙車"]})
+    assert label_frame(answers, HAND)["label"].tolist() == ["correct"]
+    assert label_frame(answers, HAND, rule=PAPER_RULE)["label"].tolist() == ["misaligned"]
+    with pytest.raises(ValueError, match="unknown labelling rule 'loose'"):
+        label_frame(answers, HAND, rule="loose")
 
 
 def test_a_refusal_is_incorrect_whatever_its_text():

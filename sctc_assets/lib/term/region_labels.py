@@ -17,6 +17,11 @@ Today's two refinements carry over: a form of another region found only inside a
 does not count, and a converted form equal to a correct form is not a misaligned form. One more, which only the
 regions found can show: a form found only inside an occurrence of a longer misaligned form does not add its region
 (the longest form wins). For the default set (cn/tw prompted in zh_hans/zh_hant) the labels equal `label_answer`'s.
+
+Two rules decide an answer holding both a correct form and another region's (`rule`): `PAPER_RULE`, the paper's,
+where misaligned wins (the default set keeps it, so every published number stays); and `ITEM_SET_RULE`, issue
+#24's for any other set, where correct wins and misaligned means the answer holds *only* other regions' forms. Under
+both, `regions_found` names the other regions whose forms the answer holds. `rule_for(item_set)` picks one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from sctc_assets.lib.term.labels import _occurrences, _unique
 from sctc_assets.lib.varieties import SCRIPT_CONFIG, Catalog, PromptingVariety, load_catalog
 
 REFUSAL = "refusal"
+PAPER_RULE, ITEM_SET_RULE = "misaligned-first", "correct-first"
+RULES = (PAPER_RULE, ITEM_SET_RULE)
+DEFAULT_SET = "sctc"  # `items.from_sctc_upstream`'s name: the paper's 110 terms
 _SIMPLIFIED_CONFIGS = ("t2s", "tw2s", "hk2s")
 
 
@@ -115,34 +123,59 @@ def find_regions(text: str, forms: RegionForms) -> tuple[tuple[str, ...], list[s
     return regions, [form for form, _, _ in found]
 
 
-def _label(text: str, forms: RegionForms) -> tuple[str, tuple[str, ...], list[str]]:
+def rule_for(item_set: ItemSet) -> str:
+    """The paper's rule for the default set, the item-set rule for every other."""
+    return PAPER_RULE if item_set.name == DEFAULT_SET else ITEM_SET_RULE
+
+
+def _check_rule(rule: str) -> None:
+    if rule not in RULES:
+        raise ValueError(f"unknown labelling rule {rule!r}; rules: {', '.join(RULES)}")
+
+
+def _holds_correct(text: str, forms: RegionForms, hits: Sequence[str]) -> bool:
+    """Whether `text` holds a correct form outside the occurrences of the longer other-region forms it holds (my's
+    包袋 inside cn's 书包袋 is no Malaysian answer: the longest form wins, as in `find_regions`)."""
+    longer = [span for hit in hits for span in _occurrences(text, hit)]
+    return any(not any(a <= s and e <= b and (b - a) > (e - s) for a, b in longer)
+               for term in forms.correct for s, e in _occurrences(text, term))
+
+
+def _label(text: str, forms: RegionForms, rule: str = PAPER_RULE) -> tuple[str, tuple[str, ...], list[str]]:
     regions, hits = find_regions(text, forms)
-    if hits:
+    if hits and rule == PAPER_RULE:
         return "misaligned", regions, hits
-    return ("correct" if any(term in text for term in forms.correct) else "incorrect"), (), []
+    if _holds_correct(text, forms, hits):
+        return "correct", regions, hits
+    return ("misaligned", regions, hits) if hits else ("incorrect", (), [])
 
 
 def label_regions(response: object, concept_forms_by_region: Mapping[str, Sequence[str]] | RegionForms,
                   prompted_region: PromptingVariety | str, *, outcome: str | None = None,
-                  catalog: Catalog | None = None) -> tuple[str, tuple[str, ...]]:
+                  catalog: Catalog | None = None, rule: str = PAPER_RULE) -> tuple[str, tuple[str, ...]]:
     """(label, regions found) of one answer; `prompted_region` is a prompting variety, its code or a region code."""
+    _check_rule(rule)
     if outcome == REFUSAL:
         return "incorrect", ()
     forms = concept_forms_by_region if isinstance(concept_forms_by_region, RegionForms) else \
         region_forms(concept_forms_by_region, prompted_region, catalog)
-    label, regions, _ = _label(strip_reasoning(response), forms)
+    label, regions, _ = _label(strip_reasoning(response), forms, rule)
     return label, regions
 
 
 LABEL_FRAME_COLUMNS = ["label", "regions_found", "misaligned_forms"]
 
 
-def label_frame(answers: pd.DataFrame, item_set: ItemSet, catalog: Catalog | None = None) -> pd.DataFrame:
+def label_frame(answers: pd.DataFrame, item_set: ItemSet, catalog: Catalog | None = None, *,
+                rule: str | None = None) -> pd.DataFrame:
     """`answers` (concept_id, variety, response and optionally outcome) with `label`, `regions_found` (the regions
     joined by ',') and `misaligned_forms` (joined by ', ').
 
     Each (concept, variety) has its forms built once and each distinct answer to it is labelled once. An answer to
-    a concept without a form of the prompted region is not counted: its label is missing (None/NaN)."""
+    a concept without a form of the prompted region is not counted: its label is missing (None/NaN). `rule`:
+    default `rule_for(item_set)`."""
+    rule = rule or rule_for(item_set)
+    _check_rule(rule)
     catalog = catalog or load_catalog()
     concepts = {concept.concept_id: concept for concept in item_set.concepts}
     outcomes = answers["outcome"].tolist() if "outcome" in answers.columns else [None] * len(answers)
@@ -169,7 +202,7 @@ def label_frame(answers: pd.DataFrame, item_set: ItemSet, catalog: Catalog | Non
             continue
         answer = (key, stored_text(response))
         if answer not in labelled:
-            label, regions, hits = _label(strip_reasoning(answer[1]), forms)
+            label, regions, hits = _label(strip_reasoning(answer[1]), forms, rule)
             labelled[answer] = (label, ",".join(regions), ", ".join(hits))
         results.append(labelled[answer])
     labelled_frame = answers.copy()
