@@ -16,14 +16,17 @@ import pytest
 import yaml
 
 from sctc_assets.benchmarks import BENCHMARKS
-from sctc_assets.cli import BUDGET_SCOPE_ENV_VAR, _apply_budget, _parser, chosen_benchmarks, main
+from sctc_assets.cli import BUDGET_SCOPE_ENV_VAR, _parser, main
+from sctc_assets.cli.run import apply_budget
+from sctc_assets.cli.selection import chosen_benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY_MODULES = ("dagster", "torch", "transformers")
 
 
 def _imported_after(argv: list[str], env: dict[str, str] | None = None) -> dict:
-    """Run `sctc <argv>` in a fresh interpreter and report its exit status and which heavy modules it imported."""
+    """Run `sctc <argv>` in a fresh interpreter and report its exit status, which heavy modules it imported and
+    which command modules (`sctc_assets.cli.*`) it loaded."""
     code = textwrap.dedent(f"""
         import json, sys
         from sctc_assets.cli import main
@@ -31,17 +34,21 @@ def _imported_after(argv: list[str], env: dict[str, str] | None = None) -> dict:
             status = main({argv!r})
         except SystemExit as exit:
             status = exit.code
-        print(json.dumps({{"status": status, "heavy": [m for m in {HEAVY_MODULES!r} if m in sys.modules]}}))
+        print(json.dumps({{"status": status, "heavy": [m for m in {HEAVY_MODULES!r} if m in sys.modules],
+                          "commands": sorted(m for m in sys.modules if m.startswith("sctc_assets.cli."))}}))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                           env={**os.environ, **(env or {})})
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["plan", "--help"], ["models", "--presets"]])
-def test_quick_commands_import_neither_dagster_nor_torch(argv, tmp_path):
+@pytest.mark.parametrize("argv, commands", [(["--help"], []), (["run", "--help"], []), (["plan", "--help"], []),
+                                            (["models", "--presets"], ["sctc_assets.cli.models"])])
+def test_quick_commands_import_neither_dagster_nor_torch(argv, commands, tmp_path):
+    """The parser loads no command module (a `--help` stops before one is chosen); `sctc models` loads its own,
+    which imports no Dagster at its top."""
     outcome = _imported_after(argv, {"DAGSTER_HOME": str(tmp_path / "home")})
-    assert outcome == {"status": 0, "heavy": []}
+    assert outcome == {"status": 0, "heavy": [], "commands": commands}
 
 
 def test_sctc_models_checks_settings_without_importing_a_builtin_backend(tmp_path):
@@ -49,7 +56,7 @@ def test_sctc_models_checks_settings_without_importing_a_builtin_backend(tmp_pat
     registry.write_text("models:\n  good: {backend: replay, upstream_name: qwen}\n"
                         "  typo: {backend: openai, model: m, max_token: 5}\n", encoding="utf-8")
     outcome = _imported_after(["models", "--registry", str(registry)], {"DAGSTER_HOME": str(tmp_path / "home")})
-    assert outcome == {"status": 2, "heavy": []}
+    assert outcome == {"status": 2, "heavy": [], "commands": ["sctc_assets.cli.models"]}
 
 
 def test_benchmarks_all_means_every_benchmark_in_order():
@@ -144,15 +151,15 @@ def test_a_registry_that_is_not_utf8_is_named_with_its_encoding(tmp_path, capsys
 
 def test_budget_flags_become_the_budget_environment_with_a_scope_per_run(monkeypatch):
     for name in ("SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", BUDGET_SCOPE_ENV_VAR):
-        monkeypatch.setenv(name, "")  # recorded, so what _apply_budget sets is undone after the test
+        monkeypatch.setenv(name, "")  # recorded, so what apply_budget sets is undone after the test
         monkeypatch.delenv(name)
-    _apply_budget(_parser().parse_args(["run"]))
+    apply_budget(_parser().parse_args(["run"]))
     assert BUDGET_SCOPE_ENV_VAR not in os.environ  # no budget asked, no scope set
-    _apply_budget(_parser().parse_args(["run", "--max-calls", "25", "--max-cost", "0.5"]))
+    apply_budget(_parser().parse_args(["run", "--max-calls", "25", "--max-cost", "0.5"]))
     assert (os.environ["SCTC_MAX_CALLS"], os.environ["SCTC_MAX_COST_USD"]) == ("25", "0.5")
     assert os.environ[BUDGET_SCOPE_ENV_VAR].startswith("sctc-run-")
     monkeypatch.setenv(BUDGET_SCOPE_ENV_VAR, "shared-across-runs")
-    _apply_budget(_parser().parse_args(["run", "--max-calls", "3"]))
+    apply_budget(_parser().parse_args(["run", "--max-calls", "3"]))
     assert os.environ[BUDGET_SCOPE_ENV_VAR] == "shared-across-runs"
 
 
@@ -234,7 +241,7 @@ while True:
 def test_ui_passes_sigint_and_sigterm_to_its_child_and_waits_for_it(tmp_path, sent):
     child, log = tmp_path / "child.py", tmp_path / "child.log"
     child.write_text(CHILD, encoding="utf-8")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from sctc_assets.cli import run_forwarding_signals; "
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from sctc_assets.cli.ui import run_forwarding_signals; "
                                f"sys.exit(run_forwarding_signals([sys.executable, {str(child)!r}, {str(log)!r}]))"],
                               cwd=REPO)
     deadline = time.monotonic() + 60
@@ -247,10 +254,10 @@ def test_ui_passes_sigint_and_sigterm_to_its_child_and_waits_for_it(tmp_path, se
 
 
 def test_ui_runs_dagster_dev_through_the_forwarder(monkeypatch, tmp_path):
-    import sctc_assets.cli as cli
+    import sctc_assets.cli.ui as ui
 
     seen = {}
-    monkeypatch.setattr(cli, "run_forwarding_signals", lambda command: seen.setdefault("command", command) and 0)
+    monkeypatch.setattr(ui, "run_forwarding_signals", lambda command: seen.setdefault("command", command) and 0)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["ui", "--port", "3123"]) == 0
     assert seen["command"][:6] == [sys.executable, "-m", "dagster", "dev", "-p", "3123"]

@@ -88,6 +88,23 @@ def test_known_exceptions_still_exist():
         assert any(_is_private_dagster(name) for _, name in _imported(relative, modules[relative])), relative
 
 
+# The command line imports at module top: `sctc_assets.cli.main` loads the chosen command's module (importlib), and
+# that is its one lazy load. An import inside a function there is one that is genuinely conditional, listed here.
+CLI_CONDITIONAL_IMPORTS = {("cli/models.py", "sctc_assets.resources.model_registry")}  # a backend of your own
+
+
+def test_the_command_line_imports_at_module_top():
+    found = set()
+    for relative, tree in _modules().items():
+        if not relative.startswith("cli/"):
+            continue
+        for function in ast.walk(tree):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found |= {(relative, node.module if isinstance(node, ast.ImportFrom) else node.names[0].name)
+                          for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    assert found == CLI_CONDITIONAL_IMPORTS
+
+
 def _upper_layer(name: str) -> bool:
     """Dagster, or a part of sctc_assets other than lib (backends, assets, resources, running, definitions …)."""
     if name == "dagster" or name.startswith(("dagster.", "dagster_")):

@@ -531,6 +531,7 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
     import socket
 
     from sctc_assets import cli
+    from sctc_assets.cli import ui
 
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = finished.stdout.strip()
@@ -542,7 +543,7 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
                                    tags=tags))
     instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="ui-run", status=dg.DagsterRunStatus.STARTED))
     started = []
-    monkeypatch.setattr(cli, "run_forwarding_signals", lambda command: started.append(command) or 0)
+    monkeypatch.setattr(ui, "run_forwarding_signals", lambda command: started.append(command) or 0)
 
     assert cli.main(["ui"]) == 0
 

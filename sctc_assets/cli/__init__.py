@@ -1,0 +1,146 @@
+"""`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
+
+This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
+`models`, `report`, `ui`; `selection` holds the checks several of them share), which imports what it needs at its
+top. `main` imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy
+load, so that this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and
+transformers come with the commands that need them (`run`, `report`, `ui`, and `plan` for the backends); `sctc
+models` imports none of them (`test_cli` checks both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+try:
+    from sctc_assets.benchmarks import BENCHMARKS, SPECS
+except ValueError as exc:  # a benchmark module of another package that cannot serve (sctc_assets.benchmarks.plugins)
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
+from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
+from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
+
+DESCRIPTION = """Audit LLMs for bias across Chinese varieties (SC-TC-Bench and friends) with Dagster assets.
+
+Results go into a persistent Dagster instance ($DAGSTER_HOME, default data/dagster_home), so `sctc ui` (or
+`dagster dev` with the same DAGSTER_HOME) shows every materialization, and every table is also written as Parquet.
+"""
+ALL = "all"
+# Contract with the backends' budget (ModelRegistryResource reads these): one scope per `sctc run`, so every
+# partition and process of the run shares one budget.
+BUDGET_ENV_VARS = {"max_calls": "SCTC_MAX_CALLS", "max_cost": "SCTC_MAX_COST_USD"}
+BUDGET_SCOPE_ENV_VAR = "SCTC_BUDGET_SCOPE"
+NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"  # scripted runs (and the tests) that never read the report
+# The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
+COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
+            "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui"}
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
+    parser.add_argument("--benchmarks", nargs="+", default=["term"], choices=[*BENCHMARKS, ALL], metavar="BENCHMARK",
+                        help=f"benchmarks to run, of {', '.join(BENCHMARKS)}, or {ALL} (default: term)")
+    parser.add_argument("--models", nargs="+", metavar="KEY",
+                        help="registry keys (default: every entry marked `default: true`)")
+    parser.add_argument("--upstream", metavar="PATH|URL",
+                        help=f"SC-TC-Bench data: directory, .tar.gz/.tar.xz/.zip or URL (default ${SCTC_ENV_VAR}, "
+                             f"else {SCTC_DEFAULT_URL})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"folder for the Parquet tables (default {default_outputs_dir()})")
+    parser.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    if budget:
+        group = parser.add_argument_group("plan and budget")
+        group.add_argument("--dry-run", action="store_true",
+                           help="print what the run would ask (calls, cached answers, estimated tokens and cost per "
+                                "model × benchmark × language) and stop; the same as `sctc plan`")
+        group.add_argument("--max-calls", type=int, metavar="N",
+                           help=f"stop asking models after N paid calls in this run (cached answers are free; "
+                                f"default ${BUDGET_ENV_VARS['max_calls']}, else no limit)")
+        group.add_argument("--max-cost", type=float, metavar="USD",
+                           help=f"stop asking models once this run has spent USD, by the registry's prices "
+                                f"(default ${BUDGET_ENV_VARS['max_cost']}, else no limit)")
+    for spec in SPECS.values():
+        spec.add_arguments(parser)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sctc", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
+                              description="Materialize the chosen benchmarks for the chosen models, print a "
+                                          "summary and write every table asset to --out as <asset>.parquet. "
+                                          "What is unchanged since its last materialization (code version, "
+                                          "inputs, options, data settings, the model's registry entry; no failed "
+                                          "calls) is left as it is and said so; its tables are still written. "
+                                          "Checks the options and the chosen registry entries first (exit 2, one "
+                                          "line per problem). Exits with 1 when a stage failed or an asset check "
+                                          "did not pass, with 130 when Ctrl-C or SIGTERM stopped it (answers stored "
+                                          "so far are kept; a second Ctrl-C quits at once).")
+    _add_run_arguments(run, budget=True)
+    run.add_argument("--debug", action="store_true",
+                     help="print every Dagster event with its stack trace (default: one line per failed stage, the "
+                          "traces in the log file it names)")
+    run.add_argument("--no-report", action="store_true", default=os.environ.get(NO_REPORT_ENV_VAR) == "1",
+                     help="skip the audit report at the end (OUT/report/; `sctc report` builds it later; default "
+                          f"on when ${NO_REPORT_ENV_VAR}=1)")
+
+    plan = commands.add_parser("plan", aliases=["estimate"],
+                               help="the estimate: what `sctc run` with the same options would ask, and its cost",
+                               description="Print, per model × benchmark × language, the model calls the run would "
+                                           "make, how many are already in the response cache, and the estimated "
+                                           "input/output tokens and cost from the registry's prices. Calls no "
+                                           "model and writes nothing. Takes the options of `sctc run`.")
+    _add_run_arguments(plan, budget=False)
+
+    models = commands.add_parser("models", help="list the registry's models (or, with --presets, ready-made entries)")
+    models.add_argument("--registry", metavar="YAML")
+    models.add_argument("--presets", action="store_true",
+                        help="print registry entries for OpenAI, OpenRouter, a local vLLM and a local llama.cpp "
+                             "server, to copy into the registry")
+
+    _add_report_parser(commands)
+
+    ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--upstream", metavar="PATH|URL", help=f"SC-TC-Bench data for runs launched from the UI "
+                                                          f"(default ${SCTC_ENV_VAR}, else what `sctc run` extracted)")
+    return parser
+
+
+def _add_report_parser(commands: Any) -> None:
+    report = commands.add_parser(
+        "report", help="build the audit report (HTML, Markdown, figures) from the materialized tables",
+        description="Materialize the audit_report asset: every benchmark's tables as OUT/report/index.html (one "
+                    "self-contained page: scorecard, the papers' figures and tables, provenance), report.md and "
+                    "figures/<name>.png and .svg. Models without results, and benchmarks not run, are said so.")
+    report.add_argument("--models", nargs="+", metavar="KEY",
+                        help="only these models (default: every model with results in the tables)")
+    report.add_argument("--out", type=Path, default=None,
+                        help=f"the report goes to OUT/report/ (default {default_outputs_dir()})")
+    report.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+
+
+def _prepare_environment(args: argparse.Namespace) -> None:
+    if getattr(args, "upstream", None):
+        os.environ[SCTC_ENV_VAR] = args.upstream
+    if getattr(args, "registry", None):
+        os.environ["SCTC_MODELS"] = str(Path(args.registry).resolve())
+    home = Path(os.environ.get("DAGSTER_HOME") or default_dagster_home())
+    home.mkdir(parents=True, exist_ok=True)
+    settings = home / "dagster.yaml"
+    if not settings.exists():
+        # Offline machines gain nothing from telemetry, and an explicit file silences Dagster's warning.
+        settings.write_text("telemetry:\n  enabled: false\n")
+    os.environ["DAGSTER_HOME"] = str(home.resolve())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _prepare_environment(args)
+    return importlib.import_module(COMMANDS[args.command]).main(args)

@@ -1,0 +1,27 @@
+"""`sctc plan` (alias `sctc estimate`, and `sctc run --dry-run`): what the run would ask, and its cost."""
+
+from __future__ import annotations
+
+import argparse
+
+from sctc_assets.cli.selection import chosen_benchmarks, models_per_benchmark, print_problems, select
+from sctc_assets.estimate import build_estimate
+from sctc_assets.lib.estimate import render
+from sctc_assets.lib.upstream_source import UpstreamError
+from sctc_assets.validation import key_problems
+
+
+def main(args: argparse.Namespace) -> int:
+    args.benchmarks = chosen_benchmarks(args.benchmarks)
+    selection = select(args, check_keys=False)
+    if isinstance(selection, int):
+        return selection
+    try:
+        estimate = build_estimate(models_per_benchmark(args, selection), selection.entries, vars(args))
+    except (UpstreamError, ValueError, OSError) as exc:
+        return print_problems([str(exc)])
+    estimate.warnings += [f"{problem}: `sctc run` would stop here"
+                          for problem in key_problems(selection.entries, selection.running(args.benchmarks),
+                                                      args.benchmarks, vars(args))]
+    print(render(estimate))
+    return 0

@@ -1,0 +1,24 @@
+"""`sctc report` (and the end of `sctc run`): materialize the audit_report asset from the stored tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from sctc_assets.running.report import materialize_report
+
+
+def build_report(models: list[str] | None, out: Path | None) -> int:
+    outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out)
+    if not outcome.ok:
+        print(f"report: failed: {outcome.message}", file=sys.stderr)
+        return 1
+    print(f"report: {outcome.html} ({outcome.message})")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    return build_report(args.models, args.out.resolve() if args.out else None)

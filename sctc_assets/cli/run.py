@@ -1,0 +1,89 @@
+"""`sctc run`: check everything, materialize the chosen benchmarks for the chosen models through Dagster, say what a
+halted run left to ask, and end with the audit report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, Mapping, Sequence
+
+from sctc_assets.benchmarks import SPECS
+from sctc_assets.cli import BUDGET_ENV_VARS, BUDGET_SCOPE_ENV_VAR
+from sctc_assets.cli import estimate
+from sctc_assets.cli.report import build_report
+from sctc_assets.cli.selection import Selection, chosen_benchmarks, select
+from sctc_assets.estimate import build_estimate
+from sctc_assets.lib.upstream_source import UpstreamError
+from sctc_assets.running.cli_run import run_benchmarks
+
+
+def apply_budget(args: argparse.Namespace) -> None:
+    """`--max-calls`/`--max-cost` become the environment the model registry reads its budget from, with a scope
+    of this run unless one is set (the same scope shares one budget across runs)."""
+    given = {name: getattr(args, name, None) for name in BUDGET_ENV_VARS}
+    for name, value in given.items():
+        if value is not None:
+            os.environ[BUDGET_ENV_VARS[name]] = str(value)
+    if any(value is not None for value in given.values()) and not os.environ.get(BUDGET_SCOPE_ENV_VAR):
+        os.environ[BUDGET_SCOPE_ENV_VAR] = f"sctc-run-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+
+
+def halted_stages(failures: Sequence[Any]) -> list[Any]:
+    """The stages that stopped because model calls were halted (budget spent, Ctrl-C): `GenerationHalted`, known by
+    the runner's `halted` flag or, failing that, by the class name Dagster records in the message."""
+    return [failure for failure in failures
+            if getattr(failure, "halted", False) or "GenerationHalted" in (failure.message or "")]
+
+
+def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_models: Sequence[str],
+                added: Mapping[str, Sequence[str]], halted: Sequence[Any]) -> None:
+    """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh estimate
+    (the cache holds every answer that arrived, so the estimate counts exactly the calls a rerun makes)."""
+    reason = (halted[0].message or "").split("GenerationHalted", 1)[-1].lstrip(":").strip()
+    print(f"\nmodel calls halted: {reason}", file=sys.stderr)
+    selection = Selection(dict(entries), list(default_models), {name: list(keys) for name, keys in added.items()},
+                          args.models)
+    try:
+        estimated = build_estimate({name: selection.for_benchmark(name)[1] for name in args.benchmarks},
+                                   selection.entries, vars(args))
+    except Exception as exc:  # noqa: BLE001 - the run's own report matters more than this estimate
+        print(f"(what is left could not be computed: {exc})", file=sys.stderr)
+        return
+    left = [row for row in estimated.rows if row.to_ask]
+    total = sum(row.to_ask for row in left)
+    cost = sum(row.cost_usd or 0.0 for row in left)
+    print(f"every answer that arrived is stored; left to ask: {total:,} calls"
+          + (f" (about ${cost:,.2f}, {'at most' if any(row.output_ceiling for row in left) else 'estimated'})"
+             if any(row.cost_usd for row in left) else ""), file=sys.stderr)
+    for row in left:
+        print(f"  {row.benchmark} {row.model}/{row.partition}: {row.to_ask:,}", file=sys.stderr)
+    print("rerun the same command to continue (raise or drop --max-calls/--max-cost first)", file=sys.stderr)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return estimate.main(args)
+    args.benchmarks = chosen_benchmarks(args.benchmarks)
+    selection = select(args, check_keys=True)
+    if isinstance(selection, int):
+        return selection
+    apply_budget(args)
+
+    options = vars(args)
+    try:
+        for name in args.benchmarks:  # a bad option (an unknown corpus, say) stops the run before it starts
+            SPECS[name].partitioned_inputs(options)
+    except (UpstreamError, ValueError) as exc:  # registry and option errors are ValueErrors naming the file
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    entries, default_models, added = selection.entries, selection.default_models, selection.added
+    halted: list[Any] = []
+    status = run_benchmarks(args, options, entries, default_models, added, failures=halted)
+    halted = halted_stages(halted)
+    if halted:
+        report_halt(args, entries, default_models, added, halted)
+    if args.no_report:
+        return status
+    return max(status, build_report(None, args.out.resolve() if args.out else None))

@@ -1,0 +1,83 @@
+"""What `sctc run` and `sctc plan` share: the chosen benchmarks, and everything checked before a stage runs (option
+ranges, the registry and the chosen models, the corpora), giving the models each benchmark covers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from sctc_assets.benchmarks import BENCHMARKS, SPECS
+from sctc_assets.cli import ALL
+from sctc_assets.lib.model_registry import load_registry
+from sctc_assets.lib.paths import default_registry_path
+from sctc_assets.lib.upstream_source import UpstreamError
+from sctc_assets.validation import corpus_problems, model_problems, option_problems
+
+
+def chosen_benchmarks(names: Sequence[str]) -> list[str]:
+    """`--benchmarks` with `all` expanded, in the registry order, each once."""
+    if ALL in names:
+        return list(BENCHMARKS)
+    return list(dict.fromkeys(names))
+
+
+@dataclass
+class Selection:
+    """The models a run covers: the registry, its default models, and the models each benchmark's preparation
+    added (imported result files)."""
+
+    entries: dict
+    default_models: list[str]
+    added: dict[str, list[str]] = field(default_factory=dict)
+    explicit: list[str] | None = None
+
+    def running(self, benchmarks: Sequence[str]) -> list[str]:
+        """The models a run of `benchmarks` asks (a benchmark that needs --models for any, such as reviews and
+        corpus, adds none without it)."""
+        return list(dict.fromkeys(model for name in benchmarks for model in self.for_benchmark(name)[0]))
+
+    def for_benchmark(self, name: str) -> tuple[list[str], list[str]]:
+        """(chosen, served): the benchmark's models, and those whose registry entry can answer it."""
+        defaults = self.default_models if SPECS[name].default_models else []
+        chosen = self.explicit or list(dict.fromkeys(defaults + self.added.get(name, [])))
+        return chosen, [model for model in chosen if model in self.entries and SPECS[name].serves(self.entries[model])]
+
+
+def print_problems(problems: Sequence[str]) -> int:
+    """One `error:` line per problem on stderr; the exit status of a command that found them (2)."""
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 2
+
+
+def select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
+    """Everything checked before any stage runs: option ranges, the registry and every chosen model and judge,
+    the corpora. Returns the selection, or exit status 2 after printing one line per problem."""
+    options = vars(args)
+    problems = option_problems(options)
+    if "corpus" in args.benchmarks:
+        problems += corpus_problems(options)
+    if problems:
+        return print_problems(problems)
+    try:  # preparing may import published results as registry entries, so it comes before reading the registry
+        added = {name: SPECS[name].prepare(options) for name in args.benchmarks}
+        entries = load_registry(default_registry_path())
+    except (UpstreamError, ValueError, OSError) as exc:  # registry and option errors are ValueErrors naming the file
+        return print_problems([str(exc)])
+    selection = Selection(entries, [key for key, entry in entries.items() if entry.default], added, args.models)
+    problems = model_problems(entries, selection.running(args.benchmarks), args.benchmarks, options,
+                              check_keys=check_keys)
+    return print_problems(problems) if problems else selection
+
+
+def models_per_benchmark(args: argparse.Namespace, selection: Selection) -> dict[str, list[str]]:
+    """The models each chosen benchmark runs: those whose registry entry can answer it (the others said so)."""
+    planned = {}
+    for name in args.benchmarks:
+        chosen, served = selection.for_benchmark(name)
+        if len(served) < len(chosen):
+            print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
+        planned[name] = served
+    return planned
