@@ -16,18 +16,20 @@ from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
 from sctc_assets.lib.reviews.requests import ReviewRunSettings, review_prompt_table, review_requests, run_settings
 from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR
-from sctc_assets.lib.reviews.varieties import VARIETIES
+from sctc_assets.lib.reviews.varieties import (REVIEW_VARIETIES, VARIETIES, VarietyPair, pair_of_columns,
+                                               variety_pair)
 
 ASSETS = {
     "raw_reviews": AssetEntry(INPUTS, "The review export in the paper's Table 4 fields."),
     "review_varieties": AssetEntry(INPUTS, "Reviews with their variety, rating class, length and script."),
-    "review_pairs": AssetEntry(INPUTS, "Taiwan and Mainland reviews paired by hotel, rating class and length."),
+    "review_pairs": AssetEntry(INPUTS, "Reviews of the two varieties (Taiwan and Mainland by default) paired by "
+                                       "hotel, rating class and length."),
     "review_prompts": AssetEntry(INPUTS, "The rating prompts of every paired review in three formats, as written and "
                                          "converted."),
     "review_predictions": AssetEntry(MODEL_LANG, "One model's rating predictions for one prompt "
                                                  "format.", calls=GENERATION),
-    "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error on Taiwan vs Mainland reviews, with "
-                                            "paired tests."),
+    "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error on the two varieties' reviews (Taiwan "
+                                            "vs Mainland by default), with paired tests."),
     "review_paired_cis": AssetEntry(PER_MODEL, "One model's ΔAcc and ΔMSE with paired intervals, the paper's tests "
                                                "and the design's power."),
     "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
@@ -55,8 +57,13 @@ def reviews_arguments(parser: Any) -> None:
     group.add_argument("--reviews-columns", nargs="+", type=_assignment, metavar="FIELD=COLUMN",
                        help=f"your column for a field ({', '.join(FIELDS)}) when it is neither the Booking.com "
                             "name nor the field's name")
+    group.add_argument("--reviews-pair", nargs=2, metavar=("A", "B"),
+                       help="the two varieties compared, the reference first (Δ = B − A): "
+                            f"{', '.join(row.code for row in REVIEW_VARIETIES)} (default {' '.join(VARIETIES)}, "
+                            "the paper's Taiwan and Mainland Mandarin); the OpenCC control needs two Chinese ones")
     group.add_argument("--reviews-varieties", nargs="+", type=_assignment, metavar="REGION=VARIETY",
-                       help="region code → tw or cn (default tw=tw cn=cn)")
+                       help="region code → a variety of the pair (default each of the pair's codes to itself: "
+                            "tw=tw cn=cn)")
     group.add_argument("--reviews-seed", type=int, help="seed of the pairing and of the shuffled format (default 0)")
     group.add_argument("--max-pairs", type=int, metavar="N",
                        help="ask models about the first N pairs only (a random sample), N ≥ 1")
@@ -65,23 +72,30 @@ def reviews_arguments(parser: Any) -> None:
 
 
 def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
-    """Unknown fields of --reviews-columns and unknown varieties of --reviews-varieties."""
+    """Unknown fields of --reviews-columns, an unknown or repeated variety of --reviews-pair and varieties of
+    --reviews-varieties outside the pair."""
     problems = [f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})"
                 for field, _ in options.get("reviews_columns") or [] if field not in FIELDS]
-    return problems + [f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(VARIETIES)}"
-                       for region, variety in options.get("reviews_varieties") or [] if variety.lower() not in VARIETIES]
+    try:
+        codes = variety_pair(options.get("reviews_pair")).codes
+    except ValueError as exc:
+        problems.append(f"--reviews-pair: {exc}")
+        codes = tuple(code.lower() for code in options.get("reviews_pair") or ())
+    return problems + [f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(codes)}"
+                       for region, variety in options.get("reviews_varieties") or [] if variety.lower() not in codes]
 
 
 def reviews_config(options: Mapping[str, Any]) -> dict:
     seed = options.get("reviews_seed")
+    pair = [code.lower() for code in options["reviews_pair"]] if options.get("reviews_pair") else None
     return {
         "raw_reviews": present({"location": options.get("reviews"), "hf_dataset": options.get("reviews_hf"),
                                 "hf_split": options.get("reviews_split"),
                                 "hf_config": options.get("reviews_hf_config"),
                                 "columns": dict(options["reviews_columns"]) if options.get("reviews_columns") else None}),
-        "review_varieties": present({"varieties": dict(options["reviews_varieties"])
+        "review_varieties": present({"pair": pair, "varieties": dict(options["reviews_varieties"])
                                      if options.get("reviews_varieties") else None}),
-        "review_pairs": present({"seed": seed}),
+        "review_pairs": present({"pair": pair, "seed": seed}),
         "review_prompts": present({"seed": seed}),
         "review_predictions": present({"max_pairs": options.get("max_pairs"),
                                        "translation_control": False if options.get("no_translation_control") else None}),
@@ -111,15 +125,28 @@ def answers_new_prompts(entry: Any) -> bool:
     return uses_response_cache(entry.backend)
 
 
-def _cell(row: pd.Series, measure: str, digits: int) -> str:
-    return f"{row[f'{measure}_tw']:.{digits}f} / {row[f'{measure}_cn']:.{digits}f}"
+def _cell(row: pd.Series, measure: str, digits: int, pair: VarietyPair) -> str:
+    a, b = pair.suffixes
+    return f"{row[f'{measure}_{a}']:.{digits}f} / {row[f'{measure}_{b}']:.{digits}f}"
+
+
+def _pair(tables: Mapping[str, pd.DataFrame]) -> VarietyPair:
+    """The pair the tables were written for: read from their per-side columns, else the paper's."""
+    for name, stem in (("review_metrics", "acc"), ("review_pairs", "review_id")):
+        try:
+            return pair_of_columns(tables[name].columns, stem)
+        except (KeyError, ValueError):
+            continue
+    return variety_pair()
 
 
 def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
     pairs = tables.get("review_pairs")
     if pairs is None:
         return "no review_pairs were produced"
-    lines = [f"Aligned review pairs: {len(pairs)} (by rating class {pairs['rating_class'].value_counts().to_dict()}, "
+    pair = _pair(tables)
+    lines = [f"Aligned review pairs: {len(pairs)} ({pair.first.display_name} vs {pair.second.display_name}; by "
+             f"rating class {pairs['rating_class'].value_counts().to_dict()}, "
              f"by length {pairs['length_group'].value_counts().to_dict()})"]
     if "raw_reviews" in tables and "review_varieties" in tables:
         unpaired = unpaired_reviews(tables["raw_reviews"], tables["review_varieties"], pairs)
@@ -131,22 +158,27 @@ def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> st
         lines.append("no review_metrics were produced")
     else:
         chosen = metrics[metrics["model"].isin(models)]
-        lines.append("Score prediction on pairs with two valid answers, every format (Δ = cn − tw; McNemar for "
-                     "accuracy, paired t-test for squared error)\n"
-                     + _metric_table(chosen[(chosen["analysis"] == "length") & (chosen["subset"] == "all")]))
+        lines.append(f"Score prediction on pairs with two valid answers, every format (Δ = {pair.difference}; "
+                     "McNemar for accuracy, paired t-test for squared error)\n"
+                     + _metric_table(chosen[(chosen["analysis"] == "length") & (chosen["subset"] == "all")], pair))
         control = chosen[chosen["analysis"] == "translation"]
-        if not control.empty:
+        if not pair.chinese:
+            lines.append(f"\nTranslation control (Table 3): skipped, {pair.first.code} and {pair.second.code} are not "
+                         "both Chinese varieties (OpenCC converts between Chinese ones only)")
+        elif not control.empty:
             lines.append("\nTranslation control (Table 3): each review as written and converted with OpenCC; "
-                         "tw / cn = the variety of the text\n" + _metric_table(control, subset=True))
+                         f"{' / '.join(pair.codes)} = the variety of the text\n"
+                         + _metric_table(control, pair, subset=True))
     return "\n".join(lines)
 
 
-def _metric_table(metrics: pd.DataFrame, *, subset: bool = False) -> str:
+def _metric_table(metrics: pd.DataFrame, pair: VarietyPair, *, subset: bool = False) -> str:
+    sides = " / ".join(pair.codes)
     rows = [{"model": row["model"], "format": row["format"], **({"reviews": row["subset"]} if subset else {}),
              "pairs": int(row["n_pairs"]),
              "excluded": int(row["n_excluded"]) if pd.notna(row["n_excluded"]) else "–",
-             "acc % tw / cn": _cell(row, "acc", 2), "Δacc": f"{row['delta_acc']:+.2f} {row['sig_acc']}",
-             "MSE tw / cn": _cell(row, "mse", 3), "ΔMSE": f"{row['delta_mse']:+.3f} {row['sig_mse']}"}
+             f"acc % {sides}": _cell(row, "acc", 2, pair), "Δacc": f"{row['delta_acc']:+.2f} {row['sig_acc']}",
+             f"MSE {sides}": _cell(row, "mse", 3, pair), "ΔMSE": f"{row['delta_mse']:+.3f} {row['sig_mse']}"}
             for _, row in metrics.iterrows() if row["n_pairs"] > 0]
     return tabulate(rows, headers="keys", tablefmt="github")
 

@@ -1,5 +1,5 @@
-"""One model's rating predictions, partitioned by model × input format (both varieties and the conversion
-control inside each partition), and its paired metric table."""
+"""One model's rating predictions, partitioned by model × input format (both varieties and, for a Chinese pair,
+the conversion control inside each partition), and its paired metric table."""
 
 from typing import Optional
 
@@ -13,7 +13,7 @@ from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.benchmarks.reviews import REVIEWS, answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.report.headlines import review_headlines
-from sctc_assets.lib.reviews import metrics
+from sctc_assets.lib.reviews import metrics, pairing
 from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import predictions_table
 from sctc_assets.partitions import benchmark_partitions, models_partitions
@@ -38,7 +38,8 @@ class ReviewPredictionsConfig(dg.Config):
 @serves_partition_ranges
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
-    """The model's score for each paired review in one format, as written and converted: `prediction` (1–10)
+    """The model's score for each paired review in one format, as written and (a Chinese pair) converted:
+    `prediction` (1–10)
     when the answer is that number alone, else `status` invalid with the raw answer kept in `response`. Models
     without a system role (registry `benchmarks.reviews.system_role: false`) get the user message alone."""
     keys = context.partition_key.keys_by_dimension  # type: ignore[union-attr]
@@ -64,14 +65,16 @@ def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredicti
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def review_metrics(context: dg.AssetExecutionContext, review_predictions: pd.DataFrame,
                    review_pairs: pd.DataFrame, review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Accuracy (%) and MSE on Taiwan and Mainland reviews, Δ = cn − tw, McNemar (accuracy), paired t-test and
-    Wilcoxon (squared error), over the pairs where both predictions are valid: by length (Tables 1–2), by
-    character set (Table 9), against the OpenCC conversion (Table 3), and the true-score confound check."""
+    """Accuracy (%) and MSE on the reviews of the pair's two varieties (the paper's: Taiwan and Mainland, columns
+    `acc_tw`, `acc_cn`, …), Δ = second − first (cn − tw), McNemar (accuracy), paired t-test and Wilcoxon (squared
+    error), over the pairs where both predictions are valid: by length (Tables 1–2), and for a Chinese pair by
+    character set (Table 9) and against the OpenCC conversion (Table 3), and the true-score confound check."""
     table = metrics.review_metrics(review_predictions, review_pairs, review_varieties)
     table.insert(0, "model", context.partition_key)
     overall = table[(table["analysis"] == "length") & (table["subset"] == "all")]
+    a, b = pairing.pair_of(review_pairs).suffixes
     return dg.Output(table, metadata=table_metadata(
         table, preview_rows=30, **review_headlines(table),
-        overall=dg.MetadataValue.md(overall[["format", "n_pairs", "acc_tw", "acc_cn", "delta_acc", "sig_acc",
-                                             "mse_tw", "mse_cn", "delta_mse", "sig_mse"]]
+        overall=dg.MetadataValue.md(overall[["format", "n_pairs", f"acc_{a}", f"acc_{b}", "delta_acc", "sig_acc",
+                                             f"mse_{a}", f"mse_{b}", "delta_mse", "sig_mse"]]
                                     .round(3).to_markdown(index=False) if not overall.empty else "_(no predictions)_")))

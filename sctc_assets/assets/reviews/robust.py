@@ -16,7 +16,8 @@ GROUP = "reviews"
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def review_paired_cis(context: dg.AssetExecutionContext, review_predictions: pd.DataFrame,
                       review_pairs: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Per format, over all pairs whose two predictions are valid: ΔAcc (percentage points) and ΔMSE (cn − tw)
+    """Per format, over all pairs whose two predictions are valid: ΔAcc (percentage points) and ΔMSE (second −
+    first variety of the pair, the paper's cn − tw)
     with a paired-t 95 % interval (`ci_low`/`ci_high`/`ci_method`) and a seeded bootstrap over pairs, the paper's
     test (McNemar exact, paired t), Wilcoxon, the minimum detectable Δ at 80 % power and the pairs a 5-point ΔAcc
     needs."""

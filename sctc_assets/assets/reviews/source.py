@@ -50,39 +50,49 @@ def raw_reviews(context: dg.AssetExecutionContext, config: RawReviewsConfig) -> 
         nationalities=dg.MetadataValue.json(reviews["nationality"].fillna("(none)").value_counts().to_dict())))
 
 
+PAIR_FIELD = Field(default=list(varieties.VARIETIES),
+                   description="The two varieties compared (`sctc run --reviews-pair`), the reference first: "
+                               f"{', '.join(row.code for row in varieties.REVIEW_VARIETIES)}; default the paper's "
+                               "`tw` (Taiwan Mandarin) and `cn` (Mainland Mandarin).")
+
+
 class ReviewVarietiesConfig(dg.Config):
-    varieties: dict[str, str] = Field(
-        default=dict(varieties.DEFAULT_VARIETY_MAP),
-        description="Self-declared region code (any case) → variety, `tw` (Taiwan Mandarin) or `cn` (Mainland "
-                    "Mandarin); reviews from other regions are left out.")
+    pair: list[str] = PAIR_FIELD
+    varieties: Optional[dict[str, str]] = Field(
+        default=None,
+        description="Self-declared region code (any case) → one of the pair's varieties; default each of the pair's "
+                    "codes to itself (`tw=tw cn=cn`). Reviews from other regions are left out.")
 
 
-def composition_table(frame: pd.DataFrame) -> pd.DataFrame:
+def composition_table(frame: pd.DataFrame, codes: tuple[str, str]) -> pd.DataFrame:
     """Table 8: reviews per script composition and variety, with each variety's share."""
     counts = frame.groupby(["script_composition", "variety"]).size().unstack(fill_value=0)
     table = pd.DataFrame(index=counts.index)
-    for variety in varieties.VARIETIES:
+    for variety in codes:
         column = counts[variety] if variety in counts else pd.Series(0, index=counts.index)
         table[f"{variety} count"] = column
         table[f"{variety} %"] = (100 * column / max(int(column.sum()), 1)).round(2)
-    return table.sort_values([f"{v} count" for v in varieties.VARIETIES], ascending=False).reset_index()
+    return table.sort_values([f"{v} count" for v in codes], ascending=False).reset_index()
 
 
 @catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_varieties(config: ReviewVarietiesConfig, raw_reviews: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Non-empty reviews (title, positive or negative text) whose region maps to a variety, with rating class
-    (1–3 / 4–7 / 8–10), visible characters, tokens, 10-token length bin and script composition (Table 8)."""
-    table = varieties.review_varieties(raw_reviews, config.varieties)
+    """Non-empty reviews (title, positive or negative text) whose region maps to one of the pair's varieties,
+    with rating class (1–3 / 4–7 / 8–10), visible characters, tokens, 10-token length bin and script composition
+    (Table 8)."""
+    table = varieties.review_varieties(raw_reviews, config.varieties, config.pair)
     empty = int(varieties.is_empty(raw_reviews).sum())
     return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, by_variety=dg.MetadataValue.json(table["variety"].value_counts().to_dict()),
         left_out_empty=empty, left_out_other_regions=len(raw_reviews) - len(table) - empty,
-        variety_map=dg.MetadataValue.json(varieties.variety_map(config.varieties)),
-        script_composition=dg.MetadataValue.md(markdown_table(composition_table(table), rows=40))))
+        variety_map=dg.MetadataValue.json(varieties.variety_map(config.varieties, config.pair)),
+        script_composition=dg.MetadataValue.md(markdown_table(
+            composition_table(table, varieties.variety_pair(config.pair).codes), rows=40))))
 
 
 class ReviewPairsConfig(dg.Config):
+    pair: list[str] = PAIR_FIELD
     seed: int = Field(default=0, description="Which reviews of a cell's fuller side are paired, and the pair order.")
     max_tokens: int = Field(default=pairing.MAX_TOKENS, description="Longer reviews are left out (paper: 500).")
 
@@ -91,13 +101,16 @@ class ReviewPairsConfig(dg.Config):
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_pairs(config: ReviewPairsConfig, raw_reviews: pd.DataFrame,
                  review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """The largest set of Taiwan/Mainland pairs of the same hotel, rating class and 10-token length bin (tokens:
-    one per Han character, emoji or mark, one per English word or number). `pair_id` numbers them in a seeded
+    """The largest set of pairs of the two varieties (the paper's: Taiwan/Mainland) of the same hotel, rating class
+    and 10-token length bin (tokens: one per Han character, emoji or mark, one per English word or number), the
+    per-side columns named by the varieties (`review_id_tw`, `review_id_cn`). `pair_id` numbers them in a seeded
     random order; `length_group` is short (the two reviews average 1–49 characters) or long."""
-    pairs = pairing.pair_reviews(review_varieties, seed=config.seed, max_tokens=config.max_tokens)
+    pair = varieties.variety_pair(config.pair)
+    pairs = pairing.pair_reviews(review_varieties, seed=config.seed, max_tokens=config.max_tokens, pair=pair)
     unpaired = pairing.unpaired_reviews(raw_reviews, review_varieties, pairs, max_tokens=config.max_tokens)
     return dg.Output(pairs, data_version=content_version(pairs), metadata=table_metadata(
-        pairs, seed=config.seed, max_tokens=config.max_tokens, unpaired_total=len(unpaired),
+        pairs, varieties=" vs ".join(pair.codes), seed=config.seed, max_tokens=config.max_tokens,
+        unpaired_total=len(unpaired),
         unpaired=dg.MetadataValue.json(pairing.unpaired_counts(unpaired)),
         by_rating_class=dg.MetadataValue.json(pairs["rating_class"].value_counts().to_dict()),
         by_length_group=dg.MetadataValue.json(pairs["length_group"].value_counts().to_dict())))
@@ -107,9 +120,10 @@ def review_pairs(config: ReviewPairsConfig, raw_reviews: pd.DataFrame,
                 description="Every pair shares hotel, rating class and length bin; no review is used twice.")
 def review_pairs_aligned(review_pairs: pd.DataFrame, review_varieties: pd.DataFrame) -> dg.AssetCheckResult:
     cells = review_varieties.set_index("review_id")[pairing.CELL]
-    same = (cells.loc[review_pairs["review_id_tw"]].to_numpy() == cells.loc[review_pairs["review_id_cn"]].to_numpy())
+    first, second = (review_pairs[f"review_id_{suffix}"] for suffix in pairing.pair_of(review_pairs).suffixes)
+    same = cells.loc[first].to_numpy() == cells.loc[second].to_numpy()
     misaligned = review_pairs.loc[~same.all(axis=1), "pair_id"].astype(int).tolist()
-    ids = pd.concat([review_pairs["review_id_tw"], review_pairs["review_id_cn"]])
+    ids = pd.concat([first, second])
     reused = sorted(ids[ids.duplicated()].unique())
     return dg.AssetCheckResult(passed=not misaligned and not reused, metadata={
         "misaligned_pairs": dg.MetadataValue.json(misaligned[:20]),
@@ -124,10 +138,15 @@ class ReviewPromptsConfig(dg.Config):
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def review_prompts(config: ReviewPromptsConfig, review_pairs: pd.DataFrame,
                    review_varieties: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Appendix C's prompts for every paired review in the `structured`, `plain` and `shuffled` formats, as
-    written (`original`) and converted into the other variety with OpenCC (`converted`: tw2sp for Taiwan reviews,
-    s2twp for Mainland ones), the stand-in for the paper's Google Translate control (Section 4.1)."""
+    """Appendix C's prompts (in the language of each review's variety) for every paired review in the
+    `structured`, `plain` and `shuffled` formats, as written (`original`) and, for a pair of Chinese varieties,
+    converted into the other variety with OpenCC (`converted`: tw2sp for Taiwan reviews, s2twp for Mainland ones),
+    the stand-in for the paper's Google Translate control (Section 4.1)."""
     table = prompts.review_prompts(review_pairs, review_varieties, seed=config.seed)
+    pair = pairing.pair_of(review_pairs)
     return dg.Output(table, data_version=content_version(table),
                      metadata=table_metadata(table, preview_rows=6, seed=config.seed,
-                                             system_prompt=prompts.SYSTEM_PROMPT))
+                                             system_prompt=" | ".join(dict.fromkeys(table["system"]))
+                                             or prompts.SYSTEM_PROMPT,
+                                             translation_control="OpenCC" if pair.chinese else
+                                             "none: not a pair of Chinese varieties"))

@@ -72,7 +72,8 @@ def sovereignty_headlines(summary: pd.DataFrame) -> dict[str, float]:
 
 
 def review_headlines(metrics: pd.DataFrame) -> dict[str, float]:
-    """`delta_acc_<format>` (percentage points) and `delta_mse_<format>`, cn − tw over all valid pairs."""
+    """`delta_acc_<format>` (percentage points) and `delta_mse_<format>`, second − first variety of the pair (the
+    paper's cn − tw) over all valid pairs."""
     found: dict[str, float] = {}
     if metrics.empty:
         return found

@@ -1,5 +1,5 @@
 """Contextually aligned review pairs: Tables 1 and 2 of Tang et al. (NAACL 2025) and a gap chart, from
-`review_metrics`."""
+`review_metrics`, named by the variety pair its columns were written for (the paper's `tw`/`cn` by default)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, matched_pairs_difference, paired_t_difference
+from sctc_assets.lib.reviews.varieties import VarietyPair, pair_of_columns
 
 FORMATS = ("structured", "plain", "shuffled")
 LENGTHS = (("short", "Short (1-49)"), ("long", "Long (50+)"), ("all", "Overall"))
@@ -37,9 +38,15 @@ def _metrics(inputs: ReportInputs) -> pd.DataFrame:
     return metrics
 
 
+def variety_pair_of(metrics: pd.DataFrame | dict[str, Any]) -> VarietyPair:
+    """The pair a metric table (or row) was written for, from its `acc_<variety>` columns."""
+    return pair_of_columns(list(metrics.keys()) if isinstance(metrics, dict) else metrics.columns, "acc")
+
+
 def acc_interval(row: dict[str, Any]) -> Interval | None:
+    a, b = variety_pair_of(row).suffixes
     return from_columns(row, "delta_acc", method="paired (table column)") or matched_pairs_difference(
-        int(row["only_cn_correct"]), int(row["only_tw_correct"]), int(row["n_pairs"]), scale=100)
+        int(row[f"only_{b}_correct"]), int(row[f"only_{a}_correct"]), int(row["n_pairs"]), scale=100)
 
 
 def mse_interval(row: dict[str, Any]) -> Interval | None:
@@ -63,7 +70,7 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
     if chosen.empty:
         return [not_run() for _ in HEADLINE_COLUMNS]
     row = chosen.iloc[0].to_dict()
-    note = f"{HEADLINE_FORMAT} format, all pairs (n = {int(row['n_pairs'])}); Δ = cn − tw"
+    note = f"{HEADLINE_FORMAT} format, all pairs (n = {int(row['n_pairs'])}); Δ = {variety_pair_of(row).difference}"
     return [value_cell(row["delta_acc"], acc_interval(row), signed=True, mark=str(row.get("sig_acc") or ""),
                        note=f"{note}; mark: exact McNemar p"),
             value_cell(row["delta_mse"], mse_interval(row), digits=3, signed=True,
@@ -71,8 +78,11 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
 
 
 def paper_table(metrics: pd.DataFrame, measure: str) -> TableSpec:
-    """Table 1 (accuracy, %) or Table 2 (MSE): rows length group × model, per format tw, cn, Δ (cn − tw), stars."""
+    """Table 1 (accuracy, %) or Table 2 (MSE): rows length group × model, per format the first and the second
+    variety (tw, cn), Δ (second − first), stars."""
     digits = 2 if measure == "acc" else 3
+    pair = variety_pair_of(metrics)
+    a, b = pair.suffixes
     rows = []
     for subset, label in LENGTHS:
         for model in model_order.ordered(metrics["model"].unique()):
@@ -85,7 +95,7 @@ def paper_table(metrics: pd.DataFrame, measure: str) -> TableSpec:
                     continue
                 r = found.iloc[0].to_dict()
                 delta = float(r[f"delta_{measure}"])
-                row += [Cell(fixed(r[f"{measure}_tw"], digits)), Cell(fixed(r[f"{measure}_cn"], digits)),
+                row += [Cell(fixed(r[f"{measure}_{a}"], digits)), Cell(fixed(r[f"{measure}_{b}"], digits)),
                         Cell(fixed(delta, digits), sort=delta, css=_gap_class(delta, measure)),
                         Cell(str(r.get(f"sig_{measure}") or ""))]
             rows.append(row)
@@ -93,15 +103,17 @@ def paper_table(metrics: pd.DataFrame, measure: str) -> TableSpec:
     test = {"acc": "exact McNemar p", "mse": "paired t-test on the squared errors"}[measure]
     return TableSpec(
         title=f"{name} by length", columns=["Text length (#characters)", "Model"] + [
-            column for _ in FORMATS for column in ("tw", "cn", f"Δ{measure.upper() if measure == 'mse' else 'Acc'} "
-                                                              "(cn−tw)", "sig.")],
+            column for _ in FORMATS for column in (*pair.codes, f"Δ{measure.upper() if measure == 'mse' else 'Acc'} "
+                                                                f"({pair.second.code}−{pair.first.code})", "sig.")],
         groups=[("", 2)] + [(fmt, 4) for fmt in FORMATS], rows=rows,
         caption=f"Pairs whose two predictions are valid; stars: {test} (* p < .05, ** < .01, *** < .001). "
-                "Shading: red = better in CN, green = worse in CN, as in the paper.",
+                f"Shading: red = better in {pair.second.code.upper()}, green = worse in {pair.second.code.upper()}, "
+                "as in the paper.",
         source="review_metrics, analysis length")
 
 
 def _gap_class(delta: float, measure: str) -> str:
+    """The shading of a Δ cell: the classes are named `cn` after the paper's second variety, whatever the pair."""
     if pd.isna(delta) or delta == 0:
         return ""
     better_cn = delta > 0 if measure == "acc" else delta < 0
@@ -109,7 +121,9 @@ def _gap_class(delta: float, measure: str) -> str:
 
 
 def gap_figure(metrics: pd.DataFrame):
-    """ΔAcc and ΔMSE (cn − tw) per model and format, all pairs, with 95 % intervals."""
+    """ΔAcc and ΔMSE (second − first variety, the paper's cn − tw) per model and format, all pairs, with 95 %
+    intervals."""
+    pair = variety_pair_of(metrics)
     overall = metrics[metrics["subset"] == "all"]
     models = model_order.ordered(overall["model"].unique())
     rotated = len(models) > 3
@@ -117,8 +131,8 @@ def gap_figure(metrics: pd.DataFrame):
                               squeeze=False, margins=(0.75, 0.15, 0.6, 1.0 if rotated else 0.45))
     colors = {"structured": "#7cb9e8", "plain": "#f5c26b", "shuffled": "#9bd18b"}
     width = 0.8 / len(FORMATS)
-    for axis, (measure, label, interval_of) in zip(axes[0], (("acc", "ΔAcc (cn − tw), pp", acc_interval),
-                                                             ("mse", "ΔMSE (cn − tw)", mse_interval))):
+    for axis, (measure, label, interval_of) in zip(axes[0], (("acc", f"ΔAcc ({pair.difference}), pp", acc_interval),
+                                                             ("mse", f"ΔMSE ({pair.difference})", mse_interval))):
         for index, fmt in enumerate(FORMATS):
             xs, values, low, high = [], [], [], []
             for position, model in enumerate(models):
@@ -139,8 +153,8 @@ def gap_figure(metrics: pd.DataFrame):
                         ha="right" if rotated else "center", fontsize=8)
         axis.set_xlim(-0.6, len(models) - 0.4)
         axis.set_ylabel(label)
-        axis.set_title({"acc": "Accuracy gap (> 0: better on Mainland reviews)",
-                        "mse": "MSE gap (< 0: better on Mainland reviews)"}[measure], fontsize=9)
+        axis.set_title({"acc": f"Accuracy gap (> 0: better on {pair.second.short_name} reviews)",
+                        "mse": f"MSE gap (< 0: better on {pair.second.short_name} reviews)"}[measure], fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=len(FORMATS), fontsize=8,
                   frameon=False)
@@ -158,6 +172,9 @@ def section(inputs: ReportInputs) -> Section:
                                       HOW))
         return result
     present = model_order.ordered(rows["model"].unique())
+    pair = variety_pair_of(rows)
+    result.notes.append(f"Varieties: {pair.first.display_name} ({pair.first.code}, the reference) vs "
+                        f"{pair.second.display_name} ({pair.second.code}); Δ = {pair.difference}.")
     result.data_note = model_order.kinds_note(present, inputs.registry)
     for model in present:
         overall = rows[(rows["model"] == model) & (rows["subset"] == "all")]
@@ -169,8 +186,9 @@ def section(inputs: ReportInputs) -> Section:
                         "interval from the discordant pairs; ΔMSE: the paired t-test's interval.")
     result.add(paper_table(rows, "acc"), paper_table(rows, "mse"))
     result.add(FigureSpec(
-        name="reviews_gaps", title="Performance gap between Mainland and Taiwan Mandarin reviews (all pairs)",
-        caption="Δ = cn − tw per model and review format; error bars: 95 % intervals.",
+        name="reviews_gaps", title=f"Performance gap between {pair.second.short_name} and "
+                                   f"{pair.first.display_name} reviews (all pairs)",
+        caption=f"Δ = {pair.difference} per model and review format; error bars: 95 % intervals.",
         draw=partial(gap_figure, rows), source="review_metrics, analysis length, subset all; "
                                         + model_order.kinds_note(present, inputs.registry)))
     return result

@@ -25,5 +25,6 @@ def scorecard(inputs: ReportInputs) -> TableSpec:
                 "marks (*** p < .001, ** < .01, * < .05, NS). Term: S/T = prompted in Simplified/Traditional "
                 "Chinese, label source upstream for replay models else rules (or a judge). Names: Mainland share of "
                 "the valid answers, z-test against 50 %, BH-adjusted. Sovereignty: Pro-study code rule, "
-                "Traditional Chinese vs English, mark on LBS = exact McNemar p (BH). Reviews: Δ = Mainland − Taiwan "
-                "Mandarin reviews. Click a column header to sort.")
+                "Traditional Chinese vs English, mark on LBS = exact McNemar p (BH). Reviews: Δ = second − first "
+                "variety of the pair (by default Mainland − Taiwan Mandarin reviews; each cell's note names it). "
+                "Click a column header to sort.")

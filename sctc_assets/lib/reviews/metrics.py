@@ -1,13 +1,17 @@
-"""Paired comparisons of one model's predictions on Taiwan (tw) and Mainland (cn) reviews.
+"""Paired comparisons of one model's predictions on the reviews of the pair's two varieties (the paper's: Taiwan
+(tw) and Mainland (cn)).
 
 Every comparison keeps only the pairs in which both predictions are valid (Appendix D) and reports accuracy (%)
-and MSE per side, Δ = cn − tw, McNemar's test on correctness (exact binomial p, χ² alongside), and a paired t-test
-and a Wilcoxon signed-rank test on the squared errors. Each row also tests its own pairs' true scores (paired
-t-test), the confound check of Section 5.
+and MSE per side, Δ = second − first (the paper's cn − tw), McNemar's test on correctness (exact binomial p, χ²
+alongside), and a paired t-test and a Wilcoxon signed-rank test on the squared errors. Each row also tests its
+own pairs' true scores (paired t-test), the confound check of Section 5.
 
 Analyses: `length` (Tables 1–2: short, long, all), `charset` (Table 9: all pairs, pairs whose reviews use only
 their variety's script, and only that script plus English letters), `translation` (Table 3: each review against
-its OpenCC conversion into the other variety) and `confound` (the true scores of every pair).
+its OpenCC conversion into the other variety) and `confound` (the true scores of every pair). `charset` and
+`translation` exist for a pair of Chinese varieties only (they ask for each variety's script, and OpenCC).
+
+Per-side columns end in the varieties' suffixes (`acc_tw`, `acc_cn` for the paper's pair; `metric_columns`).
 """
 
 from __future__ import annotations
@@ -18,63 +22,82 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib import stats
-from sctc_assets.lib.reviews.pairing import LENGTH_GROUPS
+from sctc_assets.lib.reviews.pairing import LENGTH_GROUPS, pair_of
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.reviews.scripts import ENGLISH, SHARED, SIMPLIFIED, TRADITIONAL, composition_elements
+from sctc_assets.lib.reviews.varieties import VarietyPair, variety_pair
 from sctc_assets.lib.varieties import MAINLAND, TAIWAN
 
 PRIMARY_SCRIPT = {TAIWAN.code: TRADITIONAL, MAINLAND.code: SIMPLIFIED}
 # `all` as in the length analysis (the paper's Table 9 writes "All").
 CHARSETS = ("all", "Chinese", "Chinese+English")
-METRIC_COLUMNS = [
-    "format", "analysis", "subset", "n_pairs", "n_excluded",
-    "acc_tw", "acc_cn", "delta_acc", "only_tw_correct", "only_cn_correct", "mcnemar_chi2", "mcnemar_p", "sig_acc",
-    "mse_tw", "mse_cn", "delta_mse", "ttest_t", "ttest_p", "sig_mse", "wilcoxon_w", "wilcoxon_p", "sig_wilcoxon",
-    "true_mean_tw", "true_mean_cn", "true_t", "true_p",
-]
-# Counts are integers; nullable where a row has none to give (no valid pair, the confound check).
-COUNT_COLUMNS = ("n_pairs", "n_excluded", "only_tw_correct", "only_cn_correct")
+PAPER_SUFFIXES = variety_pair().suffixes
 
 
-def compare(truth_tw, pred_tw, truth_cn, pred_cn) -> dict:
-    """The paired statistics of one set of pairs; predictions that are NaN (invalid) drop their pair."""
-    truth_tw, pred_tw, truth_cn, pred_cn = (np.asarray(values, dtype=float)
-                                            for values in (truth_tw, pred_tw, truth_cn, pred_cn))
-    valid = ~np.isnan(pred_tw) & ~np.isnan(pred_cn)
-    truth_tw, pred_tw, truth_cn, pred_cn = truth_tw[valid], pred_tw[valid], truth_cn[valid], pred_cn[valid]
-    row = {"n_pairs": int(valid.sum()), "n_excluded": int((~valid).sum()), **true_score_check(truth_tw, truth_cn)}
+def metric_columns(suffixes: tuple[str, str] = PAPER_SUFFIXES) -> list[str]:
+    """The metric table's columns, per-side ones named by the pair's suffixes."""
+    a, b = suffixes
+    return [
+        "format", "analysis", "subset", "n_pairs", "n_excluded",
+        f"acc_{a}", f"acc_{b}", "delta_acc", f"only_{a}_correct", f"only_{b}_correct", "mcnemar_chi2", "mcnemar_p",
+        "sig_acc", f"mse_{a}", f"mse_{b}", "delta_mse", "ttest_t", "ttest_p", "sig_mse", "wilcoxon_w", "wilcoxon_p",
+        "sig_wilcoxon", f"true_mean_{a}", f"true_mean_{b}", "true_t", "true_p",
+    ]
+
+
+def count_columns(suffixes: tuple[str, str] = PAPER_SUFFIXES) -> tuple[str, ...]:
+    """Counts are integers; nullable where a row has none to give (no valid pair, the confound check)."""
+    return ("n_pairs", "n_excluded", *(f"only_{suffix}_correct" for suffix in suffixes))
+
+
+METRIC_COLUMNS = metric_columns()
+COUNT_COLUMNS = count_columns()
+
+
+def compare(truth_a, pred_a, truth_b, pred_b, suffixes: tuple[str, str] = PAPER_SUFFIXES) -> dict:
+    """The paired statistics of one set of pairs (Δ = b − a); predictions that are NaN (invalid) drop their pair."""
+    a, b = suffixes
+    truth_a, pred_a, truth_b, pred_b = (np.asarray(values, dtype=float)
+                                        for values in (truth_a, pred_a, truth_b, pred_b))
+    valid = ~np.isnan(pred_a) & ~np.isnan(pred_b)
+    truth_a, pred_a, truth_b, pred_b = truth_a[valid], pred_a[valid], truth_b[valid], pred_b[valid]
+    row = {"n_pairs": int(valid.sum()), "n_excluded": int((~valid).sum()),
+           **true_score_check(truth_a, truth_b, suffixes)}
     if not row["n_pairs"]:
         return row
-    correct_tw, correct_cn = pred_tw == truth_tw, pred_cn == truth_cn
-    error_tw, error_cn = (pred_tw - truth_tw) ** 2, (pred_cn - truth_cn) ** 2
-    only_tw, only_cn = int((correct_tw & ~correct_cn).sum()), int((correct_cn & ~correct_tw).sum())
-    chi2, _, mcnemar_p = stats.mcnemar(only_tw, only_cn)
-    t, t_p = stats.paired_ttest(error_cn, error_tw)
-    w, w_p = stats.wilcoxon_signed_rank(error_cn, error_tw)
-    row.update(
-        acc_tw=100 * correct_tw.mean(), acc_cn=100 * correct_cn.mean(),
-        delta_acc=100 * (correct_cn.mean() - correct_tw.mean()), only_tw_correct=only_tw, only_cn_correct=only_cn,
-        mcnemar_chi2=chi2, mcnemar_p=mcnemar_p, sig_acc=stats.sig_stars(mcnemar_p, no_ns=True),
-        mse_tw=error_tw.mean(), mse_cn=error_cn.mean(), delta_mse=error_cn.mean() - error_tw.mean(),
-        ttest_t=t, ttest_p=t_p, sig_mse=stats.sig_stars(t_p, no_ns=True),
-        wilcoxon_w=w, wilcoxon_p=w_p, sig_wilcoxon=stats.sig_stars(w_p, no_ns=True),
-    )
+    correct_a, correct_b = pred_a == truth_a, pred_b == truth_b
+    error_a, error_b = (pred_a - truth_a) ** 2, (pred_b - truth_b) ** 2
+    only_a, only_b = int((correct_a & ~correct_b).sum()), int((correct_b & ~correct_a).sum())
+    chi2, _, mcnemar_p = stats.mcnemar(only_a, only_b)
+    t, t_p = stats.paired_ttest(error_b, error_a)
+    w, w_p = stats.wilcoxon_signed_rank(error_b, error_a)
+    row.update({
+        f"acc_{a}": 100 * correct_a.mean(), f"acc_{b}": 100 * correct_b.mean(),
+        "delta_acc": 100 * (correct_b.mean() - correct_a.mean()), f"only_{a}_correct": only_a,
+        f"only_{b}_correct": only_b, "mcnemar_chi2": chi2, "mcnemar_p": mcnemar_p,
+        "sig_acc": stats.sig_stars(mcnemar_p, no_ns=True),
+        f"mse_{a}": error_a.mean(), f"mse_{b}": error_b.mean(), "delta_mse": error_b.mean() - error_a.mean(),
+        "ttest_t": t, "ttest_p": t_p, "sig_mse": stats.sig_stars(t_p, no_ns=True),
+        "wilcoxon_w": w, "wilcoxon_p": w_p, "sig_wilcoxon": stats.sig_stars(w_p, no_ns=True),
+    })
     return row
 
 
-def true_score_check(truth_tw, truth_cn) -> dict:
-    """Whether the two sides' true scores differ (paired t-test, cn − tw): a difference would confound the gap."""
-    truth_tw, truth_cn = np.asarray(truth_tw, dtype=float), np.asarray(truth_cn, dtype=float)
-    t, p = stats.paired_ttest(truth_cn, truth_tw)
-    return {"true_mean_tw": float(truth_tw.mean()) if len(truth_tw) else math.nan,
-            "true_mean_cn": float(truth_cn.mean()) if len(truth_cn) else math.nan, "true_t": t, "true_p": p}
+def true_score_check(truth_a, truth_b, suffixes: tuple[str, str] = PAPER_SUFFIXES) -> dict:
+    """Whether the two sides' true scores differ (paired t-test, b − a): a difference would confound the gap."""
+    a, b = suffixes
+    truth_a, truth_b = np.asarray(truth_a, dtype=float), np.asarray(truth_b, dtype=float)
+    t, p = stats.paired_ttest(truth_b, truth_a)
+    return {f"true_mean_{a}": float(truth_a.mean()) if len(truth_a) else math.nan,
+            f"true_mean_{b}": float(truth_b.mean()) if len(truth_b) else math.nan, "true_t": t, "true_p": p}
 
 
-def charset_mask(compositions_tw: pd.Series, compositions_cn: pd.Series, charset: str) -> pd.Series:
+def charset_mask(compositions_a: pd.Series, compositions_b: pd.Series, charset: str,
+                 pair: VarietyPair | None = None) -> pd.Series:
     """Pairs whose two reviews both use only their variety's script (Shared Chinese counts as either), plus
-    English letters for `Chinese+English` (which then must contain some)."""
+    English letters for `Chinese+English` (which then must contain some); a Chinese pair's analysis."""
     if charset == "all":
-        return pd.Series(True, index=compositions_tw.index)
+        return pd.Series(True, index=compositions_a.index)
 
     def allowed(labels: pd.Series, variety: str) -> pd.Series:
         scripts = (PRIMARY_SCRIPT[variety], SHARED)
@@ -82,7 +105,8 @@ def charset_mask(compositions_tw: pd.Series, compositions_cn: pd.Series, charset
                   else {frozenset({script, ENGLISH}) for script in scripts})
         return labels.map(lambda label: composition_elements(label) in wanted)
 
-    return allowed(compositions_tw, "tw") & allowed(compositions_cn, "cn")
+    first, second = (pair or variety_pair()).codes
+    return allowed(compositions_a, first) & allowed(compositions_b, second)
 
 
 def _predictions_by_review(predictions: pd.DataFrame, version: str) -> pd.Series:
@@ -93,28 +117,31 @@ def _predictions_by_review(predictions: pd.DataFrame, version: str) -> pd.Series
 def format_metrics(fmt: str, predictions: pd.DataFrame, pairs: pd.DataFrame, compositions: pd.Series) -> list[dict]:
     """All analyses of one format. `predictions` holds that format's rows (`review_id`, `version`, `prediction`,
     NaN when invalid); pairs without a prediction on both sides (a reduced run) are not part of any analysis."""
+    pair = pair_of(pairs)
+    a, b = suffixes = pair.suffixes
     original = _predictions_by_review(predictions, "original")
-    asked = pairs[pairs["review_id_tw"].isin(original.index) & pairs["review_id_cn"].isin(original.index)]
-    pred_tw, pred_cn = asked["review_id_tw"].map(original), asked["review_id_cn"].map(original)
+    asked = pairs[pairs[f"review_id_{a}"].isin(original.index) & pairs[f"review_id_{b}"].isin(original.index)]
+    pred_a, pred_b = asked[f"review_id_{a}"].map(original), asked[f"review_id_{b}"].map(original)
     rows = []
 
     def add(analysis: str, subset: str, mask: pd.Series) -> None:
         rows.append({"format": fmt, "analysis": analysis, "subset": subset,
-                     **compare(asked.loc[mask, "score_tw"], pred_tw[mask], asked.loc[mask, "score_cn"], pred_cn[mask])})
+                     **compare(asked.loc[mask, f"score_{a}"], pred_a[mask], asked.loc[mask, f"score_{b}"],
+                               pred_b[mask], suffixes)})
 
     for group in LENGTH_GROUPS:
         add("length", group, asked["length_group"] == group if group != "all" else pd.Series(True, index=asked.index))
-    for charset in CHARSETS:
-        add("charset", charset, charset_mask(asked["review_id_tw"].map(compositions),
-                                             asked["review_id_cn"].map(compositions), charset))
+    for charset in CHARSETS if pair.chinese else ():
+        add("charset", charset, charset_mask(asked[f"review_id_{a}"].map(compositions),
+                                             asked[f"review_id_{b}"].map(compositions), charset, pair))
     converted = _predictions_by_review(predictions, "converted")
     if not converted.empty:
-        for origin, other in (("tw", "cn"), ("cn", "tw")):
-            ids = asked[f"review_id_{origin}"]
-            truth = asked[f"score_{origin}"]
-            texts = {origin: ids.map(original), other: ids.map(converted)}
-            rows.append({"format": fmt, "analysis": "translation", "subset": f"original {origin}",
-                         **compare(truth, texts["tw"], truth, texts["cn"])})
+        for origin, other in ((pair.first, pair.second), (pair.second, pair.first)):
+            ids = asked[f"review_id_{origin.suffix}"]
+            truth = asked[f"score_{origin.suffix}"]
+            texts = {origin.code: ids.map(original), other.code: ids.map(converted)}
+            rows.append({"format": fmt, "analysis": "translation", "subset": f"original {origin.code}",
+                         **compare(truth, texts[pair.first.code], truth, texts[pair.second.code], suffixes)})
     return rows
 
 
@@ -122,6 +149,7 @@ def review_metrics(predictions: pd.DataFrame, pairs: pd.DataFrame, varieties: pd
     """The metric table of one model: every analysis of every format it has predictions for, then the
     confound check over all pairs."""
     compositions = varieties.set_index("review_id")["script_composition"]
+    a, b = suffixes = pair_of(pairs).suffixes
     rows = []
     for fmt in FORMATS if not predictions.empty else ():
         chosen = predictions[predictions["format"] == fmt]
@@ -129,6 +157,6 @@ def review_metrics(predictions: pd.DataFrame, pairs: pd.DataFrame, varieties: pd
             rows += format_metrics(fmt, chosen, pairs, compositions)
     # The confound check looks at true scores only: no prediction, so no pair is excluded.
     rows.append({"format": "", "analysis": "confound", "subset": "all pairs", "n_pairs": len(pairs), "n_excluded": 0,
-                 **true_score_check(pairs["score_tw"], pairs["score_cn"])})
-    table = pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
-    return table.astype({column: "Int64" for column in COUNT_COLUMNS})
+                 **true_score_check(pairs[f"score_{a}"], pairs[f"score_{b}"], suffixes)})
+    table = pd.DataFrame(rows).reindex(columns=metric_columns(suffixes))
+    return table.astype({column: "Int64" for column in count_columns(suffixes)})

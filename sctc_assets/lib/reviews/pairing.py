@@ -1,10 +1,14 @@
-"""The paper's pairing (Section 3.1): one Taiwan and one Mainland review of the same hotel, the same 3-class
-rating and the same 10-token length bin; reviews over 500 tokens are left out.
+"""The paper's pairing (Section 3.1): one review of each variety of the declared pair (the paper's: Taiwan and
+Mainland) of the same hotel, the same 3-class rating and the same 10-token length bin; reviews over 500 tokens are
+left out.
 
-Two reviews can pair exactly when they share that cell, so the largest set of pairs takes min(#tw, #cn) from every
-cell. Which reviews of a fuller side get paired is decided by a seeded hash of each review's id: the choice is the
-same for the same seed whatever the input's row order, and one cell's choice never depends on another cell. The
-whole pairing is a few sorts and one merge, so it stays fast and linear in memory on large exports.
+Two reviews can pair exactly when they share that cell, so the largest set of pairs takes the smaller side's count
+from every cell. Which reviews of a fuller side get paired is decided by a seeded hash of each review's id: the
+choice is the same for the same seed whatever the input's row order, and one cell's choice never depends on another
+cell. The whole pairing is a few sorts and one merge, so it stays fast and linear in memory on large exports.
+
+The pair table's per-side columns end in each variety's suffix (`review_id_tw`, `score_cn` for the paper's pair),
+the first variety's first; `pair_columns` names them and `varieties.pair_of_columns` reads the pair back.
 """
 
 from __future__ import annotations
@@ -13,15 +17,29 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.reviews.source import is_empty
+from sctc_assets.lib.reviews.varieties import VarietyPair, pair_of_columns, variety_pair
 
 CELL = ["hotel_id", "rating_class", "length_bin"]
 MAX_TOKENS = 500
 SHORT_BELOW = 50  # characters: short is 1–49, long 50+ (Section 4)
 LENGTH_GROUPS = ("short", "long", "all")
-PAIR_COLUMNS = ["pair_id", "hotel_id", "rating_class", "length_bin", "review_id_tw", "review_id_cn", "score_tw",
-                "score_cn", "tokens_tw", "tokens_cn", "characters_tw", "characters_cn", "length_group"]
+SIDE_STEMS = ("review_id", "score", "tokens", "characters")
 UNPAIRED_REASONS = ("empty", "unknown_variety", "over_token_limit", "no_counterpart_in_cell", "surplus_in_cell")
 _NEEDED = ["review_id", "variety", "score", "tokens", "characters", *CELL]
+
+
+def pair_columns(pair: VarietyPair) -> list[str]:
+    """The pair table's columns: `review_id_<a>, review_id_<b>, score_<a>, …` by the pair's suffixes."""
+    return ["pair_id", "hotel_id", "rating_class", "length_bin",
+            *(f"{stem}_{suffix}" for stem in SIDE_STEMS for suffix in pair.suffixes), "length_group"]
+
+
+PAIR_COLUMNS = pair_columns(variety_pair())
+
+
+def pair_of(pairs: pd.DataFrame) -> VarietyPair:
+    """The pair a pair table was written for."""
+    return pair_of_columns(pairs.columns, "review_id")
 
 
 def seeded_draws(review_ids: pd.Series, seed: int) -> np.ndarray:
@@ -31,14 +49,18 @@ def seeded_draws(review_ids: pd.Series, seed: int) -> np.ndarray:
     return pd.util.hash_array(review_ids.astype(str).to_numpy(dtype=object), hash_key=f"{seed:016x}", categorize=False)
 
 
-def length_group(characters_tw: pd.Series, characters_cn: pd.Series) -> np.ndarray:
+def length_group(characters_a: pd.Series, characters_b: pd.Series) -> np.ndarray:
     """A pair is short when its two reviews average under 50 characters, so every pair has one group."""
-    return np.where((characters_tw + characters_cn) / 2 < SHORT_BELOW, "short", "long")
+    return np.where((characters_a + characters_b) / 2 < SHORT_BELOW, "short", "long")
 
 
-def pair_reviews(reviews: pd.DataFrame, *, seed: int = 0, max_tokens: int = MAX_TOKENS) -> pd.DataFrame:
-    """The maximum set of aligned pairs among `reviews` (columns of `review_varieties`), numbered in a seeded
-    random order so that the first N pairs are a random sample of them."""
+def pair_reviews(reviews: pd.DataFrame, *, seed: int = 0, max_tokens: int = MAX_TOKENS,
+                 pair: VarietyPair | None = None) -> pd.DataFrame:
+    """The maximum set of aligned pairs among `reviews` (columns of `review_varieties`) of the two varieties of
+    `pair` (default the paper's), numbered in a seeded random order so that the first N pairs are a random sample
+    of them."""
+    pair = pair or variety_pair()
+    a, b = pair.suffixes
     missing = [column for column in _NEEDED if column not in reviews.columns]
     if missing:
         raise ValueError(f"pairing needs column(s) {', '.join(missing)}")
@@ -46,12 +68,12 @@ def pair_reviews(reviews: pd.DataFrame, *, seed: int = 0, max_tokens: int = MAX_
     eligible = eligible.assign(draw=seeded_draws(eligible["review_id"], seed))
     eligible = eligible.sort_values([*CELL, "variety", "draw", "review_id"], kind="stable")
     eligible["rank"] = eligible.groupby([*CELL, "variety"], sort=False, observed=True).cumcount()
-    sides = {variety: eligible[eligible["variety"] == variety].drop(columns="variety") for variety in ("tw", "cn")}
-    pairs = sides["tw"].merge(sides["cn"], on=[*CELL, "rank"], suffixes=("_tw", "_cn"))
-    pairs = pairs.sort_values(["draw_tw", "review_id_tw"], kind="stable").reset_index(drop=True)
+    first, second = (eligible[eligible["variety"] == code].drop(columns="variety") for code in pair.codes)
+    pairs = first.merge(second, on=[*CELL, "rank"], suffixes=(f"_{a}", f"_{b}"))
+    pairs = pairs.sort_values([f"draw_{a}", f"review_id_{a}"], kind="stable").reset_index(drop=True)
     pairs["pair_id"] = np.arange(len(pairs), dtype="int64")
-    pairs["length_group"] = length_group(pairs["characters_tw"], pairs["characters_cn"])
-    return pairs[PAIR_COLUMNS]
+    pairs["length_group"] = length_group(pairs[f"characters_{a}"], pairs[f"characters_{b}"])
+    return pairs[pair_columns(pair)]
 
 
 def _isin(values: pd.Series, pool: pd.Series) -> np.ndarray:
@@ -68,7 +90,7 @@ def unpaired_reviews(raw: pd.DataFrame, varieties: pd.DataFrame, pairs: pd.DataF
     dropped = raw.loc[~_isin(raw["review_id"], varieties["review_id"]), ["review_id"]].copy()
     dropped["variety"] = None
     dropped["reason"] = np.where(is_empty(raw.loc[dropped.index]), "empty", "unknown_variety")
-    paired = pd.concat([pairs["review_id_tw"], pairs["review_id_cn"]])
+    paired = pd.concat([pairs[f"review_id_{suffix}"] for suffix in pair_of(pairs).suffixes])
     left = varieties.loc[~_isin(varieties["review_id"], paired), ["review_id", "variety", "tokens", *CELL]]
     eligible = varieties[varieties["tokens"] <= max_tokens]
     both = eligible.groupby(CELL, observed=True)["variety"].nunique()

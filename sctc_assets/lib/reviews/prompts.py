@@ -1,6 +1,11 @@
 """The rating prompts of Section 4 / Appendix C in the three input formats, and the OpenCC cross-conversion
 control of Section 4.1 (each review also rewritten in the other variety, where the paper used Google Translate).
 
+`TEMPLATES` holds one prompt set per language; a review is asked in its variety's `prompt_language`. The paper's
+English set serves both Chinese varieties (its instructions are English on purpose) and English pairs; a pair in
+another language needs its set here. The control exists only for a pair of two Chinese varieties: for any other
+pair every prompt is an `original` one.
+
 `structured` keeps title, positive and negative feedback apart; `plain` joins the non-empty parts into one
 paragraph; `shuffled` joins them in a random order drawn per review from the seed (the same order for a review and
 its conversion, so the control compares like with like).
@@ -9,17 +14,15 @@ its conversion, so the control compares like with like).
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import pandas as pd
 
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.reviews.source import TEXT_FIELDS
-from sctc_assets.lib.varieties import MAINLAND, TAIWAN
+from sctc_assets.lib.reviews.varieties import VarietyPair, pair_of_columns
 
 FORMATS = ("structured", "plain", "shuffled")
-# OpenCC with regional phrasing: Taiwan Traditional → Mainland Simplified and back.
-CONVERSIONS = {TAIWAN.code: (MAINLAND.opencc_phrases, MAINLAND.code),
-               MAINLAND.code: (TAIWAN.opencc_phrases, TAIWAN.code)}
 
 SYSTEM_PROMPT = "You are a grading assistant for hotel reviews"
 STRUCTURED_PROMPT = (
@@ -38,6 +41,20 @@ TEXT_PROMPT = (
     "input: {text}\n"
     "Overall Score (1-10):"
 )
+
+
+@dataclass(frozen=True)
+class PromptTemplates:
+    """One language's prompts: the system message, the `structured` prompt (fields `title`, `positive`,
+    `negative`) and the `plain`/`shuffled` one (field `text`)."""
+
+    system: str
+    structured: str
+    text: str
+
+
+# Appendix C, verbatim.
+TEMPLATES = {"en": PromptTemplates(SYSTEM_PROMPT, STRUCTURED_PROMPT, TEXT_PROMPT)}
 PROMPT_COLUMNS = ["pair_id", "review_id", "variety", "version", "text_variety", "format", "part_order", "system",
                   "prompt"]
 
@@ -48,32 +65,50 @@ def shuffled_order(review_id: str, seed: int) -> list[str]:
     return order
 
 
-def render(fields: dict[str, str], fmt: str, order: list[str]) -> str:
+def templates_for(language: str) -> PromptTemplates:
+    try:
+        return TEMPLATES[language]
+    except KeyError:
+        raise KeyError(f"no review prompts in {language!r} (prompt languages: {', '.join(TEMPLATES)})") from None
+
+
+def render(fields: dict[str, str], fmt: str, order: list[str], templates: PromptTemplates = TEMPLATES["en"]) -> str:
     if fmt == "structured":
-        return STRUCTURED_PROMPT.format(**{name: fields[name] for name in TEXT_FIELDS})
+        return templates.structured.format(**{name: fields[name] for name in TEXT_FIELDS})
     parts = order if fmt == "shuffled" else list(TEXT_FIELDS)
-    return TEXT_PROMPT.format(text=" ".join(fields[name] for name in parts if fields[name]))
+    return templates.text.format(text=" ".join(fields[name] for name in parts if fields[name]))
+
+
+def _versions(review: dict, pair: VarietyPair) -> dict[str, tuple[str, dict[str, str]]]:
+    """The texts a review is asked in: as written, and for a Chinese pair converted into the other variety (OpenCC
+    with that region's phrasing: tw2sp for Taiwan reviews, s2twp for Mainland ones)."""
+    fields = {name: review[name] for name in TEXT_FIELDS}
+    versions = {"original": (review["variety"], fields)}
+    if pair.chinese:
+        other = pair.other(review["variety"])
+        versions["converted"] = (other.code, {name: convert(text, other.region.opencc_phrases)
+                                              for name, text in fields.items()})
+    return versions
 
 
 def review_prompts(pairs: pd.DataFrame, varieties: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
-    """One row per paired review × version (original, converted) × format, with the system and user prompt."""
-    sides = [pairs[["pair_id", f"review_id_{variety}"]].rename(columns={f"review_id_{variety}": "review_id"})
-             for variety in ("tw", "cn")]
+    """One row per paired review × version (original, and converted for a Chinese pair) × format, with the
+    system and user prompt in the language of the review's variety; the pair is the pair table's."""
+    pair = pair_of_columns(pairs.columns, "review_id")
+    sides = [pairs[["pair_id", f"review_id_{suffix}"]].rename(columns={f"review_id_{suffix}": "review_id"})
+             .assign(side=side) for side, suffix in enumerate(pair.suffixes)]
     reviews = pd.concat(sides).merge(varieties[["review_id", "variety", *TEXT_FIELDS]], on="review_id", how="left")
+    templates = {variety.code: templates_for(variety.prompt_language) for variety in (pair.first, pair.second)}
     rows = []
-    for review in reviews.sort_values(["pair_id", "variety"], ascending=[True, False]).to_dict("records"):
+    for review in reviews.sort_values(["pair_id", "side"]).to_dict("records"):
         order = shuffled_order(review["review_id"], seed)
-        config, other = CONVERSIONS[review["variety"]]
-        versions = {
-            "original": (review["variety"], {name: review[name] for name in TEXT_FIELDS}),
-            "converted": (other, {name: convert(review[name], config) for name in TEXT_FIELDS}),
-        }
-        for version, (text_variety, fields) in versions.items():
+        chosen = templates[review["variety"]]
+        for version, (text_variety, fields) in _versions(review, pair).items():
             for fmt in FORMATS:
                 rows.append({"pair_id": review["pair_id"], "review_id": review["review_id"],
                              "variety": review["variety"], "version": version, "text_variety": text_variety,
                              "format": fmt, "part_order": ",".join(order if fmt == "shuffled" else TEXT_FIELDS),
-                             "system": SYSTEM_PROMPT, "prompt": render(fields, fmt, order)})
+                             "system": chosen.system, "prompt": render(fields, fmt, order, chosen)})
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
 
 

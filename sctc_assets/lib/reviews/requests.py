@@ -56,7 +56,8 @@ def review_prompt_table(config: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame
     else:
         frame, origin = source.read_file(raw.get("location") or source.default_location(), default_upstream_cache_dir())
     reviews = source.canonical_reviews(frame, origin, raw.get("columns") or {})
-    table = varieties.review_varieties(reviews, config.get("review_varieties", {}).get("varieties")
-                                       or dict(varieties.DEFAULT_VARIETY_MAP))
-    pairs = pairing.pair_reviews(table, seed=config.get("review_pairs", {}).get("seed", 0))
+    chosen = config.get("review_varieties", {})
+    table = varieties.review_varieties(reviews, chosen.get("varieties"), chosen.get("pair"))
+    pairs = pairing.pair_reviews(table, seed=config.get("review_pairs", {}).get("seed", 0),
+                                 pair=varieties.variety_pair(config.get("review_pairs", {}).get("pair")))
     return prompts.review_prompts(pairs, table, seed=config.get("review_prompts", {}).get("seed", 0))

@@ -1,4 +1,5 @@
-"""Paired intervals for the review benchmark's ΔAcc and ΔMSE (cn − tw), over the pairs whose two predictions
+"""Paired intervals for the review benchmark's ΔAcc and ΔMSE (second − first variety of the pair; the paper's
+cn − tw), over the pairs whose two predictions
 are valid: the paired-t interval of the per-pair differences and a seeded percentile bootstrap over pairs; the
 paper's tests (McNemar exact for accuracy, paired t for MSE) BH-adjusted across models × formats; power."""
 
@@ -9,33 +10,36 @@ import pandas as pd
 
 from sctc_assets.lib import power, robust, stats
 from sctc_assets.lib.reviews.metrics import _predictions_by_review
+from sctc_assets.lib.reviews.pairing import pair_of
 
 
 def paired_differences(predictions: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-    """Per asked pair with both predictions valid (original texts): correctness and squared error per side."""
+    """Per asked pair with both predictions valid (original texts): correctness and squared error per side, `_a`
+    the pair's first variety and `_b` its second."""
+    a, b = pair_of(pairs).suffixes
     original = _predictions_by_review(predictions, "original")
-    asked = pairs[pairs["review_id_tw"].isin(original.index) & pairs["review_id_cn"].isin(original.index)]
-    pred_tw = asked["review_id_tw"].map(original).to_numpy(float)
-    pred_cn = asked["review_id_cn"].map(original).to_numpy(float)
-    valid = ~np.isnan(pred_tw) & ~np.isnan(pred_cn)
-    truth_tw, truth_cn = asked["score_tw"].to_numpy(float)[valid], asked["score_cn"].to_numpy(float)[valid]
-    pred_tw, pred_cn = pred_tw[valid], pred_cn[valid]
-    return pd.DataFrame({"correct_tw": (pred_tw == truth_tw).astype(float), "correct_cn": (pred_cn == truth_cn).astype(float),
-                         "sq_error_tw": (pred_tw - truth_tw) ** 2, "sq_error_cn": (pred_cn - truth_cn) ** 2})
+    asked = pairs[pairs[f"review_id_{a}"].isin(original.index) & pairs[f"review_id_{b}"].isin(original.index)]
+    pred_a = asked[f"review_id_{a}"].map(original).to_numpy(float)
+    pred_b = asked[f"review_id_{b}"].map(original).to_numpy(float)
+    valid = ~np.isnan(pred_a) & ~np.isnan(pred_b)
+    truth_a, truth_b = asked[f"score_{a}"].to_numpy(float)[valid], asked[f"score_{b}"].to_numpy(float)[valid]
+    pred_a, pred_b = pred_a[valid], pred_b[valid]
+    return pd.DataFrame({"correct_a": (pred_a == truth_a).astype(float), "correct_b": (pred_b == truth_b).astype(float),
+                         "sq_error_a": (pred_a - truth_a) ** 2, "sq_error_b": (pred_b - truth_b) ** 2})
 
 
 def paired_cis(differences: pd.DataFrame, *, effect_acc: float = 5.0) -> list[dict]:
     rows = []
-    for measure, scale, first, second in (("delta_acc", 100.0, "correct_cn", "correct_tw"),
-                                          ("delta_mse", 1.0, "sq_error_cn", "sq_error_tw")):
+    for measure, scale, first, second in (("delta_acc", 100.0, "correct_b", "correct_a"),
+                                          ("delta_mse", 1.0, "sq_error_b", "sq_error_a")):
         x, y = differences[first].to_numpy() * scale, differences[second].to_numpy() * scale
         paired = robust.paired_by_unit(x, y)
         diff = x - y
         low, high, _ = robust.bootstrap_ci(diff, lambda idx: float(diff[idx].mean())) if len(diff) else (np.nan,) * 3
         if measure == "delta_acc":
-            only_tw = int(((differences["correct_tw"] == 1) & (differences["correct_cn"] == 0)).sum())
-            only_cn = int(((differences["correct_cn"] == 1) & (differences["correct_tw"] == 0)).sum())
-            paper_p = stats.mcnemar(only_tw, only_cn)[2]
+            only_a = int(((differences["correct_a"] == 1) & (differences["correct_b"] == 0)).sum())
+            only_b = int(((differences["correct_b"] == 1) & (differences["correct_a"] == 0)).sum())
+            paper_p = stats.mcnemar(only_a, only_b)[2]
             paper_test = "McNemar exact"
         else:
             paper_p, paper_test = paired["paired_t_p"], "paired t"

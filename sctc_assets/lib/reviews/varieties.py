@@ -1,31 +1,127 @@
-"""Varieties from the reviewer's self-declared region, the review text the length measures use, and each
-review's rating class, length bin and script composition."""
+"""The two varieties a review run compares (`--reviews-pair A B`), varieties from the reviewer's self-declared
+region, the review text the length measures use, and each review's rating class, length bin and script composition.
+
+A run compares a declared pair: the first variety is the reference, every difference is second − first (the
+paper's pair, `tw cn`, gives its cn − tw). Each variety a pair may name is one row of `REVIEW_VARIETIES`: its code
+(the table value of `variety`, lower case), its names, the language its prompts are written in (a key of
+`prompts.TEMPLATES`) and, for a Chinese variety, its region in `lib.varieties` (whose OpenCC configurations the
+translation control converts with). Column names carry a variety's `suffix` (`acc_tw`, `review_id_en_gb`), so the
+paper's pair keeps its tables' names.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.reviews.scripts import character_count, composition, token_count
 from sctc_assets.lib.reviews.source import TEXT_FIELDS, ReviewDataError, is_empty
-from sctc_assets.lib.varieties import MAINLAND, TAIWAN
+from sctc_assets.lib.varieties import MAINLAND, TAIWAN, Region
 
-# The reviews benchmark names its two varieties by region (the paper's order: Taiwan first).
+
+@dataclass(frozen=True)
+class ReviewVariety:
+    code: str  # the declared code and the table value of `variety` (lower case)
+    display_name: str  # "Taiwan Mandarin", "British English"
+    short_name: str  # as in "the Taiwan reviews"
+    prompt_language: str  # the language of its prompts, a key of `prompts.TEMPLATES`
+    region: Region | None = None  # the Chinese region it stands for (OpenCC converts into it); None: not Chinese
+
+    @property
+    def suffix(self) -> str:
+        """The column-name suffix: the code with `-` written `_` (`tw`, `en_gb`)."""
+        return self.code.replace("-", "_")
+
+    @property
+    def chinese(self) -> bool:
+        return self.region is not None
+
+
+# The paper asks about both Chinese varieties in English (its Limitations: no Chinese variety in the instructions).
+REVIEW_VARIETIES: tuple[ReviewVariety, ...] = (
+    ReviewVariety(TAIWAN.code, f"{TAIWAN.display_name} Mandarin", TAIWAN.display_name, "en", TAIWAN),
+    ReviewVariety(MAINLAND.code, f"{MAINLAND.display_name} Mandarin", MAINLAND.display_name, "en", MAINLAND),
+    ReviewVariety("en-gb", "British English", "British", "en"),
+    ReviewVariety("en-us", "American English", "American", "en"),
+)
+_BY_CODE = {row.code: row for row in REVIEW_VARIETIES}
+_BY_SUFFIX = {row.suffix: row for row in REVIEW_VARIETIES}
+
+# The paper's pair (Taiwan first): the default of `--reviews-pair`.
 VARIETIES = (TAIWAN.code, MAINLAND.code)
 DEFAULT_VARIETY_MAP = {code: code for code in VARIETIES}
+
+
+def review_variety(code: str) -> ReviewVariety:
+    try:
+        return _BY_CODE[code.lower()]
+    except KeyError:
+        raise KeyError(f"unknown review variety {code!r}; known: {', '.join(_BY_CODE)}") from None
+
+
+@dataclass(frozen=True)
+class VarietyPair:
+    """The two varieties a run compares: `first` the reference, differences `second − first`."""
+
+    first: ReviewVariety
+    second: ReviewVariety
+
+    @property
+    def codes(self) -> tuple[str, str]:
+        return self.first.code, self.second.code
+
+    @property
+    def suffixes(self) -> tuple[str, str]:
+        return self.first.suffix, self.second.suffix
+
+    @property
+    def chinese(self) -> bool:
+        """Both varieties Chinese: only then does the OpenCC translation control exist."""
+        return self.first.chinese and self.second.chinese
+
+    @property
+    def difference(self) -> str:
+        return f"{self.second.code} − {self.first.code}"
+
+    def other(self, code: str) -> ReviewVariety:
+        return self.second if code == self.first.code else self.first
+
+
+def variety_pair(codes: Sequence[str] | None = None) -> VarietyPair:
+    """The declared pair (default the paper's `tw cn`); ValueError for an unknown variety or twice the same."""
+    codes = [str(code).lower() for code in (codes or VARIETIES)]
+    if len(codes) != 2 or codes[0] == codes[1]:
+        raise ValueError(f"a review pair is two different varieties, got {' '.join(codes)}")
+    unknown = [code for code in codes if code not in _BY_CODE]
+    if unknown:
+        raise ValueError(f"unknown review variety {', '.join(unknown)} (known: {', '.join(_BY_CODE)})")
+    return VarietyPair(_BY_CODE[codes[0]], _BY_CODE[codes[1]])
+
+
+def pair_of_columns(columns: Iterable[str], stem: str) -> VarietyPair:
+    """The pair a stored table was written for, from its first two `<stem>_<suffix>` columns (`review_id_tw`,
+    `review_id_cn`: the paper's pair)."""
+    found = [_BY_SUFFIX[column[len(stem) + 1:]] for column in columns
+             if column.startswith(f"{stem}_") and column[len(stem) + 1:] in _BY_SUFFIX]
+    if len(found) < 2:
+        raise ValueError(f"no {stem}_<variety> columns of a review pair among {list(columns)}")
+    return VarietyPair(found[0], found[1])
 BIN_WIDTH = 10
 VARIETY_COLUMNS = ["review_id", "hotel_id", "nationality", "variety", "score", "rating_class", "title", "positive",
                    "negative", "review_time", "characters", "tokens", "length_bin", "script_composition"]
 
 
-def variety_map(mapping: Mapping[str, str] | None) -> dict[str, str]:
-    """Region code (matched case-insensitively) → `tw` or `cn`."""
-    mapping = dict(mapping or DEFAULT_VARIETY_MAP)
-    wrong = {code: variety for code, variety in mapping.items() if variety not in VARIETIES}
+def variety_map(mapping: Mapping[str, str] | None, pair: Sequence[str] | None = None) -> dict[str, str]:
+    """Region code (matched case-insensitively) → one of the pair's varieties (default: each of the pair's codes
+    to itself, `tw=tw cn=cn`)."""
+    codes = variety_pair(pair).codes
+    mapping = {code: str(variety).lower() for code, variety in (mapping or {code: code for code in codes}).items()}
+    wrong = {code: variety for code, variety in mapping.items() if variety not in codes}
     if wrong:
-        raise ReviewDataError(f"variety mapping {wrong}: each region code must map to one of {', '.join(VARIETIES)}")
+        raise ReviewDataError(f"variety mapping {wrong}: each region code must map to one of {', '.join(codes)}")
     return {str(code).strip().lower(): variety for code, variety in mapping.items()}
 
 
@@ -46,9 +142,11 @@ def length_bin(tokens: pd.Series, width: int = BIN_WIDTH) -> pd.Series:
     return (tokens - 1) // width
 
 
-def review_varieties(reviews: pd.DataFrame, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Non-empty reviews whose region maps to a variety, with rating class, lengths and script composition."""
-    codes = variety_map(mapping)
+def review_varieties(reviews: pd.DataFrame, mapping: Mapping[str, str] | None = None,
+                     pair: Sequence[str] | None = None) -> pd.DataFrame:
+    """Non-empty reviews whose region maps to one of the pair's varieties, with rating class, lengths and script
+    composition."""
+    codes = variety_map(mapping, pair)
     variety = reviews["nationality"].str.lower().map(codes)
     kept = reviews[~is_empty(reviews) & variety.notna()].copy()
     kept["variety"] = variety[kept.index].astype(object)
