@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.lib.atomic_files import replacing
 from sctc_assets.lib.generation import GenerationResult, UsageTotals
 from sctc_assets.lib.paths import data_dir
 
@@ -82,11 +83,11 @@ def figure_file(figure: Any, asset: str, name: str) -> dg.MetadataValue:
     import matplotlib.pyplot as plt
 
     path = data_dir() / "figures" / asset / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(".png.tmp")
-    figure.savefig(staging, format="png", dpi=110, bbox_inches="tight")
-    plt.close(figure)  # pyplot keeps every figure alive otherwise, and long runs accumulate them
-    staging.replace(path)
+    try:
+        with replacing(path) as staging:
+            figure.savefig(staging, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(figure)  # pyplot keeps every figure alive otherwise, and long runs accumulate them
     return dg.MetadataValue.path(str(path))
 
 

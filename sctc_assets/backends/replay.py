@@ -14,7 +14,6 @@ a whole frame of locations at once, without a Python object per request, for the
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +26,7 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from sctc_assets.backends.base import ModelBackend, ResultCallback
+from sctc_assets.lib.atomic_files import replacing
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, stored_text
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sctc_upstream import name_response_file, term_response_file
@@ -70,10 +70,8 @@ def _published_column(path: str, column: str, size: int, modified_ns: int, cache
         except (OSError, KeyError, pa.ArrowInvalid):
             pass  # a damaged cache file is parsed again and replaced
     values = _parse_column(source, column)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    staging = cached.with_name(f".{cached.name}.{os.getpid()}.partial")
-    pq.write_table(pa.table({column: values}), staging)
-    os.replace(staging, cached)  # readers never see half a file; a concurrent writer writes the same bytes
+    with replacing(cached) as staging:  # a concurrent writer writes the same bytes
+        pq.write_table(pa.table({column: values}), staging)
     return values
 
 

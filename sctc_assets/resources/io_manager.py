@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from sctc_assets.lib.atomic_files import replacing
 from sctc_assets.lib.paths import default_storage_dir
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 
@@ -150,14 +151,11 @@ def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _write(frame: pd.DataFrame, path: Path, where: str) -> None:
     """`frame` at `path`, whole or not at all: readers never see a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(".parquet.tmp")
     try:
-        frame.to_parquet(staging, index=False)
+        with replacing(path) as staging:
+            frame.to_parquet(staging, index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        staging.unlink(missing_ok=True)
         raise TypeError(f"{where}: cannot store the table: {_unstorable(frame) or exc}") from exc
-    staging.replace(path)
 
 
 def partition_path_parts(partitions_def: dg.PartitionsDefinition | None, partition_key: str) -> list[str]:

@@ -26,6 +26,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.benchmarks.spec import BenchmarkSpec
+from sctc_assets.lib.atomic_files import replacing, write_text
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
@@ -591,10 +592,11 @@ def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: Parque
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
         # file of the same name in --out never passes for this run's result; partitions join as the IO manager
         # joins them for a cross-model asset.
-        concat_tables([read_table(path) for path in paths]).to_parquet(target, index=False)
+        with replacing(target) as staging:
+            concat_tables([read_table(path) for path in paths]).to_parquet(staging, index=False)
         manifest[name] = {"sources": sources, "target": _file_state(target)}
         written[name] = target
-    manifest_path.write_text(json.dumps(manifest, indent=0, sort_keys=True))
+    write_text(manifest_path, json.dumps(manifest, indent=0, sort_keys=True))
     return written
 
 

@@ -10,6 +10,7 @@ from pydantic import Field
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.assets.sovereignty.scoring import QUEUE_ENV_VAR, REVIEWS_ENV_VAR, default_reviews_file, queue_path
+from sctc_assets.lib.atomic_files import replacing
 from sctc_assets.lib.sovereignty.answer_review import keep_decisions, review_queue
 
 GROUP = "sovereignty"
@@ -33,10 +34,8 @@ def sovereignty_review_queue(context: dg.AssetExecutionContext, config: ReviewQu
     again keeps every decision and note filled in the file it replaces."""
     target = queue_path(config.queue_file)
     queue = keep_decisions(review_queue(sovereignty_results, sovereignty_flags), target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(target.name + ".tmp")
-    queue.to_csv(staging, index=False)
-    staging.replace(target)
+    with replacing(target) as staging:
+        queue.to_csv(staging, index=False)
     pending = int((queue["decision"] == "").sum())
     context.log.info(f"{pending} answer(s) await review in {target}")
     return dg.Output(queue, data_version=content_version(queue), metadata=table_metadata(

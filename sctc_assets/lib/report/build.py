@@ -17,6 +17,7 @@ from typing import Any, Callable
 import jinja2
 import pandas as pd
 
+from sctc_assets.lib.atomic_files import replacing, write_text
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
 from sctc_assets.lib.report.inputs import ReportInputs
@@ -51,8 +52,10 @@ def _render(spec_name: str, draw: Callable[[], Any], figures_dir: Path) -> str |
     try:
         with matplotlib.rc_context(FIGURE_STYLE):
             figure = draw()
-            figure.savefig(figures_dir / f"{spec_name}.png", dpi=PNG_DPI, pil_kwargs={"compress_level": 3})
-            figure.savefig(figures_dir / f"{spec_name}.svg", metadata={"Date": None})
+            with replacing(figures_dir / f"{spec_name}.png") as staging:
+                figure.savefig(staging, format="png", dpi=PNG_DPI, pil_kwargs={"compress_level": 3})
+            with replacing(figures_dir / f"{spec_name}.svg") as staging:
+                figure.savefig(staging, format="svg", metadata={"Date": None})
     except Exception as exc:  # one bad figure must not cost the whole report; the section says what failed
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -194,13 +197,13 @@ def build_report(inputs: ReportInputs, out_dir: Path, *, workers: int = 1) -> Re
     environment = _environment()
     html = folder / "index.html"
     markdown = folder / "report.md"
-    html.write_text(environment.get_template("report.html.j2").render(**context), encoding="utf-8")
-    markdown.write_text(environment.get_template("report.md.j2").render(**context), encoding="utf-8")
+    write_text(html, environment.get_template("report.html.j2").render(**context))
+    write_text(markdown, environment.get_template("report.md.j2").render(**context))
     missing = [f"{section.key}: {item.what}" for section in sections for item in section.missing]
     manifest = folder / "manifest.json"
-    manifest.write_text(json.dumps({
+    write_text(manifest, json.dumps({
         "generated_at": context["generated_at"], "models": models, "figures": figures,
         "sections": [section.key for section in sections], "missing": missing,
-    }, indent=1, ensure_ascii=False), encoding="utf-8")
+    }, indent=1, ensure_ascii=False))
     return ReportResult(folder=folder, html=html, markdown=markdown, manifest=manifest, figures=figures,
                         models=models, missing=missing, headline=_headline_numbers(card))

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from sctc_assets.lib.atomic_files import write_text
 from sctc_assets.lib.model_registry import MODEL_KEY_PATTERN, write_overlay
 from sctc_assets.lib.sovereignty.upstream import PRO_RESULTS_DIR, read_json
 from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots
@@ -182,8 +183,7 @@ def export_document(model_key: str, description: str, flags: pd.DataFrame, code_
 def write_export(document: Mapping[str, Any], folder: Path, timestamp: datetime) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{document['model']}_{timestamp:%Y%m%d_%H%M%S}_bilingual.json"
-    path.write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(document, ensure_ascii=False, indent=2))
 
 
 def import_results(folder: Path, registry_path: Path) -> dict[str, Path]:

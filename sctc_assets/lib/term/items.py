@@ -20,6 +20,7 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import pandas as pd
 
+from sctc_assets.lib.atomic_files import write_text
 from sctc_assets.lib.conversion import convert, convert_chars, to_simplified, to_traditional
 from sctc_assets.lib.term.terms import split_alternatives
 from sctc_assets.lib.varieties import Catalog, PromptingVariety, load_catalog
@@ -186,7 +187,7 @@ def write_item_csv(item_set: ItemSet, path: str | Path) -> Path:
     for c in item_set.concepts:
         writer.writerow([c.concept_id, c.category or "", c.definition_zh_hans or "", c.definition_zh_hant or "",
                          c.definition_source or "", *("/".join(c.forms_of(region)) for region in item_set.regions)])
-    path.write_text(buffer.getvalue(), encoding="utf-8")
+    write_text(path, buffer.getvalue())
     return path
 
 
