@@ -115,7 +115,8 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
             continue
         design = BenchmarkDesign(benchmark, options, designer([entries[key] for key in keys], options))
         for partition in design.partitions:
-            backend = registry.backend(partition.model, open_upstream=open_sctc_upstream, overrides=partition.overrides)
+            backend = registry.backend(partition.model, open_upstream=open_sctc_upstream, overrides=partition.overrides,
+                                       entry=entries[partition.model])
             identity = backend.identity() if backend.uses_cache else None
             if identity is not None and cache is not None:
                 model_key = str(identity.get("model", ""))

@@ -54,6 +54,24 @@ def _code_statuses(results: pd.DataFrame) -> dict[str, dict[str, str]]:
             for model, frame in code.groupby("model")}
 
 
+def _files(*folders: Path) -> dict[str, tuple[int, int]]:
+    return {str(path): (path.stat().st_size, path.stat().st_mtime_ns)
+            for folder in folders if folder.exists() for path in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("command", [["plan"], ["run", "--dry-run"]])
+def test_a_dry_run_writes_nothing_and_says_what_it_would_import(command, registry: Path, isolated_data_dir: Path,
+                                                                 capsys):
+    before = _files(registry.parent, isolated_data_dir)
+    assert main([*command, "--benchmarks", "sovereignty", "--tsb-results"]) == 0
+    printed = capsys.readouterr().out
+    assert _files(registry.parent, isolated_data_dir) == before  # no registry drop-in file, no Dagster home
+    assert not (registry.parent / "models.d").exists()
+    assert "would import 4 result file(s)" in printed and "a dry run writes nothing" in printed
+    # … and the estimate still covers the models the import would add
+    assert "tsb-claude-3.5-sonnet" in printed.split("would import", 1)[1].split("\n", 1)[1]
+
+
 def test_published_results_import_score_export_and_import_again(registry: Path, tmp_path: Path, capsys):
     out = tmp_path / "out"
     assert main(["run", "--benchmarks", "sovereignty", "--tsb-results", "--out", str(out)]) == 0

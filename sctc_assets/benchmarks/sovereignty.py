@@ -14,7 +14,8 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
-from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, import_results, results_folder
+from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
+                                                   results_folder)
 from sctc_assets.lib.estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
@@ -92,8 +93,9 @@ def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int
     return run_settings(values.get("samples"), values.get("temperature"), entry.benchmark_settings("sovereignty"))
 
 
-def sovereignty_prepare(options: Mapping[str, Any]) -> list[str]:
-    """Point the resources at the chosen data, and import published result files when asked to."""
+def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any]:
+    """Point the resources at the chosen data, and import published result files when asked to (on a dry run,
+    the entries the import would write, written nowhere)."""
     if options.get("tsb_upstream"):
         os.environ[TSB_ENV_VAR] = shlex.join(options["tsb_upstream"])
     if options.get("red_flags"):
@@ -108,7 +110,13 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str]:
         if pro is None:
             raise UpstreamError("the upstream location has no Pro-study results; give --tsb-results PATH|URL")
         folder = pro / PRO_RESULTS_DIR
-    imported = import_results(folder, Path(default_registry_path()))
+    registry = Path(default_registry_path())
+    if options.get("dry_run"):
+        entries = preview_results(folder, registry)
+        print(f"would import {len(entries)} result file(s) from {folder} into {overlay_path(registry)} "
+              f"(a dry run writes nothing): {', '.join(entries)}")
+        return entries
+    imported = import_results(folder, registry)
     print(f"imported {len(imported)} result file(s) from {folder}: {', '.join(imported)}")
     return list(imported)
 

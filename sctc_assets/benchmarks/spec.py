@@ -158,7 +158,8 @@ class BenchmarkSpec:
     `settings_keys` are the keys of a registry entry's `benchmarks: {<name>: …}` block it reads (and
     `extra_settings` other blocks, e.g. the name benchmark's `last_names`). `serves(entry)` says whether a registry
     entry can answer the benchmark at all; `prepare(options)` runs before the registry is read and returns model keys
-    to run besides the default ones; `default_models`: whether `sctc run` without `--models` runs the registry's
+    to run besides the default ones (on a dry run, `options["dry_run"]`, it writes nothing: a mapping of those keys
+    to the registry entries it would have written instead); `default_models`: whether `sctc run` without `--models` runs the registry's
     defaults (when false it materializes only the model-independent inputs). `design(models, options)` lists each
     model's `lib.estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
     the upstream data without Dagster (None: the benchmark calls no model); `estimate_lines` add lines under its
@@ -189,7 +190,7 @@ class BenchmarkSpec:
     extra_settings: Mapping[str, frozenset[str]] = field(default_factory=dict)
     judge: JudgeSetting | None = None
     serves: Callable[[Any], bool] = _serves_all
-    prepare: Callable[[Mapping[str, Any]], list[str]] = _nothing_to_prepare
+    prepare: Callable[[Mapping[str, Any]], list[str] | Mapping[str, Any]] = _nothing_to_prepare
     default_models: bool = True
     design: Callable[[Any, Mapping[str, Any]], list] | None = None
     estimate_lines: tuple[Callable[[Any], list[str]], ...] = ()

@@ -35,6 +35,8 @@ ALL = "all"
 # partition and process of the run shares one budget.
 BUDGET_ENV_VARS = {"max_calls": "SCTC_MAX_CALLS", "max_cost": "SCTC_MAX_COST_USD"}
 BUDGET_SCOPE_ENV_VAR = "SCTC_BUDGET_SCOPE"
+# The commands that open the Dagster instance, which needs its folder.
+INSTANCE_COMMANDS = ("run", "report", "ui")
 NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"  # scripted runs (and the tests) that never read the report
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
@@ -132,12 +134,14 @@ def _prepare_environment(args: argparse.Namespace) -> None:
     if getattr(args, "registry", None):
         os.environ["SCTC_MODELS"] = str(Path(args.registry).resolve())
     home = Path(os.environ.get("DAGSTER_HOME") or default_dagster_home())
+    os.environ["DAGSTER_HOME"] = str(home.resolve())
+    if args.command not in INSTANCE_COMMANDS or getattr(args, "dry_run", False):
+        return  # `sctc plan`, `--dry-run` and `sctc models` write nothing
     home.mkdir(parents=True, exist_ok=True)
     settings = home / "dagster.yaml"
     if not settings.exists():
         # Offline machines gain nothing from telemetry, and an explicit file silences Dagster's warning.
         settings.write_text("telemetry:\n  enabled: false\n")
-    os.environ["DAGSTER_HOME"] = str(home.resolve())
 
 
 def main(argv: list[str] | None = None) -> int:

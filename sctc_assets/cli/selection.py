@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from sctc_assets.benchmarks import BENCHMARKS, SPECS
 from sctc_assets.cli import ALL
@@ -55,17 +55,22 @@ def print_problems(problems: Sequence[str]) -> int:
 def select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     """Everything checked before any stage runs: option ranges, the registry and every chosen model and judge,
     the corpora. Returns the selection, or exit status 2 after printing one line per problem."""
-    options = vars(args)
+    # `sctc plan` and `sctc run --dry-run` write nothing: preparing says what it would write instead.
+    options = {**vars(args), "dry_run": args.command != "run" or bool(getattr(args, "dry_run", False))}
     problems = option_problems(options)
     if "corpus" in args.benchmarks:
         problems += corpus_problems(options)
     if problems:
         return print_problems(problems)
     try:  # preparing may import published results as registry entries, so it comes before reading the registry
-        added = {name: SPECS[name].prepare(options) for name in args.benchmarks}
+        prepared = {name: SPECS[name].prepare(options) for name in args.benchmarks}
         entries = load_registry(default_registry_path())
     except (UpstreamError, ValueError, OSError) as exc:  # registry and option errors are ValueErrors naming the file
         return print_problems([str(exc)])
+    for keys in prepared.values():  # a dry run's entries, which replace what an earlier import wrote
+        if isinstance(keys, Mapping):
+            entries.update(keys)
+    added = {name: list(keys) for name, keys in prepared.items()}
     selection = Selection(entries, [key for key, entry in entries.items() if entry.default], added, args.models)
     problems = model_problems(entries, selection.running(args.benchmarks), args.benchmarks, options,
                               check_keys=check_keys)

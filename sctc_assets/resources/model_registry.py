@@ -77,13 +77,15 @@ class ModelRegistryResource(dg.ConfigurableResource):
         return entries[key]
 
     def backend(self, key: str, *, open_upstream: Callable[[], UpstreamSource] | None = None,
-                overrides: Mapping[str, Any] | None = None, allow_example: bool = False) -> ModelBackend:
-        """The backend resource for `key`, configured from its registry entry (replay backends get the upstream).
+                overrides: Mapping[str, Any] | None = None, allow_example: bool = False,
+                entry: ModelEntry | None = None) -> ModelBackend:
+        """The backend resource for `key`, configured from its registry entry (replay backends get the upstream);
+        `entry`: an entry not in the registry file (one a dry run would import).
 
         `overrides` replaces settings for one benchmark run (e.g. its temperature); a setting the backend does not
         have is left out, since it cannot change that backend's answers (a replay has no temperature).
         """
-        entry = self.entry(key, allow_example=allow_example)
+        entry = entry or self.entry(key, allow_example=allow_example)
         where = self._where(entry)
         cls = self.checked_backend_class(entry)
         settings = dict(entry.settings)

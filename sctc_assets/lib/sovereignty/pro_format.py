@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from sctc_assets.lib.atomic_files import write_text
-from sctc_assets.lib.model_registry import MODEL_KEY_PATTERN, write_overlay
+from sctc_assets.lib.model_registry import MODEL_KEY_PATTERN, ModelEntry, overlay_dir, parse_registry, write_overlay
 from sctc_assets.lib.sovereignty.upstream import PRO_RESULTS_DIR, read_json
 from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots
 from sctc_assets.lib.varieties import ENGLISH, TRADITIONAL
@@ -184,6 +184,17 @@ def write_export(document: Mapping[str, Any], folder: Path, timestamp: datetime)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{document['model']}_{timestamp:%Y%m%d_%H%M%S}_bilingual.json"
     return write_text(path, json.dumps(document, ensure_ascii=False, indent=2))
+
+
+def overlay_path(registry_path: Path) -> Path:
+    """The drop-in registry file `import_results` writes."""
+    return overlay_dir(registry_path) / f"{OVERLAY_NAME}.yaml"
+
+
+def preview_results(folder: Path, registry_path: Path) -> dict[str, ModelEntry]:
+    """The registry entries `import_results` would write, every file checked, without writing anything."""
+    return parse_registry({"models": registry_entries(newest_results(folder))},
+                          source=f"{overlay_path(registry_path)} (not written: a dry run)")
 
 
 def import_results(folder: Path, registry_path: Path) -> dict[str, Path]:
