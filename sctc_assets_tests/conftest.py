@@ -9,12 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from sctc_assets.lib.interrupt import restore_interrupt_handler
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR, SCTC_MARKERS
 from sctc_assets.lib.upstream_source import UpstreamSource
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_ARCHIVE = REPO.parent / "shared" / "upstream" / "SC-TC-Bench-aaad554.tar.xz"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A suite started with `nohup … &` inherits SIGINT ignored; Dagster would then make its helpers ignore SIGTERM.
+    restore_interrupt_handler()
 
 
 @pytest.fixture(autouse=True)

@@ -273,3 +273,15 @@ def test_only_the_models_a_benchmark_runs_are_checked(tmp_path, monkeypatch, cap
     # ... while the term benchmark would run it.
     assert main(["plan", "--benchmarks", "term"]) == 2
     assert "model 'broken': unknown backend 'nosuchbackend'" in capsys.readouterr().err
+
+
+def test_started_in_the_background_sctc_gives_sigint_its_default_handler(tmp_path):
+    # `nohup sctc run … &` from a non-interactive shell: SIGINT arrives ignored.
+    script = ("import signal, sys\n"
+              "from sctc_assets.cli import main\n"
+              "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+              "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+              "sys.stderr.write(repr(signal.getsignal(signal.SIGINT) is signal.default_int_handler))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert done.stderr.strip().endswith("True"), done.stderr

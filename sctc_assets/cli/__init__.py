@@ -22,6 +22,7 @@ try:
 except ValueError as exc:  # a benchmark module of another package that cannot serve (sctc_assets.benchmarks.plugins)
     print(f"error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
+from sctc_assets.lib.interrupt import restore_interrupt_handler
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
 from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
 
@@ -145,6 +146,7 @@ def _prepare_environment(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    restore_interrupt_handler()  # the same whether started in a terminal or in the background
     args = _parser().parse_args(argv)
     _prepare_environment(args)
     return importlib.import_module(COMMANDS[args.command]).main(args)

@@ -6,6 +6,7 @@ flight completes and is stored, nothing new starts. The first reason given is ke
 
 from __future__ import annotations
 
+import signal
 import threading
 
 _lock = threading.Lock()
@@ -36,3 +37,14 @@ def clear_stop() -> None:
     global _reason
     with _lock:
         _reason = None
+
+
+def restore_interrupt_handler() -> bool:
+    """Give SIGINT its default handler where the process inherited it ignored (started with `nohup … &` from a
+    non-interactive shell). Dagster copies SIGINT's handler onto SIGTERM, so an ignored SIGINT would make every
+    helper it spawns (the `tail -F` of its compute logs) ignore `terminate()` and each step wait for it. Returns
+    whether it changed anything; call it from the main thread at start."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        return True
+    return False
