@@ -3,6 +3,7 @@ from the tables in the storage, with some benchmarks absent."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -43,6 +44,16 @@ def test_sctc_report_materializes_the_asset_and_links_the_page(audit_data, tmp_p
         assert any(item.startswith(f"{benchmark}:") for item in missing), missing
         assert f"sctc run --benchmarks {benchmark}" in html.read_text()
     assert not any(item.startswith("sovereignty:") for item in missing)
+
+
+def test_a_disabled_example_never_becomes_a_partition(audit_data, tmp_path):
+    data, _ = audit_data
+    registry = Path(os.environ["SCTC_MODELS"])
+    registry.write_text(registry.read_text() + "  an-example: {backend: replay, upstream_name: qwen, enabled: false}\n")
+    assert cli.main(["report", "--out", str(tmp_path / "out")]) == 0
+    with dg.DagsterInstance.from_config(str(data / "dagster_home")) as instance:
+        partitions = instance.get_dynamic_partitions("models")
+    assert "an-example" not in partitions and "paper-qwen" in partitions
 
 
 def test_sctc_report_for_chosen_models(audit_data, tmp_path):

@@ -24,9 +24,10 @@ def materialize_report(instance: dg.DagsterInstance, *, models: Sequence[str] | 
                        out_dir: Path | None = None) -> ReportRun:
     """Build the report from the tables in the storage; the path of its HTML file, or why it failed."""
     # The per-model tables are read over the `model` partitions, which the registry sensor and `sctc run` fill;
-    # registering the registry's models here reads every model's tables however the instance was filled.
+    # registering the registry's enabled models here reads every model's tables however the instance was filled
+    # (an example, `enabled: false`, has none and never becomes a partition).
     known = set(instance.get_dynamic_partitions(MODELS_PARTITION_NAME))
-    new = [key for key in ModelRegistryResource().entries() if key not in known]
+    new = [key for key in ModelRegistryResource().enabled_entries() if key not in known]
     if new:
         instance.add_dynamic_partitions(MODELS_PARTITION_NAME, new)
     graph = defs.resolve_asset_graph()
