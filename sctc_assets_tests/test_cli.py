@@ -92,13 +92,13 @@ def test_out_of_range_options_are_all_reported_before_anything_runs(registry, ca
     # Each benchmark's problems together, in the specs' order (each spec's option_ranges, then check_options), then
     # the run's own options.
     status = main(["run", "--benchmarks", "term", "name", "sovereignty", "reviews", "corpus", "--models", "fake",
-                   "--trials", "16", "--name-lists", "0", "--sovereignty-samples", "0", "--sovereignty-temperature",
-                   "3", "--max-pairs", "0", "--corpus-majority", "0", "--max-calls", "-1", "--max-cost", "-2",
+                   "--trials", "1000000000", "--name-lists", "0", "--sovereignty-samples", "0", "--sovereignty-temperature",
+                   "3", "--max-pairs", "0", "--corpus-majority", "0", "--max-calls", "-1", "--max-cost", "-2.5",
                    "--reviews-columns", "nosuchfield=x", "--reviews-varieties", "hk=hk"])
     errors = _errors(capsys)
     assert status == 2
     assert errors == [
-        "error: --trials: must be in [1, 15], got 16",
+        "error: --trials: must be in [1, 15], got 1000000000",  # as typed, not 1e+09
         "error: --name-lists: must be in [1, ∞), got 0",
         "error: --sovereignty-samples: must be in [1, ∞), got 0",
         "error: --sovereignty-temperature: must be in [0, 2], got 3",
@@ -108,7 +108,7 @@ def test_out_of_range_options_are_all_reported_before_anything_runs(registry, ca
         "error: --reviews-varieties: hk=hk: the variety must be one of tw, cn",
         "error: --corpus-majority: must be in (0, 1], got 0",
         "error: --max-calls: must be in [0, ∞), got -1",
-        "error: --max-cost: must be in [0, ∞), got -2",
+        "error: --max-cost: must be in [0, ∞), got -2.5",
     ]
     assert not (isolated_data_dir / "storage").exists()  # no stage ran
 

@@ -66,7 +66,7 @@ def test_missing_columns_are_named_with_what_was_looked_for(tmp_path):
     message = str(error.value)
     assert "reviews.csv" in message
     assert "nationality (column 'user_nationality' or 'nationality')" in message
-    assert "score (column 'score' or 'score')" in message
+    assert "score (column 'score')" in message
     assert "hotel_id" not in message.split("found")[0]
 
 

@@ -87,6 +87,13 @@ class ReportSection:
     scorecard_label: str
 
 
+def _as_typed(value: float) -> str:
+    """A number as a person typed it: 1000000000 (not 1e+09), 3 for 3.0, 0.25."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return str(value)
+
+
 @dataclass(frozen=True)
 class OptionRange:
     """The interval a numeric `sctc run` option must lie in, checked before anything runs (argparse has checked
@@ -110,7 +117,7 @@ class OptionRange:
         too_low = value <= self.low if self.low_open else value < self.low
         if too_low or (self.high is not None and value > self.high):
             interval = f"{'(' if self.low_open else '['}{self.low:g}, {'∞)' if self.high is None else f'{self.high:g}]'}"
-            return f"{self.flag}: must be in {interval}, got {value:g}"
+            return f"{self.flag}: must be in {interval}, got {_as_typed(value)}"
         return None
 
 

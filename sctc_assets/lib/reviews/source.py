@@ -138,7 +138,8 @@ def canonical_reviews(frame: pd.DataFrame, source: str, columns: Mapping[str, st
         if missing:
             parts.append("missing required column(s) for " + "; ".join(
                 f"{field} (column {columns[field]!r})" if field in columns
-                else f"{field} (column {BOOKING_COLUMNS[field]!r} or {field!r})" for field in missing))
+                else f"{field} (column {' or '.join(map(repr, dict.fromkeys((BOOKING_COLUMNS[field], field))))})"
+                for field in missing))
         if mistyped:
             parts.append("mapped column(s) not found for " + "; ".join(
                 f"{field} (column {columns[field]!r})" for field in mistyped))
