@@ -100,6 +100,7 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
         assert dict(zip(responses["prompt"], responses["outcome"])) == expected
         counts = responses["outcome"].value_counts().to_dict()
         assert counts.get("refusal", 0) > 0 and counts.get("error", 0) > 0, counts
+        assert sum(report.call_errors.values()) == counts["error"]  # what `sctc run`'s last line counts
         assert set(server.counts()) >= set(TRANSIENT_FAULTS) | set(REFUSAL_FAULTS) | {"ok"}
         # nothing answered twice; every answer and refusal stored, no error stored
         assert set(server.answered_per_body().values()) == {1}

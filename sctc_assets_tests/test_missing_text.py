@@ -14,6 +14,7 @@ import pytest
 
 from sctc_assets.benchmarks import NAME
 from sctc_assets.benchmarks import REVIEWS
+from sctc_assets.cli import main
 from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
@@ -360,3 +361,24 @@ def test_every_exported_table_has_integer_counts_and_consistent_labels(refused_r
                 if len(labels) <= 50 and len(folded) < len(labels):
                     problems.append(f"{name}.{field.name}: labels differing in case or spaces only: {sorted(labels)}")
     assert not problems, "\n".join(problems)
+
+
+def test_errors_left_over_are_the_last_line_and_fail_the_run_on_request(isolated_data_dir, extracted_upstream,
+                                                                         tmp_path, monkeypatch, capsys):
+    """A model some of whose calls end in an error after retries: the run exits 0 but its last line counts them;
+    with --fail-on-errors it exits 1 (issue #27 point 6)."""
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n"
+                        f"  flaky: {{backend: 'sctc_assets_tests.fakes:OutcomeBackend', name: flaky, answer: '鼠标',"
+                        " benchmarks: {term: {trials: 1, prompt_variants: [1]}}}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    out = tmp_path / "out"
+    assert main(["run", "--benchmarks", "term", "--models", "flaky", "--no-report", "--out", str(out)]) == 0
+    responses = pd.read_parquet(out / "term_responses.parquet")
+    errors = int((responses["outcome"] == "error").sum())
+    assert errors > 0
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"{errors} model call(s) ended in an error after retries") and "rerun" in last, last
+    assert main(["run", "--benchmarks", "term", "--models", "flaky", "--no-report", "--fail-on-errors",
+                 "--out", str(out)]) == 1
+    assert "ended in an error after retries" in capsys.readouterr().err.strip().splitlines()[-1]

@@ -83,9 +83,13 @@ def _parser() -> argparse.ArgumentParser:
                                           "calls) is left as it is and said so; its tables are still written. "
                                           "Checks the options and the chosen registry entries first (exit 2, one "
                                           "line per problem). Exits with 1 when a stage failed or an asset check "
-                                          "did not pass, with 130 when Ctrl-C or SIGTERM stopped it (answers stored "
+                                          "did not pass (or, with --fail-on-errors, when model calls ended in an "
+                                          "error after retries; the last line counts them), with 130 when Ctrl-C or SIGTERM stopped it (answers stored "
                                           "so far are kept; a second Ctrl-C quits at once).")
     _add_run_arguments(run, budget=True)
+    run.add_argument("--fail-on-errors", action="store_true",
+                     help="exit 1 when model calls ended in an error after retries (their answers are missing; "
+                          "the last line counts them, and a rerun retries them); default: exit 0 and say so")
     run.add_argument("--debug", action="store_true",
                      help="print every Dagster event with its stack trace (default: one line per failed stage, the "
                           "traces in the log file it names)")

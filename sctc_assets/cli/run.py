@@ -80,10 +80,18 @@ def main(args: argparse.Namespace) -> int:
         return 2
     entries, default_models, added = selection.entries, selection.default_models, selection.added
     halted: list[Any] = []
-    status = run_benchmarks(args, options, entries, default_models, added, failures=halted)
+    call_errors: dict[tuple[str, str | None], int] = {}
+    status = run_benchmarks(args, options, entries, default_models, added, failures=halted, call_errors=call_errors)
     halted = halted_stages(halted)
     if halted:
         report_halt(args, entries, default_models, added, halted)
-    if args.no_report:
-        return status
-    return max(status, build_report(None, args.out.resolve() if args.out else None))
+    if not args.no_report:
+        status = max(status, build_report(None, args.out.resolve() if args.out else None))
+    if call_errors:  # the last line, where a person and a script look
+        total, where = sum(call_errors.values()), len(call_errors)
+        print(f"{total:,} model call(s) ended in an error after retries and have no stored answer ({where} "
+              f"partition(s)): rerun the same command to retry them"
+              + ("" if args.fail_on_errors else " (--fail-on-errors makes this exit 1)"), file=sys.stderr)
+        if args.fail_on_errors:
+            status = max(status, 1)
+    return status

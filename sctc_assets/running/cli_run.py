@@ -38,11 +38,13 @@ def _quiet_dagster_warnings() -> None:
 
 
 def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
-                   added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None) -> int:
+                   added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None,
+                   call_errors: dict | None = None) -> int:
     """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
 
     `project` (tests): an object with `specs`, `defs` and `resources` instead of the project's own. `failures`,
-    when given, receives every stage failure of every benchmark (the caller reports halted stages from it)."""
+    when given, receives every stage failure of every benchmark (the caller reports halted stages from it);
+    `call_errors`, the model calls of each (asset, partition) that ended in an error after retries."""
     from sctc_assets.running.logs import RunLog, new_log_path
 
     debug = bool(getattr(args, "debug", False))
@@ -55,7 +57,8 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
     try:
         with stop_on_signals():
             status = _run_benchmarks(args, options, entries, default_models, added, run_log, project,
-                                         failures if failures is not None else [])
+                                         failures if failures is not None else [],
+                                         call_errors if call_errors is not None else {})
     except Exception as exc:
         if debug:
             raise
@@ -103,7 +106,8 @@ def _project() -> Any:
 
 
 def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
-                    added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list) -> int:
+                    added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list,
+                    call_errors: dict) -> int:
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
@@ -143,6 +147,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     for work, report in zip(works, run_all(runner, works, export_before_cross)):
         name, spec, served = work.spec.name, work.spec, work.models
         failures += report.failures
+        call_errors.update(report.call_errors)
         if report.interrupted is not None:
             break
         tables: dict[str, pd.DataFrame] = {}

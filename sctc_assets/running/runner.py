@@ -75,6 +75,9 @@ class RunReport:
     unchanged: set[tuple[str, str | None, str | None]] = field(default_factory=set)
     # the asset keys the model stages selected to run (what the cross-model stage compares against)
     ran: set[dg.AssetKey] = field(default_factory=set)
+    # (asset, partition) → its model calls that ended in an error after retries in this run: no answer stored, a
+    # rerun asks them again (a replay's published errors are data, not counted)
+    call_errors: dict[tuple[str, str | None], int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +90,7 @@ class RunReport:
         self.materialized |= other.materialized
         self.unchanged |= other.unchanged
         self.ran |= other.ran
+        self.call_errors.update(other.call_errors)
         self.skipped_inputs += other.skipped_inputs
         self.inputs_failed = self.inputs_failed or other.inputs_failed
         self.interrupted = self.interrupted or other.interrupted
@@ -147,6 +151,29 @@ def _unpassed_checks(result: dg.ExecuteInProcessResult, severity: dg.AssetCheckS
     return failed
 
 
+def _error_counts(materialization: dg.AssetMaterialization) -> tuple[int, int, int]:
+    """(calls, errors, published errors) of a materialization whose metadata counts its `outcomes` (answers,
+    judgements); a replay's published errors are data, the others calls that failed."""
+    outcomes = materialization.metadata.get("outcomes")
+    counts = outcomes.value if outcomes is not None else {}
+    if not isinstance(counts, dict):
+        return 0, 0, 0
+    published = materialization.metadata.get("published_errors")
+    replayed = published.value if published is not None and isinstance(published.value, int) else 0
+    return sum(counts.values()), counts.get("error", 0), replayed
+
+
+def _call_errors(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str | None], int]:
+    """(asset, partition) → the model calls of this run's materializations that ended in an error."""
+    found = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        _, errors, replayed = _error_counts(materialization)
+        if errors > replayed:
+            found[(materialization.asset_key.to_user_string(), materialization.partition)] = errors - replayed
+    return found
+
+
 def _all_calls_failed(result: dg.ExecuteInProcessResult) -> list[str]:
     """Materializations whose every model call ended as an `error` (endpoint down, key refused after retries…).
 
@@ -157,12 +184,7 @@ def _all_calls_failed(result: dg.ExecuteInProcessResult) -> list[str]:
     failed = []
     for event in result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
-        outcomes = materialization.metadata.get("outcomes")
-        counts = outcomes.value if outcomes is not None else {}
-        calls = sum(counts.values()) if isinstance(counts, dict) else 0
-        published = materialization.metadata.get("published_errors")
-        replayed = published.value if published is not None and isinstance(published.value, int) else 0
-        errors = counts.get("error", 0) if isinstance(counts, dict) else 0
+        calls, errors, replayed = _error_counts(materialization)
         if calls and errors == calls and replayed < errors:
             failed.append(f"{materialization.asset_key.to_user_string()}: all {calls} model calls ended in an error "
                           "(the error rows and their messages are in the table)")
@@ -300,6 +322,7 @@ class Runner:
             halted = _halted(result)
             report.failures.append(StageFailure(label, partition, message, model, halted=halted))
             self.log(f"[{label}] {'STOPPED' if halted else 'FAILED'}: {message}")
+        report.call_errors.update(_call_errors(result))
         for message in _all_calls_failed(result):
             report.failures.append(StageFailure(label, partition, message, model, wrote=True))
             self.log(f"[{label}] FAILED: {message}")
