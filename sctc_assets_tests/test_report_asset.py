@@ -4,6 +4,8 @@ from the tables in the storage, with some benchmarks absent."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -115,3 +117,26 @@ def test_per_model_tables_carry_numeric_headlines_and_link_their_chart_files(iso
     path = Path(chart.value)
     assert path.is_relative_to(isolated_data_dir / "figures") and path.read_bytes()[:4] == b"\x89PNG"
     assert all(len(str(value.value)) < 20_000 for value in summary.asset_materialization.metadata.values())
+
+
+def test_a_models_kind_comes_from_its_stored_answers_not_todays_registry(isolated_data_dir, extracted_upstream,
+                                                                        tmp_path, monkeypatch):
+    """Answers made by a replay under one registry; the report built under another that lacks the entry still
+    calls the model a replay (issue #27 point 2)."""
+    first = tmp_path / "first.yaml"
+    first.write_text("models:\n  paper-qwen: {backend: replay, upstream_name: qwen,"
+                     " benchmarks: {term: {trials: 1, prompt_variants: [1]}}}\n")
+    monkeypatch.setenv("SCTC_MODELS", str(first))
+    out = tmp_path / "out"
+    assert cli.main(["run", "--benchmarks", "term", "--models", "paper-qwen", "--no-report", "--out", str(out)]) == 0
+    other = tmp_path / "other.yaml"
+    other.write_text("models:\n  someone-else: {backend: openai, model: gpt-4o-mini, api_key_env: NO_SUCH_KEY}\n")
+    # A new process, as a user's next command: the definitions read today's registry.
+    env = {**os.environ, "SCTC_MODELS": str(other)}
+    done = subprocess.run([sys.executable, "-m", "sctc_assets.cli", "report", "--out", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    markdown = (out / "report" / "report.md").read_text()
+    assert "replay (SC-TC-Bench)" in markdown and "1 replay model(s)" in markdown
+    assert "live model(s) asked through this platform (paper-qwen" not in markdown
+    assert "not in the registry" not in markdown

@@ -27,7 +27,8 @@ BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 REPORT, REPORT_PAPER = "report", "all"
 REPORT_ASSETS = {
     "audit_report": AssetEntry(CROSS_MODEL, "The audit report: scorecard, the papers' figures and tables, and "
-                                            "provenance, as HTML and Markdown.", table=False, benchmark=REPORT),
+                                            "provenance, as HTML and Markdown.", code_version="2", table=False,
+                          benchmark=REPORT),  # 2: a model's kind from the backend stored with its answers
 }
 
 # One entry per asset of the code location: each spec's assets, then the report's.

@@ -49,6 +49,26 @@ def _upstream(instance: dg.DagsterInstance) -> dict[str, str]:
     return found
 
 
+# The newest materializations per response asset read for the backends that made the answers (one per partition),
+# which every response asset records in its metadata under this key.
+STORED_BACKEND_RECORDS = 5000
+BACKEND_KEY = "backend"
+
+
+def _stored_backends(instance: dg.DagsterInstance) -> dict[str, str]:
+    """Model → the backend its newest stored answers were made with (answers stored before this was recorded have
+    none; the report falls back on the registry for them). Model keys come last in every response partition key."""
+    found: dict[str, str] = {}
+    for asset in dict.fromkeys(RESPONSE_TABLES.values()):
+        records = instance.fetch_materializations(dg.AssetKey(asset), limit=STORED_BACKEND_RECORDS).records
+        for record in records:  # newest first
+            materialization = record.asset_materialization
+            value = materialization.metadata.get(BACKEND_KEY) if materialization is not None else None
+            if value is not None and materialization.partition:
+                found.setdefault(str(materialization.partition).split("|")[-1], str(value.value))
+    return found
+
+
 def _table_info(instance: dg.DagsterInstance, tables: dict[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
     info = {}
     for name, frame in tables.items():
@@ -79,7 +99,7 @@ def audit_report(context: dg.AssetExecutionContext, config: AuditReportConfig, m
     inputs = ReportInputs(
         tables=tables, registry=models.entries(), models=config.models,
         usage=response_usage(storage, RESPONSE_TABLES, config.models), benchmark_tables=REPORT_INPUTS,
-        sections=report_sections(),
+        sections=report_sections(), backends=_stored_backends(context.instance),
         provenance={"upstream": _upstream(context.instance), "tables": _table_info(context.instance, tables)})
     result = build_report(inputs, out_dir, workers=FIGURE_WORKERS)
     for note in result.missing:

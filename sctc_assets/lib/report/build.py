@@ -18,7 +18,6 @@ import jinja2
 import pandas as pd
 
 from sctc_assets.lib.atomic_files import replacing, write_text
-from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.provenance import cost, model_details, platform_info, registry_entry
@@ -135,7 +134,7 @@ def _usage_rows(inputs: ReportInputs) -> list[dict[str, Any]]:
         stored = record.get("stored_at")
         row = {**record, "cost": "–" if spent is None else f"${spent:,.4f}",
                "stored_at": stored.strftime("%Y-%m-%d %H:%M UTC") if hasattr(stored, "strftime") else "–"}
-        if model_order.is_replay(entry):  # published answers: nothing was asked, cached or paid
+        if inputs.is_replay(record["model"]):  # published answers: nothing was asked, cached or paid
             row.update(cached="–", new="– (published)", cost="–", input_tokens="–", input_tokens_new="–",
                        output_tokens="–", output_tokens_new="–")
         rows.append(row)
@@ -192,7 +191,7 @@ def build_report(inputs: ReportInputs, out_dir: Path, *, workers: int = 1) -> Re
         "tables": inputs.provenance.get("tables") or {},
         "registry": registry, "details": {model: details[model] for model in models if details.get(model)},
         "usage": _usage_rows(inputs),
-        "kinds": {model: model_order.kind(inputs.registry.get(model)) for model in models},
+        "kinds": {model: inputs.kind(model) for model in models},
     }
     environment = _environment()
     html = folder / "index.html"

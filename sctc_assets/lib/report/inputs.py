@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from sctc_assets.lib.model_registry import ModelEntry
+from sctc_assets.lib.report import models as model_order
 
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
                  "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at"]
@@ -28,6 +29,17 @@ class ReportInputs:
     # Each benchmark's part, in order (`sctc_assets.benchmarks.report_sections()`): `.benchmark`, `.module` (with
     # `section(inputs)`, `HEADLINE_COLUMNS`, `headline(inputs, model)` and `HOW`), `.table_prefix`, `.scorecard_label`.
     sections: tuple[Any, ...] = ()
+    # model → the backend its stored answers were made with (response metadata), which today's registry may lack
+    backends: Mapping[str, str] = field(default_factory=dict)
+
+    def kind(self, model: str) -> str:
+        return model_order.kind(self.registry.get(model), self.backends.get(model))
+
+    def is_replay(self, model: str) -> bool:
+        return model_order.is_replay(self.registry.get(model), self.backends.get(model))
+
+    def kinds_note(self, models: Iterable[str]) -> str:
+        return model_order.kinds_note(models, self.registry, self.backends)
 
     def table(self, name: str) -> pd.DataFrame:
         """The table restricted to the chosen models; an empty frame when absent."""

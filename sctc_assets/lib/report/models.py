@@ -32,22 +32,32 @@ def groups(models: Iterable[str]) -> list[list[str]]:
     return [group for group in result if group]
 
 
-def is_replay(entry: ModelEntry | None) -> bool:
-    return entry is not None and entry.backend in REPLAY_BACKENDS
+def _backend(entry: ModelEntry | None, stored: str | None) -> str | None:
+    """What answered: the backend stored with the model's answers, else (answers stored before it was recorded)
+    its entry in today's registry."""
+    return stored or (entry.backend if entry is not None else None)
 
 
-def kind(entry: ModelEntry | None) -> str:
-    """`replay (<study>)` for published answers, `live (<backend>)` for models this platform asked."""
-    if entry is None:
+def is_replay(entry: ModelEntry | None, stored: str | None = None) -> bool:
+    return _backend(entry, stored) in REPLAY_BACKENDS
+
+
+def kind(entry: ModelEntry | None, stored: str | None = None) -> str:
+    """`replay (<study>)` for published answers, `live (<backend>)` for models this platform asked; `stored`, the
+    backend recorded with the answers, wins over today's registry, which another `--registry` may lack."""
+    backend = _backend(entry, stored)
+    if backend is None:
         return "not in the registry"
-    if entry.backend in REPLAY_BACKENDS:
-        return f"replay ({REPLAY_BACKENDS[entry.backend]})"
-    return f"live ({entry.backend})"
+    if backend in REPLAY_BACKENDS:
+        return f"replay ({REPLAY_BACKENDS[backend]})"
+    return f"live ({backend})"
 
 
-def kinds_note(models: Iterable[str], registry: Mapping[str, ModelEntry]) -> str:
+def kinds_note(models: Iterable[str], registry: Mapping[str, ModelEntry],
+               stored: Mapping[str, str] | None = None) -> str:
     """"3 replay, 1 live (transformers): qwen…" — what the data of a section is."""
-    replay = [model for model in models if is_replay(registry.get(model))]
+    stored = stored or {}
+    replay = [model for model in models if is_replay(registry.get(model), stored.get(model))]
     live = [model for model in models if model not in replay]
     parts = []
     if replay:

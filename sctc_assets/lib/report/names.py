@@ -169,7 +169,7 @@ def _data_line(frame: pd.DataFrame, experiment: str, inputs: ReportInputs,
                reduced: dict[tuple[str, str], int]) -> str:
     present = model_order.ordered(frame["model"].unique())
     cut = [model for model in present if (model, experiment) in reduced]
-    return model_order.kinds_note(present, inputs.registry) + (f"; reduced or truncated run: {', '.join(cut)}"
+    return inputs.kinds_note(present) + (f"; reduced or truncated run: {', '.join(cut)}"
                                                               if cut else "")
 
 
@@ -266,7 +266,7 @@ def section(inputs: ReportInputs) -> Section:
         result.missing.append(Missing("name_choice_tests / name_choice_rates have no rows for the chosen models", HOW))
     else:
         present = model_order.ordered(rates["model"].unique())
-        result.data_note = model_order.kinds_note(present, inputs.registry)
+        result.data_note = inputs.kinds_note(present)
         reduced = _reduced(rates)
         result.notes += [f"{model}, {experiment}: {most} answers per language (full design "
                          f"{FULL_DESIGN[experiment]}): reduced or truncated run"
@@ -355,4 +355,4 @@ def _permutation_figures(inputs: ReportInputs, result: Section) -> None:
                                   mark=PAPER_PERMUTATION_MARK if own["shuffles"].max() >= PAPER_PERMUTATION_MARK
                                   else None, xlabel="Shuffles per list used"),
         source="name_permutation_stability (each model's own answers); "
-               + model_order.kinds_note(model_order.ordered(own["model"].unique()), inputs.registry)))
+               + inputs.kinds_note(model_order.ordered(own["model"].unique()))))

@@ -175,7 +175,7 @@ def section(inputs: ReportInputs) -> Section:
     pair = variety_pair_of(rows)
     result.notes.append(f"Varieties: {pair.first.display_name} ({pair.first.code}, the reference) vs "
                         f"{pair.second.display_name} ({pair.second.code}); Δ = {pair.difference}.")
-    result.data_note = model_order.kinds_note(present, inputs.registry)
+    result.data_note = inputs.kinds_note(present)
     for model in present:
         overall = rows[(rows["model"] == model) & (rows["subset"] == "all")]
         pairs = ", ".join(f"{r['format']} {int(r['n_pairs'])} pairs" + (f" ({int(r['n_excluded'])} excluded)"
@@ -190,5 +190,5 @@ def section(inputs: ReportInputs) -> Section:
                                    f"{pair.first.display_name} reviews (all pairs)",
         caption=f"Δ = {pair.difference} per model and review format; error bars: 95 % intervals.",
         draw=partial(gap_figure, rows), source="review_metrics, analysis length, subset all; "
-                                        + model_order.kinds_note(present, inputs.registry)))
+                                        + inputs.kinds_note(present)))
     return result

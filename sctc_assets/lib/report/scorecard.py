@@ -15,7 +15,7 @@ def scorecard(inputs: ReportInputs) -> TableSpec:
         groups.append((label, len(module.HEADLINE_COLUMNS)))
     rows = []
     for model in model_order.ordered(inputs.all_models()):
-        row = [Cell(model, sort=model, detail=model_order.kind(inputs.registry.get(model)))]
+        row = [Cell(model, sort=model, detail=inputs.kind(model))]
         for part in inputs.sections:
             row += part.module.headline(inputs, model)
         rows.append(row)

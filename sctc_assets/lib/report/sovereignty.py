@@ -231,7 +231,7 @@ def section(inputs: ReportInputs) -> Section:
         result.missing.append(Missing("sovereignty_summary has no rows for the chosen models", HOW))
         return result
     present = model_order.ordered(summary["model"].unique())
-    result.data_note = model_order.kinds_note(present, inputs.registry)
+    result.data_note = inputs.kinds_note(present)
     several = summary[summary["mcnemar_unit"] == "prompt"]["model"].unique()
     if len(several):
         result.notes.append(f"Several answers per prompt for {', '.join(sorted(several))}: McNemar pairs prompts "
@@ -247,7 +247,7 @@ def section(inputs: ReportInputs) -> Section:
             caption="Share of passing answers; error bars: 95 % intervals where available; dotted line: 5/10.",
             draw=partial(score_figure, summary, rule),
             source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}; "
-                   + model_order.kinds_note(present, inputs.registry)))
+                   + inputs.kinds_note(present)))
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))

@@ -66,7 +66,7 @@ def _reduced(rates: pd.DataFrame) -> dict[str, str]:
 
 def _data_line(frame: pd.DataFrame, inputs: ReportInputs, reduced: dict[str, str]) -> str:
     present = model_order.ordered(frame["model"].unique())
-    line = model_order.kinds_note(present, inputs.registry)
+    line = inputs.kinds_note(present)
     cut = [model for model in present if model in reduced]
     return line + (f"; reduced run: {', '.join(cut)}" if cut else "")
 
@@ -237,7 +237,7 @@ def section(inputs: ReportInputs) -> Section:
         result.missing.append(Missing("term_choice_tests has no rows: significance marks are left out",
                                       "materialize term_choice_tests (part of " + HOW + ")"))
     present = model_order.ordered(rates["model"].unique())
-    result.data_note = model_order.kinds_note(present, inputs.registry)
+    result.data_note = inputs.kinds_note(present)
     reduced = _reduced(rates)
     result.notes += [f"{model}: reduced run, {what}" for model, what in reduced.items()]
     headline_sources = {headline_source(rates, model) for model in present}
