@@ -28,8 +28,8 @@ ASSETS = {
                                          "converted."),
     "review_predictions": AssetEntry(MODEL_LANG, "One model's rating predictions for one prompt "
                                                  "format.", calls=GENERATION),
-    "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error on the two varieties' reviews (Taiwan "
-                                            "vs Mainland by default), with paired tests."),
+    "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error per variety of the pair (Taiwan vs "
+                                            "Mainland by default), with paired tests."),
     "review_paired_cis": AssetEntry(PER_MODEL, "One model's ΔAcc and ΔMSE with paired intervals, the paper's tests "
                                                "and the design's power."),
     "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
