@@ -35,8 +35,9 @@ from sctc_assets.running.dagster_internals import default_job_io_manager
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread
-from sctc_assets.running.unchanged import (SETTINGS_TAG, Staleness, latest_check_failures, model_settings_digest,
-                                           observe_sources, settings_digest, unchanged_inputs)
+from sctc_assets.running.unchanged import (SETTINGS_TAG, Staleness, error_counts, latest_check_failures,
+                                           model_settings_digest, observe_sources, settings_digest, unchanged_inputs,
+                                           unpublished_errors)
 
 # The backend's exception when it stopped asking (Ctrl-C, budget) after storing what had arrived (contract 3).
 HALTED_ERROR = "GenerationHalted"
@@ -151,26 +152,14 @@ def _unpassed_checks(result: dg.ExecuteInProcessResult, severity: dg.AssetCheckS
     return failed
 
 
-def _error_counts(materialization: dg.AssetMaterialization) -> tuple[int, int, int]:
-    """(calls, errors, published errors) of a materialization whose metadata counts its `outcomes` (answers,
-    judgements); a replay's published errors are data, the others calls that failed."""
-    outcomes = materialization.metadata.get("outcomes")
-    counts = outcomes.value if outcomes is not None else {}
-    if not isinstance(counts, dict):
-        return 0, 0, 0
-    published = materialization.metadata.get("published_errors")
-    replayed = published.value if published is not None and isinstance(published.value, int) else 0
-    return sum(counts.values()), counts.get("error", 0), replayed
-
-
 def _call_errors(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str | None], int]:
     """(asset, partition) → the model calls of this run's materializations that ended in an error."""
     found = {}
     for event in result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
-        _, errors, replayed = _error_counts(materialization)
-        if errors > replayed:
-            found[(materialization.asset_key.to_user_string(), materialization.partition)] = errors - replayed
+        errors = unpublished_errors(materialization)
+        if errors:
+            found[(materialization.asset_key.to_user_string(), materialization.partition)] = errors
     return found
 
 
@@ -184,7 +173,7 @@ def _all_calls_failed(result: dg.ExecuteInProcessResult) -> list[str]:
     failed = []
     for event in result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
-        calls, errors, replayed = _error_counts(materialization)
+        calls, errors, replayed = error_counts(materialization)
         if calls and errors == calls and replayed < errors:
             failed.append(f"{materialization.asset_key.to_user_string()}: all {calls} model calls ended in an error "
                           "(the error rows and their messages are in the table)")

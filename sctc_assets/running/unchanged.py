@@ -130,14 +130,21 @@ def observe_sources(defs: dg.Definitions, keys: Iterable[dg.AssetKey], instance:
     return observe(assets, instance=instance, resources=dict(resources), raise_on_error=False, tags=dict(tags))
 
 
-def _unpublished_errors(materialization: Any) -> int:
-    """Answers of a materialization that are model-call errors (metadata `outcomes`), less the errors that are
-    published data of a replay (`published_errors`)."""
+def error_counts(materialization: Any) -> tuple[int, int, int]:
+    """(answers, errors, published errors) of a materialization whose metadata counts its `outcomes` (answers,
+    judgements); a replay's published errors (`published_errors`) are data, the other errors failed model calls."""
     outcomes = materialization.metadata.get("outcomes")
     counts = outcomes.value if outcomes is not None else None
-    errors = int(counts.get("error", 0) or 0) if isinstance(counts, dict) else 0
+    if not isinstance(counts, dict):
+        return 0, 0, 0
     published = materialization.metadata.get("published_errors")
     replayed = published.value if published is not None and isinstance(published.value, int) else 0
+    return sum(counts.values()), int(counts.get("error", 0) or 0), replayed
+
+
+def unpublished_errors(materialization: Any) -> int:
+    """The model calls of a materialization that ended in an error (its published errors left out)."""
+    _, errors, replayed = error_counts(materialization)
     return max(errors - replayed, 0)
 
 
@@ -185,7 +192,7 @@ class Staleness:
                 continue
             record = self._latest_record(key, partition_key)
             run = self._run(record.run_id) if record is not None and record.asset_materialization else None
-            errors = _unpublished_errors(record.asset_materialization) if run is not None else 0
+            errors = unpublished_errors(record.asset_materialization) if run is not None else 0
             if run is None:
                 reasons[name] = "no run recorded for its last materialization"
             elif errors:

@@ -105,6 +105,11 @@ def region_forms(forms_by_region: Mapping[str, Sequence[str]], prompted: Prompti
     return RegionForms(correct=correct, others=tuple((form, tuple(codes)) for form, codes in regions_of.items()))
 
 
+def _inside_longer(start: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether the occurrence [start, end) lies inside a longer one of `spans`: the longest form wins."""
+    return any(a <= start and end <= b and (b - a) > (end - start) for a, b in spans)
+
+
 def find_regions(text: str, forms: RegionForms) -> tuple[tuple[str, ...], list[str]]:
     """The regions whose forms `text` holds outside the correct forms' occurrences (a form inside an occurrence of
     a longer one of another region's does not count), and those forms."""
@@ -118,7 +123,7 @@ def find_regions(text: str, forms: RegionForms) -> tuple[tuple[str, ...], list[s
     if len(found) > 1:  # the longest form wins: drop forms only found inside another found form's occurrences
         longer = [(a, b) for other, _, spans in found for a, b in spans]
         found = [(form, regions, spans) for form, regions, spans in found
-                 if any(not any(a <= s and e <= b and (b - a) > (e - s) for a, b in longer) for s, e in spans)]
+                 if any(not _inside_longer(s, e, longer) for s, e in spans)]
     regions = _unique(region for _, codes, _ in found for region in codes)
     return regions, [form for form, _, _ in found]
 
@@ -137,8 +142,7 @@ def _holds_correct(text: str, forms: RegionForms, hits: Sequence[str]) -> bool:
     """Whether `text` holds a correct form outside the occurrences of the longer other-region forms it holds (my's
     包袋 inside cn's 书包袋 is no Malaysian answer: the longest form wins, as in `find_regions`)."""
     longer = [span for hit in hits for span in _occurrences(text, hit)]
-    return any(not any(a <= s and e <= b and (b - a) > (e - s) for a, b in longer)
-               for term in forms.correct for s, e in _occurrences(text, term))
+    return any(not _inside_longer(s, e, longer) for term in forms.correct for s, e in _occurrences(text, term))
 
 
 def _label(text: str, forms: RegionForms, rule: str = PAPER_RULE) -> tuple[str, tuple[str, ...], list[str]]:
