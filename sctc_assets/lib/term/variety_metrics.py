@@ -94,26 +94,31 @@ def _asked(labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def _found_pairs(asked: pd.DataFrame) -> pd.DataFrame:
-    """One row per (answer, region whose form it holds): the answer's index and `found` region."""
-    split = asked["regions_found"].str.split(",").explode()
-    split = split[split.notna() & (split != "")].str.strip()
-    return pd.DataFrame({"answer": split.index, "found": split.to_numpy()})
+    """One row per (answer, region whose form it holds): the answer's position in `asked` and the `found` region.
+    Each distinct `regions_found` text is split once."""
+    codes, uniques = pd.factorize(asked["regions_found"])
+    split = [(code, region.strip()) for code, text in enumerate(uniques) for region in str(text).split(",")
+             if region.strip()]
+    if not split:
+        return pd.DataFrame({"answer": pd.Series(dtype="int64"), "found": pd.Series(dtype=object)})
+    per_text = pd.DataFrame(split, columns=["code", "found"])
+    answers = pd.DataFrame({"answer": np.arange(len(asked)), "code": codes})
+    return answers.merge(per_text, on="code")[["answer", "found"]]
 
 
-def _misaligned_to(asked: pd.DataFrame) -> pd.DataFrame:
-    """(answer index, other region) of every misaligned answer holding that other region's form."""
-    pairs = _found_pairs(asked)
+def _misaligned_to(asked: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """(answer position, other region) of every misaligned answer holding that other region's form."""
     if pairs.empty:
         return pairs
-    answers = asked.loc[pairs["answer"], ["label", "region"]].to_numpy()
-    keep = (answers[:, 0] == "misaligned") & (answers[:, 1] != pairs["found"].to_numpy())
+    answer = pairs["answer"].to_numpy()
+    keep = (asked["label"].to_numpy()[answer] == "misaligned") & \
+        (asked["region"].to_numpy()[answer] != pairs["found"].to_numpy())
     return pairs[keep].reset_index(drop=True)
 
 
-def _regions_seen(asked: pd.DataFrame) -> list[str]:
+def _regions_seen(asked: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     """Every region the table names: the prompted ones, then those only found in answers."""
-    found = _found_pairs(asked)["found"] if len(asked) else pd.Series([], dtype=object)
-    return list(dict.fromkeys([*_in_order(asked["region"]), *_in_order(found)]))
+    return list(dict.fromkeys([*_in_order(asked["region"]), *_in_order(pairs["found"])]))
 
 
 def by_concept(labels: pd.DataFrame) -> pd.DataFrame:
@@ -123,20 +128,13 @@ def by_concept(labels: pd.DataFrame) -> pd.DataFrame:
     asked = _asked(labels)
     if asked.empty:
         return _empty(BY_CONCEPT_COLUMNS)
-    counts = pd.crosstab([asked[key] for key in CONCEPT_KEYS], asked["label"])
-    for label in LABELS:
-        if label not in counts.columns:
-            counts[label] = 0
-    table = counts[list(LABELS)].rename(columns={label: f"n_{label}" for label in LABELS})
-    table.columns.name = None
+    indicators = pd.DataFrame({f"n_{label}": (asked["label"] == label).astype("int64") for label in LABELS})
+    indicators["n_refusal"] = (asked["outcome"] == "refusal").astype("int64") if "outcome" in asked.columns else 0
+    table = indicators.groupby([asked[key] for key in CONCEPT_KEYS]).sum()
     table["n_trials"] = table[[f"n_{label}" for label in LABELS]].sum(axis=1)
-    refused = (asked["outcome"] == "refusal").astype("int64") if "outcome" in asked.columns \
-        else pd.Series(0, index=asked.index)
-    table["n_refusal"] = refused.groupby([asked[key] for key in CONCEPT_KEYS]).sum().reindex(table.index,
-                                                                                              fill_value=0)
     first = asked.groupby(CONCEPT_KEYS)[["region", "definition_source"]].first()
     table = table.join(first)
-    misaligned = _misaligned_to(asked)
+    misaligned = _misaligned_to(asked, _found_pairs(asked))
     mapping: dict[tuple, str] = {}
     if not misaligned.empty:
         keyed = asked.loc[misaligned["answer"], CONCEPT_KEYS].reset_index(drop=True)
@@ -165,14 +163,15 @@ def has_model_definitions(labels: pd.DataFrame) -> bool:
 
 
 def _wilson(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson 95 % intervals (percent) of k/n, row by row (statsmodels via `stats.wilson_ci`), one call per distinct
-    (k, n)."""
-    cache: dict[tuple[int, int], tuple[float, float]] = {}
+    """Wilson 95 % intervals (percent) of k/n, all rows in one call (statsmodels `proportion_confint`, as
+    `stats.wilson_ci`); NaN where n is 0."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
     low, high = np.full(len(k), np.nan), np.full(len(k), np.nan)
-    for index, pair in enumerate(zip(k.tolist(), n.tolist())):
-        if pair not in cache:
-            cache[pair] = stats.wilson_ci(int(pair[0]), int(pair[1]))
-        low[index], high[index] = cache[pair]
+    valid = n > 0
+    if valid.any():
+        low[valid], high[valid] = proportion_confint(k[valid], n[valid], alpha=0.05, method="wilson")
     return low * 100, high * 100
 
 
@@ -186,15 +185,16 @@ def variety_rates(labels: pd.DataFrame) -> pd.DataFrame:
     asked = _asked(labels)
     if asked.empty:
         return _empty(RATE_COLUMNS)
-    regions = _regions_seen(asked)
+    pairs = _found_pairs(asked)
+    regions = _regions_seen(asked, pairs)
     keys = ["model", "variety", "prompt_variant"]
     indicators = pd.DataFrame({label: (asked["label"] == label).astype("int64") for label in LABELS},
                               index=asked.index)
-    misaligned = _misaligned_to(asked)
+    misaligned = _misaligned_to(asked, pairs)
     for code in regions:
-        hits = misaligned.loc[misaligned["found"] == code, "answer"].unique()
-        indicators[MISALIGNED_PREFIX + code] = 0
-        indicators.loc[hits, MISALIGNED_PREFIX + code] = 1
+        column = np.zeros(len(asked), dtype="int64")
+        column[misaligned.loc[misaligned["found"] == code, "answer"].to_numpy()] = 1
+        indicators[MISALIGNED_PREFIX + code] = column
     subsets = [(ALL, slice(None))]
     if has_model_definitions(asked):
         model_written = is_model_written(asked["definition_source"])
@@ -238,14 +238,15 @@ def variety_region_matrix(labels: pd.DataFrame, regions) -> pd.DataFrame:
     if asked.empty:
         return _empty(MATRIX_COLUMNS)
     keys = ["model", "prompt_variant", "variety"]
-    holds = pd.DataFrame(0, index=asked.index, columns=[*regions, NONE], dtype="int64")
     pairs = _found_pairs(asked)
-    pairs = pairs[pairs["found"].isin(regions)]
+    correct = (asked["label"] == "correct").to_numpy()
+    prompted = asked["region"].to_numpy()
+    holds = pd.DataFrame(index=asked.index)
     for code in regions:
-        hits = pairs.loc[pairs["found"] == code, "answer"].unique()
-        holds.loc[hits, code] = 1
-        holds.loc[(asked["label"] == "correct") & (asked["region"] == code), code] = 1
-    holds[NONE] = (holds[regions].sum(axis=1) == 0).astype("int64")
+        column = (correct & (prompted == code)).astype("int64")
+        column[pairs.loc[pairs["found"] == code, "answer"].to_numpy()] = 1
+        holds[code] = column
+    holds[NONE] = (holds[regions].sum(axis=1) == 0).astype("int64") if regions else 1
     grouped = holds.groupby([asked[key] for key in keys], sort=False)
     sums = grouped.sum()
     sums["n_answers"] = grouped.size()
