@@ -41,8 +41,11 @@ def _error(message: str) -> int:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` names the file `b` (the same path, or a link to it)."""
+    if a.resolve() == b.resolve():
+        return True
     try:
-        return a.resolve() == b.resolve() or (b.exists() and a.samefile(b))
+        return a.exists() and b.exists() and a.samefile(b)
     except OSError:
         return False
 
