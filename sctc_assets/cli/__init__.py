@@ -1,11 +1,11 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`models`, `report`, `ui`; `selection` holds the checks several of them share), which imports what it needs at its
-top. `main` imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy
-load, so that this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and
-transformers come with the commands that need them (`run`, `report`, `ui`, and `plan` for the backends); `sctc
-models` imports none of them (`test_cli` checks both).
+`models`, `report`, `ui`, `terms` for `terms define`; `selection` holds the checks several of them share), which
+imports what it needs at its top. `main` imports the chosen command's module by name (`COMMANDS`, through
+`importlib`): the one deliberate lazy load, so that this module imports only Dagster-free, light modules and `sctc
+--help` stays fast. Dagster, torch and transformers come with the commands that need them (`run`, `report`, `ui`,
+`plan` and `terms define` for the backends); `sctc models` imports none of them (`test_cli` checks both).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ INSTANCE_COMMANDS = ("run", "report", "ui")
 NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"  # scripted runs (and the tests) that never read the report
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
-            "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui"}
+            "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
+            "terms": "sctc_assets.cli.terms"}
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
@@ -112,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
                              "server, to copy into the registry")
 
     _add_report_parser(commands)
+    _add_terms_parser(commands)
 
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
     ui.add_argument("--port", type=int, default=3000)
@@ -131,6 +133,36 @@ def _add_report_parser(commands: Any) -> None:
     report.add_argument("--out", type=Path, default=None,
                         help=f"the report goes to OUT/report/ (default {default_outputs_dir()})")
     report.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+
+
+def _add_terms_parser(commands: Any) -> None:
+    terms = commands.add_parser("terms", help="work on the term task's item sets (`sctc terms define`)",
+                                description="Work on the term task's item sets (docs/item-sets.md).")
+    actions = terms.add_subparsers(dest="terms_command", required=True, metavar="ACTION")
+    define = actions.add_parser(
+        "define", help="draft the missing definitions of an item file with a registered model, for review",
+        description="Ask a registered model for the definition of every concept of the item file that has none "
+                    "(through the response cache and the budget, like every model call), and write a new item file "
+                    "with them, marked `definition_source: model:<key>`, for a person to review before it is run. "
+                    "Concepts that have a definition are left as they are; the input file is never overwritten. "
+                    "Exits with 0 when every missing definition was drafted, 1 when some were refused or not "
+                    "answered (the file is written with them left blank), 2 for bad input (the item file, an "
+                    "unknown model key, the registry).")
+    define.add_argument("--items", type=Path, required=True, metavar="FILE",
+                        help="the item file (CSV, docs/item-sets.md)")
+    define.add_argument("--model", required=True, metavar="KEY", help="registry key of the model that drafts them")
+    define.add_argument("--out", type=Path, default=None, metavar="FILE",
+                        help="the new item file (default: <stem>.defined.csv next to --items)")
+    define.add_argument("--script", choices=("simplified", "traditional"), default="simplified",
+                        help="the script the model is asked in and writes; the other script's definition is made by "
+                             "script-only conversion (default: simplified)")
+    define.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    define.add_argument("--max-calls", type=int, metavar="N",
+                        help=f"stop asking after N new model calls (cached answers are free; default "
+                             f"${BUDGET_ENV_VARS['max_calls']}, else no limit; the entry's own `budget:` applies too)")
+    define.add_argument("--max-cost", type=float, metavar="USD",
+                        help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
+                             f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
 
 
 def _prepare_environment(args: argparse.Namespace) -> None:

@@ -1,0 +1,159 @@
+"""`sctc terms define`: draft the missing definitions of an item file with a registered model, for a person to review.
+
+Every call goes through the model's backend, the shared response cache and the budget (`--max-calls`/`--max-cost`,
+`$SCTC_MAX_CALLS`/`$SCTC_MAX_COST_USD`, the entry's own `budget:`), exactly as `sctc run`'s assets call it; a rerun
+answers from the cache. The prompts and the rules that accept or refuse an answer are in `lib/term/definitions.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pydantic
+
+from sctc_assets.backends.base import BackendUnavailable, GenerationHalted, ModelBackend
+from sctc_assets.lib.cache import ResponseCache, cache_key
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.model_registry import RegistryError
+from sctc_assets.lib.term.definitions import (apply_definitions, definition_request, missing_definitions,
+                                              parse_definition)
+from sctc_assets.lib.term.items import ItemSetError, read_item_csv, write_item_csv
+from sctc_assets.resources.model_registry import ModelRegistryResource
+from sctc_assets.validation import key_problem
+
+DEFINED_SUFFIX = ".defined.csv"
+OPTION_NAMES = {"max_calls": "--max-calls", "max_cost_usd": "--max-cost"}
+REQUEST_KIND = "define"  # the requests' `ref`: what a log or a replay would see; not part of the cache key
+
+
+def default_out(items: Path) -> Path:
+    """`<stem>.defined.csv` next to the item file."""
+    return items.with_name(items.stem + DEFINED_SUFFIX)
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` names the file `b` (the same path, or a link to it)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def _stored(backend: ModelBackend, requests: Sequence[GenerationRequest],
+            cache: ResponseCache) -> list[GenerationResult | None]:
+    """The answers the cache holds for `requests` (under the keys `generate` uses), None where it holds none."""
+    identity = backend.identity()
+    keys = [cache_key(identity, request if request.seed is not None else
+                      dataclasses.replace(request, seed=backend.request_seed(request))) for request in requests]
+    hits = cache.get_many(list(dict.fromkeys(keys)))
+    return [hits.get(key) for key in keys]
+
+
+def _problem(result: GenerationResult | None) -> str:
+    """Why a call gave no text to read a definition from."""
+    if result is None:
+        return "not asked"
+    if result.outcome == "refusal":
+        return f"the model refused ({result.message or 'no reason given'})"
+    if result.outcome == "error":
+        return f"the call failed ({result.message or 'no message'}); a rerun asks again"
+    return f"no answer ({result.message or result.outcome})"
+
+
+def define(args: argparse.Namespace) -> int:
+    items: Path = args.items
+    try:
+        item_set = read_item_csv(items, require_definitions=False)
+    except ItemSetError as exc:
+        return _error(str(exc))
+    except OSError as exc:
+        return _error(f"{items}: {exc.strerror or exc}")
+    out: Path = args.out or default_out(items)
+    if _same_file(out, items):
+        return _error(f"{out}: is the item file itself; choose another --out (the input is never overwritten)")
+
+    try:
+        registry = ModelRegistryResource(max_calls=args.max_calls, max_cost_usd=args.max_cost)
+    except pydantic.ValidationError as exc:
+        return _error("; ".join(f"{OPTION_NAMES.get(str(error['loc'][0]), error['loc'][0])}: {error['msg']}"
+                                for error in exc.errors()))
+    try:
+        entry = registry.entry(args.model)
+    except (RegistryError, OSError) as exc:
+        return _error(str(exc))
+    problem = key_problem(entry)  # names the variable, never its value
+    if problem:
+        return _error(problem)
+
+    missing = missing_definitions(item_set)
+    if not missing:
+        write_item_csv(item_set, out)
+        print(f"{items}: every one of the {len(item_set)} concepts has a definition; nothing to draft")
+        print(f"wrote {out} (unchanged)")
+        return 0
+
+    try:
+        backend = registry.backend(args.model)
+    except RegistryError as exc:
+        return _error(str(exc))
+    requests = [GenerationRequest.user(definition_request(concept, args.script), benchmark=REQUEST_KIND,
+                                       concept_id=concept.concept_id) for concept in missing]
+    cache = registry.cache()
+    halted: str | None = None
+    try:
+        already = sum(result is not None for result in _stored(backend, requests, cache))
+        try:
+            results: list[GenerationResult | None] = list(backend.generate(requests, cache=cache))
+            from_cache = sum(result.cached for result in results)
+        except GenerationHalted as exc:  # every answer that arrived is stored: read them back
+            halted = exc.reason
+            results = _stored(backend, requests, cache)
+            from_cache = already
+        except BackendUnavailable as exc:
+            return _error(f"model {args.model!r}: {exc}")
+    finally:
+        cache.close()
+
+    drafts: dict[str, str] = {}
+    refused: list[tuple[str, str]] = []
+    for concept, result in zip(missing, results):
+        if result is None or result.outcome != "ok":
+            refused.append((concept.concept_id, _problem(result)))
+            continue
+        definition, why = parse_definition(result.text, concept)
+        if definition is None:
+            refused.append((concept.concept_id, why or "unusable answer"))
+        else:
+            drafts[concept.concept_id] = definition
+    write_item_csv(apply_definitions(item_set, drafts, args.model, args.script), out)
+
+    print(f"{items}: {len(missing)} of {len(item_set)} concepts had no definition; asked {args.model} "
+          f"({args.script})")
+    print(f"drafted: {len(drafts)}")
+    print(f"refused: {len(refused)}")
+    for concept_id, why in refused:
+        print(f"  {concept_id}: {why}")
+    new_calls = len(missing) - from_cache - sum(result is None for result in results)
+    print(f"answers from the response cache: {from_cache} (new model calls: {new_calls})")
+    if halted:
+        print(f"model calls halted: {halted}; rerun the same command to continue (raise or drop "
+              "--max-calls/--max-cost first)")
+    print(f"wrote {out}: the drafted definitions are marked definition_source=model:{args.model}"
+          + (f"; the {len(refused)} refused are left blank" if refused else ""))
+    print("review every drafted definition before running this item set: a model wrote them")
+    return 1 if refused else 0
+
+
+def main(args: argparse.Namespace) -> int:
+    return {"define": define}[args.terms_command](args)
