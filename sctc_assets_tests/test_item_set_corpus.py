@@ -31,7 +31,8 @@ SET = ItemSet(name="t", regions=("cn", "tw", "hk", "mo"), concepts=(
             definition_zh_hans="一种公共交通工具"),
     Concept("c2", {"cn": ("摩托车",), "tw": ("機車",), "hk": ("電單車",), "mo": ("電單車", "摩托車")},
             definition_zh_hans="一种两轮机动车"),
-    Concept("c3", {"cn": ("软件",), "tw": ("軟體",), "hk": ("軟件",), "mo": ()}, definition_zh_hans="电脑程序"),
+    Concept("c3", {"cn": ("软件",), "tw": ("軟體",), "hk": ("軟件",), "mo": ()},
+            definition_zh_hans="电脑程序"),
 ))
 RECORDS = [
     "我坐公交车去上班，公交车很挤",   # c1 cn (twice: one record)
@@ -192,7 +193,7 @@ def _materialize(frame: pd.DataFrame, shards: list[str], instance) -> pd.DataFra
     return _read(f"{PREFIX}_corpus_term_counts")
 
 
-def test_the_factorys_assets(tiny_corpora, tmp_path):
+def test_the_factorys_assets():
     counts, totals = item_set_corpus_assets(PREFIX, group=PREFIX)
     assert counts.key == dg.AssetKey(f"{PREFIX}_corpus_counts") and totals.key == dg.AssetKey(
         f"{PREFIX}_corpus_term_counts")
@@ -268,8 +269,8 @@ def test_csld_three_places_hong_kong_and_macau_forms(csld_location):
             break
     forms = list(dict.fromkeys(form for _, _, form in chosen))
     assert len(forms) >= 6
-    texts = [f"甲{forms[0]}乙", f"{forms[1]}，{forms[1]}，{forms[2]}", "無關的一句話", f"{forms[3]}{forms[4]}",
-             f"丙{forms[5]}", f"{forms[0]}丁"]
+    texts = [f"甲{forms[0]}乙", f"{forms[1]}，{forms[1]}，{forms[2]}", "無關的一句話",
+             f"{forms[3]}{forms[4]}", f"丙{forms[5]}", f"{forms[0]}丁"]
     table = _count_in_process(item_set, texts)
     counted = _by_key(table, "x")
     for concept_id, region, form in chosen:

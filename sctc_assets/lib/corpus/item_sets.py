@@ -5,7 +5,8 @@ functions count the concepts of an item set (`lib/term/items.py`) with whatever 
 What is searched (`item_set_patterns`), as `forms.py` does for the default set's terms: each form of a region as
 written, converted into the other script (OpenCC's script-only s2t/t2s; a region's script is the one
 `region_labels.region_script` gives it: Simplified for cn, sg, my, Traditional for tw, hk, mo) and in either script.
-So a Traditional form (機車) found only as 机车 counts for the form converted and in either script, never as written.
+So a Traditional form (機車) found only as 机车 counts for the form converted and in either script, not as
+written.
 
 Two levels of pattern rows, both found by the same `FormMatcher` pass (a string several rows hold is one pattern of
 the automaton, searched once):
@@ -14,6 +15,7 @@ the automaton, searched once):
   alternatives) is one row whose `regions` names each of them; its count is credited to each region.
 - `region`: all the forms of one region of a concept together, so a record holding two of them counts once. These
   totals are exact per record (the matcher reports, per record, each row it holds), not a sum of the form counts.
+  A region with a single form of the concept has no such row: its total is that form's count.
 
 `item_set_count_table` sums the shards counted with today's patterns and registry settings (as `totals.py` does)
 into one table: `level = form` rows (corpus × concept × region × form), `level = concept` rows (corpus × concept ×
@@ -112,6 +114,8 @@ def item_set_patterns(items: pd.DataFrame | ItemSet, catalog: Catalog | None = N
             for form, by_script in zip(region_forms, per_form):
                 for script, alternatives in by_script.items():
                     rows.setdefault((concept_id, FORM_LEVEL, form, script, alternatives), []).append(region)
+            if len(region_forms) == 1:
+                continue  # the concept's total is its one form's count (`_per_region`): no row of its own
             for script in (scripts[region], _OTHER[scripts[region]], ANY_SCRIPT):
                 union = tuple(dict.fromkeys(a for by_script in per_form for a in by_script[script]))
                 rows.setdefault((concept_id, REGION_LEVEL, None, script, union), []).append(region)
@@ -148,7 +152,12 @@ def _per_region(sums: pd.DataFrame, patterns: pd.DataFrame, scripts: Mapping[str
     wide.columns.name = None
     wide = wide.reset_index().reindex(columns=keys + COUNT_COLUMNS)
     wide["form"] = wide["form"].astype(object).where(wide["form"] != "", None)
-    return wide
+    # A region with one form of a concept has no `region` pattern: its total is that form's row.
+    totals = wide[wide["level"] == CONCEPT_LEVEL]
+    forms = wide[wide["level"] == FORM_LEVEL]
+    with_total = set(zip(totals["corpus"], totals["concept_id"], totals["region"]))
+    single = forms[[key not in with_total for key in zip(forms["corpus"], forms["concept_id"], forms["region"])]]
+    return pd.concat([wide, single.assign(level=CONCEPT_LEVEL, form=None)], ignore_index=True)
 
 
 def _summary(concepts: pd.DataFrame) -> pd.DataFrame:
