@@ -1,7 +1,7 @@
 """Every benchmark's spec, in the order `sctc run --benchmarks` offers them, and the catalog they make up.
 
 The CLI, the validator, the estimate, the catalog, the named jobs, the report and the runner loop over `SPECS`
-(see `sctc_assets.benchmarks.spec`): the five built in, then those of other packages (`plugins`). No Dagster here.
+(see `sctc_assets.benchmarks.spec`): the five built in, one per registered item set (`item_sets`), then those of other packages (`plugins`). No Dagster here.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from sctc_assets.benchmarks.corpus import CORPUS
+from sctc_assets.benchmarks.item_sets import item_set_specs
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.benchmarks.plugins import plugin_specs
 from sctc_assets.benchmarks.reviews import REVIEWS
@@ -20,6 +21,7 @@ __all__ = ["BENCHMARKS", "CATALOG", "CORPUS", "NAME", "PAPERS", "PLUGIN_SCHEMAS"
            "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "report_sections"]
 
 SPECS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (TERM, NAME, SOVEREIGNTY, REVIEWS, CORPUS)}
+SPECS.update(item_set_specs())  # one benchmark per registered item set (`terms_<set>`)
 SPECS.update(plugin_specs(SPECS))
 BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 
@@ -50,9 +52,14 @@ RESPONSE_TABLES: dict[str, str] = {spec.name: spec.response_asset for spec in SP
 def report_sections() -> tuple[ReportSection, ...]:
     """Each benchmark's part of the audit report, in the specs' order; the modules (matplotlib) are imported here,
     when a report is built, not with the specs."""
-    return tuple(ReportSection(spec.name, importlib.import_module(spec.report_part.module),
-                               spec.report_part.table_prefix, spec.report_part.scorecard_label)
+    return tuple(ReportSection(spec.name, _report_module(spec.report_part), spec.report_part.table_prefix,
+                               spec.report_part.scorecard_label)
                  for spec in SPECS.values() if spec.report_part)
+
+
+def _report_module(part) -> object:
+    module = importlib.import_module(part.module)
+    return getattr(module, part.factory)(*part.arguments) if part.factory else module
 
 
 # The column schemas of the tables of benchmarks outside this package (the built-in ones: sctc_assets.lib.schemas).

@@ -70,11 +70,15 @@ class JudgeSetting:
 class ReportPart:
     """A benchmark's part of the audit report: the module (by name, imported only when a report is built) with its
     `section(inputs)`, `HEADLINE_COLUMNS` and `headline(inputs, model)`; the prefix of its tables (tables of that
-    prefix with 95 % intervals are found by their schema); and its group label in the scorecard."""
+    prefix with 95 % intervals are found by their schema); and its group label in the scorecard. A `factory` of the
+    module, called with `arguments`, makes the part where one module serves several benchmarks."""
 
     module: str
     table_prefix: str
     scorecard_label: str
+    # A module serving several benchmarks (one per item set) makes each one's part: `module.<factory>(*arguments)`.
+    factory: str | None = None
+    arguments: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)

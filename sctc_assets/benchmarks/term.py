@@ -68,6 +68,22 @@ def term_arguments(parser: Any) -> None:
     group.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
                        help="prompt variants (default: registry, else 1 2 3)")
     group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels")
+    items = parser.add_argument_group("term benchmark on other item sets and varieties (docs/item-sets.md)")
+    items.add_argument("--term-items", metavar="PATH|URL|NAME",
+                       help="run the term benchmark on this item set instead of the paper's 110 terms: a CSV in the "
+                            "item-set schema, a csld list, a URL to either, a set named in $SCTC_ITEM_SETS, or csld "
+                            "/ csld-straits ($SCTC_CSLD_UPSTREAM); its assets are terms_<set>_…")
+    items.add_argument("--varieties", nargs="+", metavar="CODE",
+                       help="prompting varieties, e.g. zh-TW zh-HK zh-MO (default: every variety whose region the "
+                            "set has forms for)")
+    items.add_argument("--cue", choices=["script", "stated", "both"],
+                       help="region cue: script (the paper's: the script is the only cue), stated (one sentence "
+                            "naming the region), both (default script)")
+    items.add_argument("--extend-from", nargs="+", metavar="SOURCE",
+                       help="add these sources' region forms to the set, matching concepts by a shared Taiwan form "
+                            "(e.g. --extend-from csld: the 110 terms with Hong Kong and Macau forms)")
+    items.add_argument("--item-set-name", metavar="NAME",
+                       help="the set's name (its assets are terms_<NAME>_…; default: from the source)")
 
 
 def term_config(options: Mapping[str, Any]) -> dict:

@@ -1,11 +1,12 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`models`, `report`, `ui`, `terms` for `terms define`; `selection` holds the checks several of them share), which
-imports what it needs at its top. `main` imports the chosen command's module by name (`COMMANDS`, through
-`importlib`): the one deliberate lazy load, so that this module imports only Dagster-free, light modules and `sctc
---help` stays fast. Dagster, torch and transformers come with the commands that need them (`run`, `report`, `ui`,
-`plan` and `terms define` for the backends); `sctc models` imports none of them (`test_cli` checks both).
+`models`, `report`, `ui`, `terms` for `terms define`; `selection` holds the checks several of them share; `item_sets`
+turns `--term-items` and its companions into the set's benchmark), which imports what it needs at its top. `main`
+imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy load, so that
+this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and transformers
+come with the commands that need them (`run`, `report`, `ui`, `plan` and `terms define` for the backends); `sctc
+models` imports none of them (`test_cli` checks both).
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ BUDGET_ENV_VARS = {"max_calls": "SCTC_MAX_CALLS", "max_cost": "SCTC_MAX_COST_USD
 BUDGET_SCOPE_ENV_VAR = "SCTC_BUDGET_SCOPE"
 # The commands that open the Dagster instance, which needs its folder.
 INSTANCE_COMMANDS = ("run", "report", "ui")
-NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"  # scripted runs (and the tests) that never read the report
+NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"
+# The options that run the term benchmark on another item set (`cli/item_sets.py`).
+ITEM_SET_OPTIONS = ("term_items", "varieties", "cue", "extend_from", "item_set_name")
+ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) that never read the report
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
@@ -183,6 +187,12 @@ def _prepare_environment(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     restore_interrupt_handler()  # the same whether started in a terminal or in the background
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     _prepare_environment(args)
+    if args.command in ("run", "plan", "estimate") and any(getattr(args, name, None) for name in ITEM_SET_OPTIONS):
+        # the term benchmark's item set: its benchmark in this process, or a child process that knows it
+        status = importlib.import_module(ITEM_SETS_MODULE).resolve(args, argv)
+        if status is not None:
+            return status
     return importlib.import_module(COMMANDS[args.command]).main(args)

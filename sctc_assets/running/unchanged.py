@@ -35,7 +35,11 @@ from sctc_assets.running.dagster_internals import (AssetGraphView, AssetKeyParti
 SETTINGS_TAG = "sctc/settings"
 # Per-run limits and how a run spreads its work, not data: a new budget must not re-materialize the prompts.
 _NOT_DATA = {"SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "SCTC_WORKER_PROCESSES",
-             "SCTC_CONCURRENT_MODELS", "SCTC_STAGES_PER_ENDPOINT"}
+             "SCTC_CONCURRENT_MODELS", "SCTC_STAGES_PER_ENDPOINT",
+             # The item-set registries name benchmarks of their own (`terms_<set>`), which are always re-run: a set
+             # added must not make the other benchmarks' results look stale.
+             "SCTC_ITEM_SETS", "SCTC_ITEM_SET_ENTRY"}
+_NOT_DATA_FILES = {"item_sets.yaml"}
 _REPOSITORY_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
@@ -81,7 +85,7 @@ def settings_digest(environ: Mapping[str, str] | None = None, *, registry: bool 
     settings = {name: [value, _setting_state(name, value)] for name, value in sorted(environ.items())
                 if name.startswith("SCTC_") and name not in _NOT_DATA and (registry or name != "SCTC_MODELS")}
     files = {path.name: _stat(str(path)) for path in sorted(_REPOSITORY_DATA.glob("*.yaml"))
-             if registry or path.name != "models.yaml"}
+             if (registry or path.name != "models.yaml") and path.name not in _NOT_DATA_FILES}
     payload = json.dumps({"settings": settings, "files": files}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 

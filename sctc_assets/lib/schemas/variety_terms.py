@@ -35,8 +35,9 @@ C = {
 
 
 def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSchemaSpec, ...]:
-    """The schemas of an item set's term tables: `<prefix>_items`, `_prompts`, `_labels`, `_by_concept`, `_rates`,
-    `_matrix`, `_contrasts` and `_power`; `regions` are the set's regions (one `term_<region>` column each)."""
+    """The schemas of an item set's term tables: `<prefix>_items`, `_prompts`, `_responses`, `_labels`, `_by_concept`, `_rates`,
+    `_matrix`, `_contrasts` and `_power`; `regions`: every region a set may have (one optional `term_<region>`
+    column each)."""
     regions = list(regions)
     return (
         table(f"{prefix}_items", [
@@ -44,14 +45,22 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             ("definition_zh_hans", "string", "The definition in Simplified script."),
             ("definition_zh_hant", "string", "The definition in Traditional script."),
             "definition_source",
+            # every region one can declare; a set's table holds its own regions' columns only
             *((f"term_{code}", "list<string>", f"The forms region `{code}` uses for the concept (empty: none, "
-                                               "the concept is not asked in its varieties).") for code in regions),
+                                               "the concept is not asked in its varieties).", True)
+              for code in regions),
         ], C),
         table(f"{prefix}_prompts", [
             "variety", "region", "prompt_variant", "trial", "concept_id",
             ("row", "int", "Row of the prompt in its variety and variant's prompt list."),
             ("expected", "list<string>", "The answers that count as correct: the prompted region's forms."),
             "prompt",
+        ], C),
+        table(f"{prefix}_responses", [
+            "model", "variety", "region", "prompt_variant", "concept_id", "trial",
+            ("row", "int", "Row of the prompt in its variety and variant's prompt list."),
+            "prompt", "response", "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason",
+            "cached", "latency_s", "seed", "served_model", "system_fingerprint",
         ], C),
         table(f"{prefix}_labels", [
             "model", "variety", "region", "prompt_variant", "concept_id", "trial", "response", "outcome",

@@ -82,6 +82,21 @@ class ItemSet:
                                      *(TERM_PREFIX + region for region in self.regions)])
 
 
+def item_set_from_frame(frame: pd.DataFrame, name: str, source: str = "") -> ItemSet:
+    """The item set `ItemSet.frame()` wrote (read back from storage: form lists may come back as arrays)."""
+    regions = tuple(column[len(TERM_PREFIX):] for column in frame.columns if column.startswith(TERM_PREFIX))
+    concepts = tuple(
+        Concept(concept_id=str(record[ID_COLUMN]),
+                forms={region: tuple(str(form) for form in (record[TERM_PREFIX + region]
+                                                            if record[TERM_PREFIX + region] is not None else ()))
+                       for region in regions},
+                definition_zh_hans=_blank(record.get("definition_zh_hans")),
+                definition_zh_hant=_blank(record.get("definition_zh_hant")),
+                category=_blank(record.get("category")), definition_source=_blank(record.get("definition_source")))
+        for record in frame.to_dict("records"))
+    return ItemSet(name=name, regions=regions, concepts=concepts, source=source or name)
+
+
 def _forms(cell: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(split_alternatives(cell or "")))
 

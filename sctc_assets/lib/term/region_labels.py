@@ -50,6 +50,8 @@ class RegionForms:
 
     correct: tuple[str, ...]
     others: tuple[tuple[str, tuple[str, ...]], ...]  # (form, the other regions it is a form of)
+    # (correct form, the other regions it is also a form of): an answer with it is correct and theirs too
+    shared: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def region_script(catalog: Catalog, code: str) -> str:
@@ -93,16 +95,26 @@ def region_forms(forms_by_region: Mapping[str, Sequence[str]], prompted: Prompti
     else:
         correct = with_conversions(own)
     regions_of: dict[str, list[str]] = {}
+    shared: dict[str, list[str]] = {}
     for code, forms in forms_by_region.items():
         if code == variety.region or not forms:
             continue
         # a region writing the prompting script is also looked for in the other one (丙车 for Hong Kong's 丙車)
         for form in with_conversions(forms, also_other_script=region_script(catalog, code) == variety.script):
-            if form not in correct:
-                regions_of.setdefault(form, [])
-                if code not in regions_of[form]:
-                    regions_of[form].append(code)
-    return RegionForms(correct=correct, others=tuple((form, tuple(codes)) for form, codes in regions_of.items()))
+            codes = shared.setdefault(form, []) if form in correct else regions_of.setdefault(form, [])
+            if code not in codes:
+                codes.append(code)
+    return RegionForms(correct=correct, others=tuple((form, tuple(codes)) for form, codes in regions_of.items()),
+                       shared=tuple((form, tuple(codes)) for form, codes in shared.items()))
+
+
+def answered_regions(text: str, forms: RegionForms, region: str, label: str, found: Sequence[str]) -> tuple[str, ...]:
+    """Every region whose form the answer holds: those `find_regions` found, and for a correct answer the prompted
+    region with the regions sharing the correct form it holds (a shared form counts as each region's)."""
+    if label != "correct":
+        return tuple(found)
+    sharing = [code for form, codes in forms.shared if _occurrences(text, form) for code in codes]
+    return _unique([region, *sharing, *found])
 
 
 def _inside_longer(start: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
@@ -171,13 +183,14 @@ LABEL_FRAME_COLUMNS = ["label", "regions_found", "misaligned_forms"]
 
 
 def label_frame(answers: pd.DataFrame, item_set: ItemSet, catalog: Catalog | None = None, *,
-                rule: str | None = None) -> pd.DataFrame:
+                rule: str | None = None, answered: bool = False) -> pd.DataFrame:
     """`answers` (concept_id, variety, response and optionally outcome) with `label`, `regions_found` (the regions
     joined by ',') and `misaligned_forms` (joined by ', ').
 
     Each (concept, variety) has its forms built once and each distinct answer to it is labelled once. An answer to
     a concept without a form of the prompted region is not counted: its label is missing (None/NaN). `rule`:
-    default `rule_for(item_set)`."""
+    default `rule_for(item_set)`. `answered`: `regions_found` names every region whose form the answer holds (for
+    a correct answer its own region and those sharing the form too), as the region matrix counts them."""
     rule = rule or rule_for(item_set)
     _check_rule(rule)
     catalog = catalog or load_catalog()
@@ -206,7 +219,10 @@ def label_frame(answers: pd.DataFrame, item_set: ItemSet, catalog: Catalog | Non
             continue
         answer = (key, stored_text(response))
         if answer not in labelled:
-            label, regions, hits = _label(strip_reasoning(answer[1]), forms, rule)
+            text = strip_reasoning(answer[1])
+            label, regions, hits = _label(text, forms, rule)
+            if answered:
+                regions = answered_regions(text, forms, resolve_variety(variety_code, catalog).region, label, regions)
             labelled[answer] = (label, ",".join(regions), ", ".join(hits))
         results.append(labelled[answer])
     labelled_frame = answers.copy()

@@ -21,3 +21,17 @@ def term_requests(term_prompts: pd.DataFrame, lang: str, trials: int,
                                                selected["prompt_variant"].tolist(), selected["row"].tolist())
     ]
     return selected, requests
+
+
+def variety_requests(prompts: pd.DataFrame, variety: str, trials: int, variants: Sequence[int], *,
+                     benchmark: str) -> tuple[pd.DataFrame, list[GenerationRequest]]:
+    """An item set's prompt rows one model answers in one prompting `variety` (`variety_prompts` layout) and their
+    requests, as `term_requests` selects the default set's."""
+    selected = prompts[(prompts["variety"] == variety) & prompts["prompt_variant"].isin(list(variants))
+                       & (prompts["trial"] < trials)].reset_index(drop=True)
+    requests = [
+        GenerationRequest.user(prompt, trial=trial, benchmark=benchmark, lang=variety, prompt_variant=variant, row=row)
+        for prompt, trial, variant, row in zip(selected["prompt"].tolist(), selected["trial"].tolist(),
+                                               selected["prompt_variant"].tolist(), selected["row"].tolist())
+    ]
+    return selected, requests

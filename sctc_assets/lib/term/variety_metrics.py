@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 from itertools import combinations
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -263,12 +264,13 @@ def variety_region_matrix(labels: pd.DataFrame, regions) -> pd.DataFrame:
     return table[MATRIX_COLUMNS].reset_index(drop=True)
 
 
-def _pairs(by_concept_table: pd.DataFrame):
+def _pairs(by_concept_table: pd.DataFrame, order: Sequence[str] = ()):
     """Per model × prompt variant and each pair (A, B) of its varieties, A first in the table's order: the concepts
     asked in both, as (keys, a, b) with a and b indexed by concept_id in the same order."""
     table = by_concept_table.copy()
     table["concept_id"] = table["concept_id"].astype(str)
-    varieties = _in_order(table["variety"])
+    seen = _in_order(table["variety"])
+    varieties = [variety for variety in order if variety in seen] + [v for v in seen if v not in order]
     for (model, variant), frame in table.groupby(["model", "prompt_variant"], sort=True):
         per_variety = {variety: block.set_index("concept_id") for variety, block in frame.groupby("variety")}
         present = [variety for variety in varieties if variety in per_variety]
@@ -282,16 +284,17 @@ def _rates(block: pd.DataFrame, measure: str) -> np.ndarray:
     return (block[f"n_{measure}"] / block["n_trials"] * 100).to_numpy(dtype=float)
 
 
-def variety_contrasts(by_concept_all_models: pd.DataFrame) -> pd.DataFrame:
+def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()) -> pd.DataFrame:
     """Every pair of varieties (A, B; A first as the table orders them) per model × prompt variant × measure
     (correct, misaligned), the concept as the unit: the concepts asked in both, the mean per-concept rates (pct_a,
     pct_b), A − B in percentage points with its 95 % paired-t interval, the paired t and Wilcoxon signed-rank tests
     over the concepts, and their p-values BH-adjusted across the family (every pair and model of one prompt
-    variant and measure) with significance stars."""
+    variant and measure) with significance stars. `order`: the varieties' order (the run's), which decides A and
+    B; varieties it lacks follow in the table's order."""
     if by_concept_all_models.empty:
         return _empty(CONTRAST_COLUMNS)
     rows = []
-    for (model, variant, first, second), a, b in _pairs(by_concept_all_models):
+    for (model, variant, first, second), a, b in _pairs(by_concept_all_models, order):
         region_a = a["region"].iloc[0] if len(a) else None
         region_b = b["region"].iloc[0] if len(b) else None
         for measure in MEASURES:
@@ -316,7 +319,7 @@ def variety_contrasts(by_concept_all_models: pd.DataFrame) -> pd.DataFrame:
     return table[CONTRAST_COLUMNS]
 
 
-def variety_power(by_concept_all_models: pd.DataFrame) -> pd.DataFrame:
+def variety_power(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()) -> pd.DataFrame:
     """Per model × prompt variant × measure × pair of varieties: the paired design this run had (the concepts
     asked in both, the SD of the per-concept differences in percentage points), its minimum detectable difference
     (pp, 80 % power, α = .05 two-sided: `power.mde_paired`) and the concepts a 5 and a 10 pp difference need
@@ -325,7 +328,7 @@ def variety_power(by_concept_all_models: pd.DataFrame) -> pd.DataFrame:
     if by_concept_all_models.empty:
         return _empty(POWER_COLUMNS)
     rows = []
-    for (model, variant, first, second), a, b in _pairs(by_concept_all_models):
+    for (model, variant, first, second), a, b in _pairs(by_concept_all_models, order):
         for measure in MEASURES:
             differences = _rates(a, measure) - _rates(b, measure)
             n = len(differences)

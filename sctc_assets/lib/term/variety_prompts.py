@@ -119,6 +119,6 @@ def identical_prompts(varieties: Sequence[PromptingVariety], *, cue: str = SCRIP
 def identical_prompts_warning(varieties: Sequence[PromptingVariety], *, cue: str = SCRIPT,
                               shared_script: str = SIMPLIFIED.script) -> list[str]:
     """One line per group of `identical_prompts`, for a run to print before it starts."""
-    return [f"varieties {', '.join(group)} receive identical prompts under the `{cue}` region cue: their answers "
-            "differ only by sampling (the `stated` and `both` cues tell them apart)"
+    return [f"varieties {', '.join(group)} receive identical prompts under the `{cue}` region cue, so the "
+            "response cache gives them the same answers (the `stated` and `both` cues tell them apart)"
             for group in identical_prompts(varieties, cue=cue, shared_script=shared_script)]

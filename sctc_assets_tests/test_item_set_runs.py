@@ -1,0 +1,168 @@
+"""The term benchmark on any item set from `sctc run`/`sctc plan` (`--term-items`, `--varieties`, `--cue`,
+`--extend-from`): a set becomes a benchmark of its own (`terms_<set>`, its own lineage, model × variety partitions),
+bad input is refused before any model is asked (naming the file, row and column), a model that always answers one
+region's form gives the exact prompted-variety × answered-region matrix, and the default set keeps its keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sctc_assets.benchmarks import SPECS
+from sctc_assets.cli import main
+from sctc_assets.lib.term.item_sources import (ItemSetEntry, ItemSetError, load_entry, read_registry, registered_sets,
+                                               remember)
+from sctc_assets.lib.term.items import read_item_csv
+from sctc_assets.lib.term.variety_prompts import build_variety_prompts
+from sctc_assets.lib.varieties import load_catalog
+from sctc_assets_tests.fakes import count_calls
+
+# Made up for these tests: four concepts, regions cn/tw/hk; k3's Hong Kong form is Mainland's (shared), k2 has no
+# Hong Kong form.
+ITEMS = """concept_id,category,definition_zh_hans,definition_zh_hant,definition_source,term_cn,term_tw,term_hk
+k1,交通,一种两人并排骑的车,,hand,双座车/并骑车,雙座車,孖座車
+k2,,,用來裝書的布袋,hand,书布袋,書袋/書布袋,
+k3,日用,用来擦桌子的布,用來擦桌子的布,,抹桌布,抹布,抹桌布
+k4,日用,用来装垃圾的桶,,model:drafter,垃圾桶,垃圾筒,垃圾箱
+"""
+VARIETIES = ["zh-CN", "zh-TW", "zh-HK"]
+
+
+@pytest.fixture
+def items_file(tmp_path: Path) -> Path:
+    path = tmp_path / "street_words.csv"
+    path.write_text(ITEMS, encoding="utf-8")
+    return path
+
+
+def _taiwan_answers(items_file: Path, cue: str = "script") -> dict[str, str]:
+    """prompt → the concept's first Taiwan form: a model that always answers Taiwan's word."""
+    item_set = read_item_csv(items_file)
+    prompts = build_variety_prompts(item_set, [load_catalog().variety(code) for code in VARIETIES], cue=cue)
+    forms = {concept.concept_id: concept.forms_of("tw")[0] for concept in item_set.concepts}
+    return dict(zip(prompts.prompt, prompts.concept_id.map(forms)))
+
+
+@pytest.fixture
+def taiwan_model(isolated_data_dir, items_file, tmp_path, monkeypatch) -> Path:
+    calls = tmp_path / "calls.log"
+    registry = tmp_path / "models.yaml"
+    answers = json.dumps(_taiwan_answers(items_file), ensure_ascii=False)
+    registry.write_text("models:\n  always-tw: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: tw, "
+                        f"calls_file: '{calls}', default_answer: '不知道', answers: {answers}}}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    return calls
+
+
+def test_a_model_answering_taiwan_forms_gives_the_exact_matrix_for_every_variety(taiwan_model, items_file, tmp_path,
+                                                                                 capfd):
+    out = tmp_path / "out"
+    command = ["run", "--benchmarks", "term", "--term-items", str(items_file), "--varieties", *VARIETIES,
+               "--models", "always-tw", "--trials", "2", "--prompt-variants", "1", "--out", str(out)]
+    assert main(command) == 0, capfd.readouterr()
+    printed = capfd.readouterr()
+    assert "varieties zh-TW, zh-HK receive identical prompts under the `script` region cue" in printed.err
+    # the set's own lineage: terms_street_words_…, kept in the run registry for the UI and `sctc report`
+    assert "street_words" in registered_sets()
+    matrix = pd.read_parquet(out / "terms_street_words_matrix.parquet")
+    cells = {(row.variety, row.answered_region): (row.k, row.n_answers)
+             for row in matrix[matrix.prompt_variant == 1].itertuples()}
+    # zh-CN: k1 雙座車 → tw; k2 書袋 → tw; k3 抹布 → tw; k4 垃圾筒 → tw; the 2 trials of 4 concepts = 8 answers
+    assert {key: value for key, value in cells.items() if key[0] == "zh-CN"} == {
+        ("zh-CN", "cn"): (0, 8), ("zh-CN", "tw"): (8, 8), ("zh-CN", "hk"): (0, 8), ("zh-CN", "none"): (0, 8)}
+    # in Traditional script, Mainland's 双座车 is 雙座車: k1's answer is Mainland's form too (forms are compared across
+    # scripts, and a shared form counts as each region's)
+    assert {key: value for key, value in cells.items() if key[0] == "zh-TW"} == {
+        ("zh-TW", "cn"): (2, 8), ("zh-TW", "tw"): (8, 8), ("zh-TW", "hk"): (0, 8), ("zh-TW", "none"): (0, 8)}
+    # zh-HK asks only k1, k3, k4 (k2 has no Hong Kong form)
+    assert {key: value for key, value in cells.items() if key[0] == "zh-HK"} == {
+        ("zh-HK", "cn"): (2, 6), ("zh-HK", "tw"): (6, 6), ("zh-HK", "hk"): (0, 6), ("zh-HK", "none"): (0, 6)}
+    rates = pd.read_parquet(out / "terms_street_words_rates.parquet")
+    overall = rates[(rates.definitions == "all") & (rates.prompt_variant == 1)].set_index(["variety", "measure"])
+    assert overall.loc[("zh-TW", "correct"), "pct"] == 100
+    assert overall.loc[("zh-CN", "misaligned"), "pct"] == 100 and overall.loc[("zh-CN", "misaligned:tw"), "k"] == 8
+    assert overall.loc[("zh-HK", "misaligned:tw"), "k"] == 6 and overall.loc[("zh-HK", "misaligned:cn"), "k"] == 2
+    assert overall.loc[("zh-HK", "correct"), "k"] == 0
+    # the model-written definition (k4) is reported apart
+    assert {"all", "source", "model"} <= set(rates.definitions)
+    contrasts = pd.read_parquet(out / "terms_street_words_contrasts.parquet")
+    pair = contrasts[(contrasts.variety_a == "zh-CN") & (contrasts.variety_b == "zh-TW")
+                     & (contrasts.measure == "correct")]
+    assert len(pair) == 1 and float(pair.diff_pct_points.iloc[0]) == -100.0  # A, B in the run's order
+
+    # zh-TW and zh-HK prompts are identical under `script`: asked once; 4 + 4 distinct prompts × 2 trials
+    assert count_calls(taiwan_model) == 16
+    assert main(command) == 0
+    assert count_calls(taiwan_model) == 16  # everything from the response cache
+
+
+def test_bad_item_files_are_refused_before_any_model_is_asked(taiwan_model, items_file, tmp_path, capfd):
+    def refused(text: str | bytes, *extra: str) -> str:
+        path = tmp_path / "bad.csv"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        status = main(["run", "--benchmarks", "term", "--term-items", str(path), "--models", "always-tw",
+                       "--trials", "1", *extra])
+        err = capfd.readouterr().err
+        assert status == 2, err
+        return err
+
+    lines = ITEMS.splitlines()
+    duplicate = "\n".join([*lines, lines[1]]) + "\n"
+    assert f"{tmp_path / 'bad.csv'}: row 6, column concept_id: duplicate concept_id 'k1' (first in row 2)" in \
+        refused(duplicate)
+    undeclared = ITEMS.replace("term_hk", "term_xx")
+    assert "row 1, column term_xx: region 'xx' is not declared" in refused(undeclared)
+    assert "row 1, column term_mo: missing, but variety zh-MO expects its region's forms there" in \
+        refused(ITEMS, "--varieties", "zh-TW", "zh-MO")
+    assert "row 3: not UTF-8" in refused(ITEMS.encode("utf-8")[:200] + "書".encode("big5") + b"\n")
+    no_definition = ITEMS.replace("一种两人并排骑的车", "")
+    assert "concept 'k1' (item 1) has no definition; `sctc terms define` can draft" in refused(no_definition)
+    assert "--varieties: unknown prompting variety 'zh-XX'" in refused(ITEMS, "--varieties", "zh-XX")
+    assert count_calls(taiwan_model) == 0
+    assert "bad" not in registered_sets()  # nothing kept of a refused set
+
+
+def test_the_set_is_a_benchmark_with_its_own_keys_and_the_default_set_keeps_its_own(items_file, tmp_path,
+                                                                                  monkeypatch):
+    registry = tmp_path / "sets.yaml"
+    registry.write_text(f"item_sets:\n  street: {{source: '{items_file}', varieties: [zh-TW, zh-HK], cue: stated}}\n",
+                        encoding="utf-8")
+    entry = read_registry(registry)["street"]
+    assert entry == ItemSetEntry("street", str(items_file), ("zh-TW", "zh-HK"), "stated")
+    loaded = load_entry(entry)
+    assert loaded.varieties == ("zh-TW", "zh-HK") and len(loaded.item_set) == 4
+    from sctc_assets.benchmarks.item_sets import item_set_spec
+
+    spec = item_set_spec(entry, loaded.varieties)
+    assert spec.name == "terms_street" and spec.langs == ("zh-TW", "zh-HK") and spec.dimension == "variety"
+    assert all(name.startswith("terms_street_") for name in spec.assets)
+    assert spec.response_asset == "terms_street_responses"
+    assert SPECS["term"].langs == ("zh_hans", "zh_hant") and "term_responses" in SPECS["term"].assets
+
+
+@pytest.mark.parametrize("document, message", [
+    ("item_sets:\n  Bad-Name: {source: x.csv}\n", "item set name 'Bad-Name'"),
+    ("item_sets:\n  sctc: {source: x.csv}\n", "is the default set's"),
+    ("item_sets:\n  ok: {source: x.csv, colour: red}\n", "item_sets.ok.colour: unknown key"),
+    ("item_sets:\n  ok: {source: x.csv, cue: loud}\n", "item_sets.ok.cue: 'loud' is none of script, stated, both"),
+    ("item_sets:\n  ok: {varieties: [zh-TW]}\n", "item_sets.ok.source: required"),
+    ("sets: {}\n", "expected a top-level `item_sets:` mapping"),
+])
+def test_a_bad_registry_is_refused_naming_the_key(tmp_path, document, message):
+    path = tmp_path / "sets.yaml"
+    path.write_text(document, encoding="utf-8")
+    with pytest.raises(ItemSetError, match=None) as error:
+        read_registry(path)
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_remember_keeps_one_entry_per_name_and_leaves_an_unchanged_file_alone(isolated_data_dir, items_file):
+    entry = ItemSetEntry("street", str(items_file), ("zh-TW",))
+    path = remember(entry)
+    stamp = path.stat().st_mtime_ns
+    assert remember(entry) == path and path.stat().st_mtime_ns == stamp
+    remember(ItemSetEntry("street", str(items_file), ("zh-TW", "zh-HK")))
+    assert read_registry(path)["street"].varieties == ("zh-TW", "zh-HK")
