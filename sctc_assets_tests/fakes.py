@@ -111,3 +111,22 @@ def write_two_term_fakes(folder: Path) -> tuple[Path, Path]:
         f" default_answer: '{answer}', benchmarks: {{term: {{trials: 1, prompt_variants: [1]}}}}}}\n"
         for name, answer in (("a", "复印件"), ("b", "滑鼠"))), encoding="utf-8")
     return path, calls
+
+
+class DefinitionBackend(ModelBackend):
+    """A model that drafts a definition for any concept: a fixed sentence with a number drawn from the prompt (so
+    each concept gets its own), which names none of the concept's forms."""
+
+    backend_name: ClassVar[str] = "definitions"
+
+    name: str = "definitions"
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.backend_name, "model": self.name, "params": {}}
+
+    def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+        for index, request in enumerate(requests):
+            number = int(hashlib.sha1(request.prompt.encode("utf-8")).hexdigest(), 16) % 1_000_000
+            text = f"释义：一种日常所见之物，编号{number}。"
+            on_result(index, GenerationResult(text=text, outcome="ok", input_tokens=len(request.prompt),
+                                              output_tokens=len(text)))

@@ -107,7 +107,7 @@ def _design(item_entry: ItemSetEntry, spec_ref: list):
     return design
 
 
-def _summary(prefix: str, set_name: str):
+def _summary(prefix: str, set_name: str, varieties: tuple[str, ...]):
     def summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
         rates = tables.get(f"{prefix}_rates")
         if rates is None or rates.empty:
@@ -116,7 +116,8 @@ def _summary(prefix: str, set_name: str):
                       & (rates["measure"] == "correct")]
         if rates.empty:
             return f"no {prefix}_rates for the chosen models"
-        wide = rates.pivot_table(index=["model", "prompt_variant"], columns="variety", values="pct", sort=False)
+        wide = rates.pivot_table(index=["model", "prompt_variant"], columns="variety", values="pct")
+        wide = wide[[variety for variety in varieties if variety in wide.columns]]
         return (f"Regional term choice on item set {set_name!r}: aligned % (answers with a form of the prompted "
                 f"variety's region), per prompting variety\n"
                 + tabulate(wide.round(1).reset_index(), headers="keys", tablefmt="github", showindex=False))
@@ -152,7 +153,7 @@ def item_set_spec(item_entry: ItemSetEntry, varieties: tuple[str, ...]) -> Bench
         design=_design(item_entry, spec_ref),
         settings_keys=frozenset({"trials", "prompt_variants", "max_new_tokens"}),
         serves=serves_item_sets,
-        summary=_summary(prefix, item_entry.name),
+        summary=_summary(prefix, item_entry.name, varieties),
         partitioned_inputs=corpus_inputs,
         jobs={"partitioned_inputs": f"{prefix}_corpus_count_shards"},
         # The set's source file and registry entry are outside Dagster's lineage and the settings digest, so its
