@@ -1,10 +1,11 @@
 """CPU time of labelling 100 k answers of a 4-region item set against 100 k answers of the default set (issue #24's
 target: at most 2× the default set's).
 
-Measures `region_labels.label_frame` alone (process CPU seconds, one run each, the default set first), on answers
-made offline with a fixed seed: for a random concept and prompting variety, a random region's form (in the
-prompting script or as the item set writes it) or a wrong word, inside one of ten openings and ten endings, so that
-answers repeat about as much as 15 trials of three prompt variants do. The sets:
+Measures `region_labels.label_frame(..., answered=True)` alone, as the item-set labels asset calls it (process CPU
+seconds, one run each, the default set first), on answers made offline with a fixed seed: for a random concept and
+prompting variety, a random region's form (in the prompting script or as the item set writes it) or a wrong word,
+inside one of ten openings and ten endings, so that answers repeat about as much as 15 trials of three prompt
+variants do. The sets:
 
 - default: the upstream 110 terms (cn/tw) prompted in zh-CN and zh-TW, from `$SCTC_UPSTREAM` (a local archive or
   folder; the upstream resource downloads the pinned archive only when it is unset);
@@ -84,7 +85,7 @@ def cpu_seconds(item_set, answers: pd.DataFrame) -> tuple[float, pd.DataFrame]:
     from sctc_assets.lib.term.region_labels import label_frame
 
     start = time.process_time()
-    labelled = label_frame(answers, item_set)
+    labelled = label_frame(answers, item_set, answered=True)  # as the item-set labels asset calls it
     return time.process_time() - start, labelled
 
 
