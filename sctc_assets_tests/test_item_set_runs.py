@@ -166,3 +166,55 @@ def test_remember_keeps_one_entry_per_name_and_leaves_an_unchanged_file_alone(is
     assert remember(entry) == path and path.stat().st_mtime_ns == stamp
     remember(ItemSetEntry("street", str(items_file), ("zh-TW", "zh-HK")))
     assert read_registry(path)["street"].varieties == ("zh-TW", "zh-HK")
+
+
+def test_a_registered_set_is_its_own_lineage_in_the_code_location(items_file, tmp_path):
+    """Loaded as `dg`/`dagster dev` load the code location (a fresh process reading `$SCTC_ITEM_SETS`): the set's
+    assets in a group of their own, partitioned by model × variety, none upstream of the default set's."""
+    registry = tmp_path / "sets.yaml"
+    registry.write_text(f"item_sets:\n  street: {{source: '{items_file}', varieties: [zh-TW, zh-HK]}}\n",
+                        encoding="utf-8")
+    script = (
+        "import json\n"
+        "import dagster as dg\n"
+        "from sctc_assets.definitions import defs\n"
+        "graph = defs.resolve_asset_graph()\n"
+        "keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys())\n"
+        "responses = defs.resolve_assets_def(dg.AssetKey('terms_street_responses'))\n"
+        "dims = {d.name: list(d.partitions_def.get_partition_keys()) if d.name != 'model' else None\n"
+        "        for d in responses.partitions_def.partitions_defs}\n"
+        "own = [k for k in graph.get_all_asset_keys() if k.to_user_string().startswith('terms_street_')]\n"
+        "up = sorted({a.to_user_string() for k in own for a in graph.get_ancestor_asset_keys(k)})\n"
+        "paper = graph.get_ancestor_asset_keys(dg.AssetKey('term_choice_tests'))\n"
+        "down = sorted(a.to_user_string() for a in paper if a.to_user_string().startswith('terms_'))\n"
+        "groups = {responses.group_names_by_key[dg.AssetKey('terms_street_responses')]}\n"
+        "defs.resolve_job_def('terms_street_model_lang')\n"
+        "print(json.dumps({'keys': keys, 'dims': dims, 'up': up, 'down': down, 'groups': sorted(groups)}))\n")
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SCTC_ITEM_SETS": str(registry)})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    own = [key for key in found["keys"] if key.startswith("terms_street_")]
+    assert {f"terms_street_{name}" for name in ("items", "prompts", "responses", "labels", "by_concept", "rates",
+                                                  "matrix", "contrasts", "power", "corpus_counts",
+                                                  "corpus_term_counts")} == set(own)
+    assert found["dims"] == {"model": None, "variety": ["zh-TW", "zh-HK"]} and found["groups"] == ["terms_street"]
+    # its own lineage: nothing of another benchmark upstream of the set, nothing of the set upstream of the paper's
+    assert all(key.startswith("terms_street_") for key in found["up"]) and found["down"] == []
+    assert {"term_responses", "regional_terms"} <= set(found["keys"])
+
+
+def test_extend_from_adds_hong_kong_and_macau_forms_to_the_default_set_and_says_how_many_matched(
+        isolated_data_dir, extracted_upstream, csld_location, capfd):
+    status = main(["plan", "--benchmarks", "term", "--extend-from", "csld", "--varieties", "zh-CN", "zh-TW", "zh-HK",
+                   "zh-MO", "--trials", "1", "--prompt-variants", "1"])
+    printed = capfd.readouterr()
+    assert status == 0, printed.err
+    # the upstream 110 with csld's forms, matched by their Taiwan form across scripts (docs/item-sets.md)
+    assert "item set sctc_csld: 62 of 110 concepts matched csld" in printed.out
+    assert "terms_sctc_csld" in printed.out and "zh-MO" in printed.out
+    assert not (isolated_data_dir / "item_sets.yaml").exists()  # a plan writes nothing
