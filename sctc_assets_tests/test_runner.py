@@ -20,7 +20,7 @@ from sctc_assets.partitions import model_and_lang, model_lang_partitions, models
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.running.runner import RunReport, Runner, export_tables
-from sctc_assets.running.instance import cli_instance, sweep_dead_runs
+from sctc_assets.running.instance import HOST_TAG, PID_TAG, cli_instance, sweep_dead_runs
 from sctc_assets.running.logs import RunLog
 
 REPO = Path(__file__).resolve().parents[1]
@@ -243,7 +243,7 @@ def test_stages_run_as_the_benchmark_s_named_jobs_with_model_and_lang_tags(mini)
     assert [run.job_name for run in runs] == ["mini_inputs"] + ["mini_model_lang", "mini_model_lang",
                                                                   "mini_per_model"] * 2 + ["mini_cross_model"]
     assert len(report.run_ids) == len(runs) == 8
-    assert all(run.tags["sctc/benchmark"] == "mini" and run.tags["sctc/pid"] == str(os.getpid()) for run in runs)
+    assert all(run.tags["sctc/benchmark"] == "mini" and run.tags[PID_TAG] == str(os.getpid()) for run in runs)
     assert [(run.tags.get("sctc/model"), run.tags.get("sctc/lang")) for run in runs[1:4]] == [
         ("a", "zh_hans"), ("a", "zh_hant"), ("a", None)]
     cross = runs[-1]
@@ -538,9 +538,13 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     instance = cli_instance(tmp_path)
-    tags = {"sctc/host": socket.gethostname(), "sctc/pid": dead_pid}
+    tags = {HOST_TAG: socket.gethostname(), PID_TAG: dead_pid}
     instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="dead-run", status=dg.DagsterRunStatus.STARTED,
                                    tags=tags))
+    # a run an earlier version started carries the same bookkeeping under `sctc/`
+    legacy = {"sctc/host": socket.gethostname(), "sctc/pid": dead_pid}
+    instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="dead-legacy-run",
+                                   status=dg.DagsterRunStatus.STARTED, tags=legacy))
     instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="ui-run", status=dg.DagsterRunStatus.STARTED))
     started = []
     monkeypatch.setattr(ui, "run_forwarding_signals", lambda command: started.append(command) or 0)
@@ -549,4 +553,5 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
 
     assert started and "dev" in started[0]
     statuses = {run.run_id: run.status for run in cli_instance(tmp_path).get_runs()}
-    assert statuses == {"dead-run": dg.DagsterRunStatus.FAILURE, "ui-run": dg.DagsterRunStatus.STARTED}
+    assert statuses == {"dead-run": dg.DagsterRunStatus.FAILURE, "dead-legacy-run": dg.DagsterRunStatus.FAILURE,
+                        "ui-run": dg.DagsterRunStatus.STARTED}

@@ -15,7 +15,7 @@ from sctc_assets.lib.interrupt import clear_stop, request_stop
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.running.runner import BenchmarkWork, Runner, export_tables
 from sctc_assets.running.schedule import run_all
-from sctc_assets.running.instance import cli_instance
+from sctc_assets.running.instance import PID_TAG, cli_instance
 from sctc_assets.running.processes import PROCESSES_ENV, TaskFailed, WorkerPool, in_forked_process
 from sctc_assets.running.schedule import workers_for
 from sctc_assets.validation import option_problems
@@ -147,7 +147,7 @@ def test_replayed_models_run_in_worker_processes_and_the_others_in_this_one(pers
     assert [failure.stage for failure in report.failures] == ["mini: r2/zh_hant"]
     runs = instance.get_runs()
     assert len(report.run_ids) == len(runs) == 1 + 2 * 4 + 3 + 1  # inputs, 4 × 2 langs, 3 per-model (r2 failed), cross
-    pids = {(run.tags.get("sctc/model"), run.tags.get("sctc/lang")): run.tags["sctc/pid"] for run in runs}
+    pids = {(run.tags.get("sctc/model"), run.tags.get("sctc/lang")): run.tags[PID_TAG] for run in runs}
     assert pids[("api", "zh_hans")] == pids[("api", None)] == str(os.getpid())
     workers = {pids[(model, "zh_hans")] for model in ("r1", "r2", "r3")} | {pids[(None, None)]}
     assert str(os.getpid()) not in workers
@@ -173,7 +173,7 @@ def test_workers_write_the_tables_one_process_writes(persistent, monkeypatch):
     [single] = run_all(_runner(one_defs, one_instance, other), work)
     one_tables = {name: pd.read_parquet(path) for name, path in
                   export_tables(MINI_PLAN, MODELS, other, tmp_path / "one", one_defs).items()}
-    one_runs = {run.tags["sctc/pid"] for run in one_instance.get_runs()}
+    one_runs = {run.tags[PID_TAG] for run in one_instance.get_runs()}
     one_instance.dispose()
 
     assert spread.ok and single.ok
@@ -252,7 +252,7 @@ def test_a_signal_stops_the_workers_stages_as_it_stops_this_process_s(tmp_path, 
     assert sorted(marker.read_text().splitlines()) == ["started first/zh_hans", "started second/zh_hans"]
     runs = _runs_by_status(tmp_path / "home")
     assert set(runs) == {"SUCCESS", "FAILURE"}  # the inputs, and the halted partitions: nothing left STARTED
-    workers = {run.tags["sctc/pid"] for run in runs["FAILURE"]}
+    workers = {run.tags[PID_TAG] for run in runs["FAILURE"]}
     assert len(workers) == 2 and str(process.pid) not in workers
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)  # both ended with the run
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -27,7 +28,16 @@ from sctc_assets.running.dagster_internals import (NOOP_COMPUTE_LOG_MANAGER, SQL
                                                    SQLITE_SCHEDULE_STORAGE, InstanceRef, dagster_instance_config)
 
 NO_COMPUTE_LOGS = NOOP_COMPUTE_LOG_MANAGER
-HOST_TAG, PID_TAG, PROCESS_START_TAG = "sctc/host", "sctc/pid", "sctc/process_start"
+# Process bookkeeping, kept out of the Runs page's tag list (the UI hides keys under `.dagster/`); runs of earlier
+# versions carry them under `sctc/`, read as a fallback.
+HOST_TAG, PID_TAG, PROCESS_START_TAG = ".dagster/sctc_host", ".dagster/sctc_pid", ".dagster/sctc_process_start"
+LEGACY_TAGS = {HOST_TAG: "sctc/host", PID_TAG: "sctc/pid", PROCESS_START_TAG: "sctc/process_start"}
+
+
+def run_tag(run: Any, key: str, default: str | None = None) -> str | None:
+    """A bookkeeping tag of `run`, under its key or the key earlier versions wrote it under."""
+    tags = run.tags
+    return tags.get(key) or (tags.get(LEGACY_TAGS[key]) if key in LEGACY_TAGS else None) or default
 UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
@@ -82,9 +92,11 @@ def _alive(pid: int, start: str | None) -> bool:
 def sweep_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark as failed the unfinished runs whose `sctc run` process on this host no longer exists; their ids."""
     host, swept = socket.gethostname(), []
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=UNFINISHED, tags={HOST_TAG: host})):
-        pid = run.tags.get(PID_TAG, "")
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid), run.tags.get(PROCESS_START_TAG)):
+    runs = {run.run_id: run for key in (HOST_TAG, LEGACY_TAGS[HOST_TAG])
+            for run in instance.get_runs(filters=dg.RunsFilter(statuses=UNFINISHED, tags={key: host}))}
+    for run in runs.values():
+        pid = run_tag(run, PID_TAG, "")
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid), run_tag(run, PROCESS_START_TAG)):
             continue
         instance.report_run_failed(run, message=f"the sctc run process (pid {pid} on {host}) ended without "
                                                  "finishing this run (killed?); marked failed by a later sctc command")

@@ -4,11 +4,11 @@ Built on Dagster's staleness: an input is unchanged when Dagster reports it FRES
 `code_version` the one its last materialization recorded, the data versions of everything upstream the ones
 that materialization consumed; observable source assets upstream are observed first, so new upstream data shows
 as a new data version). Dagster cannot see two things, so they are compared as well: the op config of the last
-materializing run (e.g. `--name-seed`), and the `sctc/settings` tag, a digest of the `SCTC_*` settings that point
-the resources at their data (upstream locations, registries, the data folder) together with the size and
-modification time of the local files they name (of every file below an upstream folder) and of the repository's
-`data/*.yaml`. An asset without a
-`code_version` is never taken as unchanged: Dagster would call it fresh after any materialization.
+materializing run (e.g. `--name-seed`), and the `.dagster/sctc_settings` tag (hidden in the UI), a digest of the
+`SCTC_*` settings that point the resources at their data (upstream locations, registries, the data folder) together
+with the size and modification time of the local files they name (of every file below an upstream folder) and of
+the repository's `data/*.yaml`. An asset without a `code_version` is never taken as unchanged: Dagster would call it
+fresh after any materialization.
 
 The same test decides which model partitions (answers, scores, per-model tables) `sctc run` leaves as they are.
 For those, the settings digest leaves out the registry file and adds the registry entries that matter to the
@@ -32,7 +32,8 @@ from sctc_assets.running.dagster_internals import (AssetGraphView, AssetKeyParti
                                                    DagsterEventType, PartitionKeyFilter, StaleStatus, TemporalContext,
                                                    get_current_datetime, observe)
 
-SETTINGS_TAG = "sctc/settings"
+SETTINGS_TAG = ".dagster/sctc_settings"  # hidden from the Runs page's tags, as `instance`'s bookkeeping
+LEGACY_SETTINGS_TAG = "sctc/settings"  # where runs of earlier versions carry it
 # Per-run limits and how a run spreads its work, not data: a new budget must not re-materialize the prompts.
 _NOT_DATA = {"SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "SCTC_WORKER_PROCESSES",
              "SCTC_CONCURRENT_MODELS", "SCTC_STAGES_PER_ENDPOINT",
@@ -201,7 +202,7 @@ class Staleness:
                 reasons[name] = "no run recorded for its last materialization"
             elif errors:
                 reasons[name] = f"{errors} model call(s) ended in an error when it was last materialized (retried)"
-            elif run.tags.get(SETTINGS_TAG) != settings:
+            elif (run.tags.get(SETTINGS_TAG) or run.tags.get(LEGACY_SETTINGS_TAG)) != settings:
                 reasons[name] = "data settings changed (or last materialized outside sctc run)"
             elif ((run.run_config.get("ops") or {}).get(assets_def.node_def.name, {}).get("config")
                   != op_config.get(name)):
