@@ -209,7 +209,8 @@ def test_a_judge_labels_an_item_set_by_the_region_it_names_and_is_asked_once(tai
     judged = labels[labels.label_source == "judge"]
     assert {(row.variety, row.concept_id): (row.label, row.regions_found)
             for row in judged.itertuples()} == {
-        ("zh-CN", "k1"): ("misaligned", "tw"), ("zh-CN", "k2"): ("incorrect", ""), ("zh-CN", "k3"): ("correct", "cn,tw"),
+        ("zh-CN", "k1"): ("misaligned", "tw"), ("zh-CN", "k2"): ("incorrect", ""),
+        ("zh-CN", "k3"): ("correct", "cn,tw"),
         ("zh-TW", "k1"): ("correct", "tw"), ("zh-TW", "k2"): ("incorrect", ""), ("zh-TW", "k3"): ("correct", "tw,cn"),
         ("zh-HK", "k1"): ("misaligned", "tw"), ("zh-HK", "k3"): ("misaligned", "cn,tw"),
     }

@@ -1,11 +1,11 @@
 """Regional term choice on any item set, for any prompting varieties: one benchmark spec per registered set.
 
 Each set of the item-set registry (`sctc_assets.lib.term.item_sources`: `$SCTC_ITEM_SETS`, and the sets `sctc run
---term-items` used) becomes the benchmark `terms_<set>`, with its own assets (`terms_<set>_items` →
-`_prompts` → `_responses` → (`_judgements` →) `_labels` → `_by_concept`, `_rates`, `_matrix` → `_contrasts`, `_power`; corpus counts
-in `_corpus_counts` → `_corpus_term_counts`), partitioned by model × prompting variety: a set is its own lineage, so
-sets never make each other stale, and the default set stays the `term` benchmark with its keys. The assets are made
-by `sctc_assets/assets/variety_terms/` from these specs. No Dagster here.
+--term-items` used) becomes the benchmark `terms_<set>`, with its own assets (`terms_<set>_items` → `_prompts` →
+`_responses` → (`_judgements` →) `_labels` → `_by_concept`, `_rates`, `_matrix` → `_contrasts`, `_power`; corpus
+counts in `_corpus_counts` → `_corpus_term_counts`), partitioned by model × prompting variety: a set is its own
+lineage, so sets never make each other stale, and the default set stays the `term` benchmark with its keys. The
+assets are made by `sctc_assets/assets/variety_terms/` from these specs. No Dagster here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The assets of one item set's term benchmark (`sctc_assets.benchmarks.item_sets`), made per set so each set is a
 lineage of its own: items → prompts → responses (model × variety) → judgements (an optional judge model) → labels →
-per-model tables → cross-model tables. Thin: the library loads, prompts, labels and scores; these load, call it, write and attach metadata."""
+per-model tables → cross-model tables. Thin: the library loads, prompts, labels and scores; these load, call it,
+write and attach metadata."""
 
 
 import os

@@ -39,8 +39,8 @@ C = {
 
 def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSchemaSpec, ...]:
     """The schemas of an item set's term tables: `<prefix>_items`, `_prompts`, `_responses`, `_judgements`,
-    `_labels`, `_by_concept`, `_rates`, `_matrix`, `_contrasts` and `_power`; `regions`: every region a set may have (one optional `term_<region>`
-    column each)."""
+    `_labels`, `_by_concept`, `_rates`, `_matrix`, `_contrasts` and `_power`; `regions`: every region a set may have
+    (one optional `term_<region>` column each)."""
     regions = list(regions)
     return (
         table(f"{prefix}_items", [
@@ -134,7 +134,8 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             ("sig_wilcoxon_bh", "string", "Significance stars of `wilcoxon_p_bh`."),
         ], C),
         table(f"{prefix}_power", [
-            "model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts", "sd_concept_diff",
+            "model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts",
+            "sd_concept_diff",
             ("mde_pct_points", "float", "Smallest A − B difference (pp) the paired design detects at 80 % power, "
                                         "α = .05 two-sided (NaN: see `note`)."),
             ("concepts_needed_5pp", "float", "Concepts a 5 pp difference needs at that SD (NaN: see `note`)."),

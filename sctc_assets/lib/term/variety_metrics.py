@@ -53,15 +53,16 @@ RULES = "rules"  # the label source of labels without a `label_source` column
 CONCEPT_KEYS = ["model", "label_source", "variety", "prompt_variant", "concept_id"]
 BY_CONCEPT_COLUMNS = [*CONCEPT_KEYS[:4], "region", "concept_id", "definition_source", "n_trials", "n_correct",
                       "n_misaligned", "n_incorrect", "n_refusal", "misaligned_regions"]
-RATE_COLUMNS = ["model", "label_source", "variety", "region", "prompt_variant", "definitions", "measure", "n", "k", "pct", "ci_low",
-                "ci_high"]
-MATRIX_COLUMNS = ["model", "label_source", "prompt_variant", "variety", "region", "answered_region", "n_answers", "k", "pct"]
-CONTRAST_COLUMNS = ["model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "region_a", "region_b",
-                    "n_concepts", "pct_a", "pct_b", "diff_pct_points", "ci_low", "ci_high", "ci_method",
+RATE_COLUMNS = ["model", "label_source", "variety", "region", "prompt_variant", "definitions", "measure", "n", "k",
+                "pct", "ci_low", "ci_high"]
+MATRIX_COLUMNS = ["model", "label_source", "prompt_variant", "variety", "region", "answered_region", "n_answers", "k",
+                  "pct"]
+CONTRAST_COLUMNS = ["model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "region_a",
+                    "region_b", "n_concepts", "pct_a", "pct_b", "diff_pct_points", "ci_low", "ci_high", "ci_method",
                     "sd_concept_diff", "paired_t", "paired_t_p", "wilcoxon", "wilcoxon_p", "paired_t_p_bh",
                     "wilcoxon_p_bh", "sig_paired_t_bh", "sig_wilcoxon_bh"]
-POWER_COLUMNS = ["model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts", "sd_concept_diff",
-                 "mde_pct_points", *(f"concepts_needed_{effect}pp" for effect in EFFECTS_PP), "note"]
+POWER_COLUMNS = ["model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts",
+                 "sd_concept_diff", "mde_pct_points", *(f"concepts_needed_{effect}pp" for effect in EFFECTS_PP), "note"]
 _INT = {"prompt_variant", "n_trials", "n_correct", "n_misaligned", "n_incorrect", "n_refusal", "n", "k",
         "n_answers", "n_concepts"}
 _FLOAT = {"pct", "ci_low", "ci_high", "pct_a", "pct_b", "diff_pct_points", "sd_concept_diff", "paired_t",
@@ -130,9 +131,9 @@ def _regions_seen(asked: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
 
 
 def by_concept(labels: pd.DataFrame) -> pd.DataFrame:
-    """Per model × label source × variety × prompt variant × concept: region, definition_source ("" for the source's), n_trials,
-    n_correct, n_misaligned, n_incorrect, n_refusal (of the incorrect) and `misaligned_regions` (JSON object: other
-    region → misaligned answers holding its form)."""
+    """Per model × label source × variety × prompt variant × concept: region, definition_source ("" for the
+    source's), n_trials, n_correct, n_misaligned, n_incorrect, n_refusal (of the incorrect) and `misaligned_regions`
+    (JSON object: other region → misaligned answers holding its form)."""
     asked = _asked(labels)
     if asked.empty:
         return _empty(BY_CONCEPT_COLUMNS)
@@ -194,12 +195,12 @@ def _wilson(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def variety_rates(labels: pd.DataFrame) -> pd.DataFrame:
-    """Long table per model × label source × variety × prompt variant × definitions × measure: n answers, k with the measure, pct
-    (0–100) and its Wilson 95 % interval (percent), and the variety's region.
+    """Long table per model × label source × variety × prompt variant × definitions × measure: n answers, k with the
+    measure, pct (0–100) and its Wilson 95 % interval (percent), and the variety's region.
 
-    definitions: `all`, and `source` / `model` (the concepts whose definition the set's source / a model wrote)
-    only when some definition was drafted by a model. Measures: correct, misaligned, incorrect and
-    `misaligned:<region>` for every region the table names other than the variety's."""
+    definitions: `all`, and `source` / `model` (the concepts whose definition the set's source / a model wrote) only
+    when some definition was drafted by a model. Measures: correct, misaligned, incorrect and `misaligned:<region>`
+    for every region the table names other than the variety's."""
     asked = _asked(labels)
     if asked.empty:
         return _empty(RATE_COLUMNS)
@@ -248,9 +249,10 @@ def variety_rates(labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def variety_region_matrix(labels: pd.DataFrame, regions) -> pd.DataFrame:
-    """Prompted variety × answered region: per model × label source × prompt variant × variety × answered region (each of
-    `regions`, then `none`), the answers (`n_answers`, the denominator), those holding a form of that region (`k`)
-    and their percentage. A form several regions share counts for each; `none`: no region's form (refusals too)."""
+    """Prompted variety × answered region: per model × label source × prompt variant × variety × answered region
+    (each of `regions`, then `none`), the answers (`n_answers`, the denominator), those holding a form of that
+    region (`k`) and their percentage. A form several regions share counts for each; `none`: no region's form
+    (refusals too)."""
     regions = [str(code) for code in regions]
     asked = _asked(labels)
     if asked.empty:
@@ -308,12 +310,11 @@ def _rates(block: pd.DataFrame, measure: str) -> np.ndarray:
 
 def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()) -> pd.DataFrame:
     """Every pair of varieties (A, B; A first as the table orders them) per model × label source × prompt variant ×
-    measure
-    (correct, misaligned), the concept as the unit: the concepts asked in both, the mean per-concept rates (pct_a,
-    pct_b), A − B in percentage points with its 95 % paired-t interval, the paired t and Wilcoxon signed-rank tests
-    over the concepts, and their p-values BH-adjusted across the family (every pair and model of one label
-    source, prompt variant and measure) with significance stars. `order`: the varieties' order (the run's), which decides A and
-    B; varieties it lacks follow in the table's order."""
+    measure (correct, misaligned), the concept as the unit: the concepts asked in both, the mean per-concept rates
+    (pct_a, pct_b), A − B in percentage points with its 95 % paired-t interval, the paired t and Wilcoxon
+    signed-rank tests over the concepts, and their p-values BH-adjusted across the family (every pair and model of
+    one label source, prompt variant and measure) with significance stars. `order`: the varieties' order (the
+    run's), which decides A and B; varieties it lacks follow in the table's order."""
     if by_concept_all_models.empty:
         return _empty(CONTRAST_COLUMNS)
     rows = []
@@ -324,7 +325,8 @@ def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] 
             paired = robust.paired_by_unit(_rates(a, measure), _rates(b, measure))
             rows.append({
                 "model": model, "label_source": source, "prompt_variant": variant, "measure": measure,
-                "variety_a": first, "variety_b": second, "region_a": region_a, "region_b": region_b, "n_concepts": paired["n_units"],
+                "variety_a": first, "variety_b": second, "region_a": region_a, "region_b": region_b,
+                "n_concepts": paired["n_units"],
                 "pct_a": paired["mean_first"], "pct_b": paired["mean_second"], "diff_pct_points": paired["diff"],
                 "ci_low": paired["ci_low"], "ci_high": paired["ci_high"], "ci_method": CI_METHOD,
                 "sd_concept_diff": paired["sd_diff"], "paired_t": paired["paired_t"],
@@ -343,10 +345,10 @@ def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] 
 
 
 def variety_power(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()) -> pd.DataFrame:
-    """Per model × label source × prompt variant × measure × pair of varieties: the paired design this run had (the concepts
-    asked in both, the SD of the per-concept differences in percentage points), its minimum detectable difference
-    (pp, 80 % power, α = .05 two-sided: `power.mde_paired`) and the concepts a 5 and a 10 pp difference need
-    (`power.units_needed_paired`). Fewer than 2 concepts, or no variation in the differences (SD 0: the spread
+    """Per model × label source × prompt variant × measure × pair of varieties: the paired design this run had (the
+    concepts asked in both, the SD of the per-concept differences in percentage points), its minimum detectable
+    difference (pp, 80 % power, α = .05 two-sided: `power.mde_paired`) and the concepts a 5 and a 10 pp difference
+    need (`power.units_needed_paired`). Fewer than 2 concepts, or no variation in the differences (SD 0: the spread
     cannot be estimated from this run), give NaN and say so in `note`."""
     if by_concept_all_models.empty:
         return _empty(POWER_COLUMNS)
@@ -356,8 +358,9 @@ def variety_power(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()
             differences = _rates(a, measure) - _rates(b, measure)
             n = len(differences)
             sd = float(differences.std(ddof=1)) if n >= 2 else math.nan
-            row = {"model": model, "label_source": source, "prompt_variant": variant, "measure": measure, "variety_a": first,
-                   "variety_b": second, "n_concepts": n, "sd_concept_diff": sd, "mde_pct_points": math.nan,
+            row = {"model": model, "label_source": source, "prompt_variant": variant, "measure": measure,
+                   "variety_a": first, "variety_b": second, "n_concepts": n, "sd_concept_diff": sd,
+                   "mde_pct_points": math.nan,
                    **{f"concepts_needed_{effect}pp": math.nan for effect in EFFECTS_PP}, "note": ""}
             if n < 2:
                 row["note"] = f"{n} concept(s) asked in both varieties: at least 2 are needed"
