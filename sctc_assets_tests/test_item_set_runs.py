@@ -6,6 +6,7 @@ region's form gives the exact prompted-variety × answered-region matrix, and th
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -218,3 +219,67 @@ def test_extend_from_adds_hong_kong_and_macau_forms_to_the_default_set_and_says_
     assert "item set sctc_csld: 62 of 110 concepts matched csld" in printed.out
     assert "terms_sctc_csld" in printed.out and "zh-MO" in printed.out
     assert not (isolated_data_dir / "item_sets.yaml").exists()  # a plan writes nothing
+
+
+# The judge's fixed verdicts per concept on the Taiwan forms `always-tw` answers: k1 Taiwan's, k2 none of the forms,
+# k3 Taiwan's and Mainland's (as if it took 抹布 for both), k4 no verdict at all.
+VERDICTS = {"k1": "判断：Taiwan", "k2": "这不是任何一个叫法。\n判断：无", "k3": "判断：Taiwan、Mainland",
+            "k4": "我不确定。"}
+
+
+def _judge_answers(items_file: Path) -> dict[str, str]:
+    """judge prompt → the verdict for its concept, for every answer `always-tw` gives in every variety."""
+    from sctc_assets.lib.term.judge import region_judge_prompt
+
+    catalog = load_catalog()
+    item_set = read_item_csv(items_file)
+    concepts = {concept.concept_id: concept for concept in item_set.concepts}
+    prompts = build_variety_prompts(item_set, [catalog.variety(code) for code in VARIETIES], cue="script")
+    return {region_judge_prompt(row.prompt, concepts[row.concept_id].forms, row.variety,
+                                concepts[row.concept_id].forms_of("tw")[0], catalog): VERDICTS[row.concept_id]
+            for row in prompts.itertuples()}
+
+
+def test_a_judge_labels_an_item_set_by_the_region_it_names_and_is_asked_once(taiwan_model, items_file, tmp_path,
+                                                                           isolated_data_dir, monkeypatch, capfd):
+    judge_calls = tmp_path / "judge_calls.log"
+    answers = json.dumps(_judge_answers(items_file), ensure_ascii=False)
+    registry = Path(os.environ["SCTC_MODELS"])
+    with registry.open("a", encoding="utf-8") as handle:
+        handle.write(f"  judge-fake: {{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: judge, "
+                     f"calls_file: '{judge_calls}', default_answer: '?', answers: {answers}}}\n")
+    monkeypatch.delenv("SCTC_TERM_JUDGE", raising=False)
+    command = ["run", "--benchmarks", "term", "--term-items", str(items_file), "--varieties", *VARIETIES,
+               "--models", "always-tw", "--judge", "judge-fake", "--trials", "2", "--prompt-variants", "1",
+               "--out", str(tmp_path / "out")]
+    assert main(command) == 0, capfd.readouterr()
+    capfd.readouterr()
+
+    labels = pd.concat([pd.read_parquet(path) for path in
+                        sorted((isolated_data_dir / "storage").rglob("*"))
+                        if path.is_file() and "terms_street_words_labels" in str(path)], ignore_index=True)
+    judged = labels[labels.label_source == "judge"]
+    assert {(row.variety, row.concept_id): (row.label, row.regions_found)
+            for row in judged.itertuples()} == {
+        ("zh-CN", "k1"): ("misaligned", "tw"), ("zh-CN", "k2"): ("incorrect", ""),
+        ("zh-CN", "k3"): ("correct", "cn,tw"),
+        ("zh-TW", "k1"): ("correct", "tw"), ("zh-TW", "k2"): ("incorrect", ""), ("zh-TW", "k3"): ("correct", "tw,cn"),
+        ("zh-HK", "k1"): ("misaligned", "tw"), ("zh-HK", "k3"): ("misaligned", "cn,tw"),
+    }
+    assert len(judged) == 2 * 8  # both trials of each; k4 (no verdict) left out
+    rules = labels[labels.label_source == "rules"]
+    assert len(rules) == 2 * 11  # the rules labels as they were, k4 included
+    # the tables keep the sources apart
+    rates = pd.read_parquet(tmp_path / "out" / "terms_street_words_rates.parquet")
+    judge_rates = rates[(rates.label_source == "judge") & (rates.definitions == "all")].set_index(
+        ["variety", "measure"])
+    assert judge_rates.loc[("zh-CN", "correct"), ["k", "n"]].tolist() == [2, 6]
+    assert judge_rates.loc[("zh-HK", "misaligned:cn"), ["k", "n"]].tolist() == [2, 4]
+    rules_rates = rates[(rates.label_source == "rules") & (rates.definitions == "all")].set_index(
+        ["variety", "measure"])
+    assert rules_rates.loc[("zh-CN", "misaligned"), ["k", "n"]].tolist() == [8, 8]
+
+    # one call per distinct judge prompt (the two trials' answers are the same): 4 + 4 + 3, then none
+    assert count_calls(judge_calls) == 11
+    assert main(command) == 0, capfd.readouterr()
+    assert count_calls(judge_calls) == 11

@@ -230,8 +230,8 @@ def test_power_of_the_design_and_its_degenerate_cases():
 def test_every_table_matches_its_schema():
     labels = pd.concat([always_taiwan("m", (1, 2)), always_taiwan("n", (1,))], ignore_index=True)
     schemas = {spec.table: spec for spec in variety_term_schemas("terms_demo", REGIONS)}
-    assert list(schemas) == [f"terms_demo_{name}" for name in ("items", "prompts", "responses", "labels", "by_concept", "rates",
-                                                                "matrix", "contrasts", "power")]
+    assert list(schemas) == [f"terms_demo_{name}" for name in ("items", "prompts", "responses", "judgements", "labels",
+                                                                "by_concept", "rates", "matrix", "contrasts", "power")]
     concepts = vm.by_concept(labels)
     tables = {"labels": labels, "by_concept": concepts, "rates": vm.variety_rates(labels),
               "matrix": vm.variety_region_matrix(labels, REGIONS), "contrasts": vm.variety_contrasts(concepts),

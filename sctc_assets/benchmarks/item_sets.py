@@ -1,11 +1,11 @@
 """Regional term choice on any item set, for any prompting varieties: one benchmark spec per registered set.
 
 Each set of the item-set registry (`sctc_assets.lib.term.item_sources`: `$SCTC_ITEM_SETS`, and the sets `sctc run
---term-items` used) becomes the benchmark `terms_<set>`, with its own assets (`terms_<set>_items` →
-`_prompts` → `_responses` → `_labels` → `_by_concept`, `_rates`, `_matrix` → `_contrasts`, `_power`; corpus counts
-in `_corpus_counts` → `_corpus_term_counts`), partitioned by model × prompting variety: a set is its own lineage, so
-sets never make each other stale, and the default set stays the `term` benchmark with its keys. The assets are made
-by `sctc_assets/assets/variety_terms/` from these specs. No Dagster here.
+--term-items` used) becomes the benchmark `terms_<set>`, with its own assets (`terms_<set>_items` → `_prompts` →
+`_responses` → (`_judgements` →) `_labels` → `_by_concept`, `_rates`, `_matrix` → `_contrasts`, `_power`; corpus
+counts in `_corpus_counts` → `_corpus_term_counts`), partitioned by model × prompting variety: a set is its own
+lineage, so sets never make each other stale, and the default set stays the `term` benchmark with its keys. The
+assets are made by `sctc_assets/assets/variety_terms/` from these specs. No Dagster here.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import pandas as pd
 from tabulate import tabulate
 
 from sctc_assets.benchmarks.corpus import corpus_shards
-from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
+from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart)
+from sctc_assets.benchmarks.term import TERM
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
 from sctc_assets.lib.term.item_sources import ItemSetEntry, LoadedSet, load_entry, registered_sets
 from sctc_assets.lib.term.items import ItemSetError
@@ -39,8 +40,10 @@ def asset_entries(prefix: str) -> dict[str, AssetEntry]:
                                                 "forms that count as correct."),
         f"{prefix}_responses": AssetEntry(MODEL_LANG, "One model's answers to the item set's prompts in one "
                                                       "prompting variety.", calls=GENERATION),
+        f"{prefix}_judgements": AssetEntry(MODEL_LANG, "A judge model's verdicts on which region's form each of one "
+                                                       "partition's answers gives.", calls=JUDGE),
         f"{prefix}_labels": AssetEntry(MODEL_LANG, "Correct, misaligned (with the regions) or incorrect labels of one "
-                                                   "partition's answers."),
+                                                   "partition's answers, by label source."),
         f"{prefix}_by_concept": AssetEntry(PER_MODEL, "One model's label counts per concept, variety and prompt "
                                                       "variant."),
         f"{prefix}_rates": AssetEntry(PER_MODEL, "One model's correct, misaligned-by-region and incorrect rates per "
@@ -63,7 +66,8 @@ def serves_item_sets(entry: Any) -> bool:
 def _config(prefix: str):
     def config(options: Mapping[str, Any]) -> dict:
         return {f"{prefix}_responses": {"trials": options.get("trials"),
-                                        "prompt_variants": options.get("prompt_variants")}}
+                                        "prompt_variants": options.get("prompt_variants")},
+                f"{prefix}_judgements": {"judge": options.get("judge")}}
     return config
 
 
@@ -116,7 +120,8 @@ def _summary(prefix: str, set_name: str, varieties: tuple[str, ...]):
                       & (rates["measure"] == "correct")]
         if rates.empty:
             return f"no {prefix}_rates for the chosen models"
-        wide = rates.pivot_table(index=["model", "prompt_variant"], columns="variety", values="pct")
+        wide = rates.pivot_table(index=["model", "label_source", "prompt_variant"], columns="variety", values="pct",
+                                 sort=False)
         wide = wide[[variety for variety in varieties if variety in wide.columns]]
         return (f"Regional term choice on item set {set_name!r}: aligned % (answers with a form of the prompted "
                 f"variety's region), per prompting variety\n"
@@ -152,6 +157,7 @@ def item_set_spec(item_entry: ItemSetEntry, varieties: tuple[str, ...]) -> Bench
         run_settings=_run_settings,
         design=_design(item_entry, spec_ref),
         settings_keys=frozenset({"trials", "prompt_variants", "max_new_tokens"}),
+        judge=TERM.judge,  # the default set's `--judge` / $SCTC_TERM_JUDGE
         serves=serves_item_sets,
         summary=_summary(prefix, item_entry.name, varieties),
         partitioned_inputs=corpus_inputs,

@@ -1,26 +1,30 @@
 """The assets of one item set's term benchmark (`sctc_assets.benchmarks.item_sets`), made per set so each set is a
-lineage of its own: items → prompts → responses (model × variety) → labels → per-model tables → cross-model tables.
-Thin: the library loads, prompts, labels and scores; these load, call it, write and attach metadata."""
+lineage of its own: items → prompts → responses (model × variety) → judgements (an optional judge model) → labels →
+per-model tables → cross-model tables. Thin: the library loads, prompts, labels and scores; these load, call it,
+write and attach metadata."""
 
 
+import os
 from typing import Optional
 
 import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
-from sctc_assets.assets.metadata import generation_metadata, table_metadata
+from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
+from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.variety_terms.corpus import item_set_corpus_assets
 from sctc_assets.benchmarks.item_sets import loaded
 from sctc_assets.benchmarks.spec import BenchmarkSpec
-from sctc_assets.lib.generation import result_columns
+from sctc_assets.lib.frames import empty_table
+from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.term import variety_metrics
 from sctc_assets.lib.term.item_sources import ItemSetEntry
-from sctc_assets.lib.term.items import item_set_from_frame
+from sctc_assets.lib.term.items import ItemSet, item_set_from_frame
+from sctc_assets.lib.term.judge import parse_region_verdict, region_judge_label, region_judge_prompt, region_names
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides
-from sctc_assets.lib.term.region_labels import label_frame
+from sctc_assets.lib.term.region_labels import PAPER_RULE, label_frame, rule_for
 from sctc_assets.lib.term.requests import variety_requests
 from sctc_assets.lib.term.variety_prompts import build_variety_prompts
 from sctc_assets.lib.varieties import load_catalog
@@ -33,6 +37,10 @@ RESPONSE_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id"
 LABEL_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "response", "outcome",
                  "label_source", "label", "regions_found", "misaligned_forms", "definition_source"]
 KINDS = {"pandas", "parquet"}
+ITEM_KEYS = ["variety", "prompt_variant", "concept_id", "trial"]
+JUDGEMENT_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "judge_model",
+                     "judge_answer", "judge_outcome", "judge_regions"]
+JUDGEMENT_DTYPES = {"prompt_variant": "int64", "trial": "int64"}
 
 
 class ItemSetResponsesConfig(dg.Config):
@@ -42,6 +50,44 @@ class ItemSetResponsesConfig(dg.Config):
     prompt_variants: Optional[list[int]] = Field(
         default=None, description="Prompt variants 1–3; default: the registry's `benchmarks.term.prompt_variants`, "
                                   "else all.")
+
+
+class ItemSetJudgeConfig(dg.Config):
+    judge: Optional[str] = Field(
+        default=None, description="Registry key of the judge model (`sctc run --judge`); default $SCTC_TERM_JUDGE; "
+                                  "unset: no `judge` labels.")
+
+
+def _judged(responses: pd.DataFrame) -> pd.DataFrame:
+    """The answers a judge is asked about: answered with text (a refusal or an empty answer is incorrect anyway)."""
+    return responses[(responses["outcome"] == "ok")
+                     & responses["response"].map(lambda text: bool(strip_reasoning(text)))].reset_index(drop=True)
+
+
+def judge_label_rows(answered: pd.DataFrame, judgements: pd.DataFrame, item_set: ItemSet) -> tuple[pd.DataFrame, int]:
+    """The `judge` labels of the answered rows (ok/refusal) of concepts asked in their variety: a refusal or an
+    empty answer is incorrect, any other answer labelled from its verdict (`region_judge_label`); answers without
+    a verdict are left out. Returns the rows (label, regions_found, misaligned_forms "") and how many were left out."""
+    keyed = judgements[ITEM_KEYS + ["judge_regions"]].assign(concept_id=judgements["concept_id"].astype(str))
+    merged = answered.assign(concept_id=answered["concept_id"].astype(str)).merge(
+        keyed, on=ITEM_KEYS, how="left", validate="many_to_one")
+    misaligned_first = rule_for(item_set) == PAPER_RULE
+    labels, found = [], []
+    for outcome, response, region, verdict in zip(merged["outcome"].tolist(), merged["response"].tolist(),
+                                                  merged["region"].tolist(), merged["judge_regions"].tolist()):
+        if outcome != "ok" or not strip_reasoning(response):
+            labels.append("incorrect")
+            found.append("")
+            continue
+        regions = None if verdict is None or (not isinstance(verdict, str) and pd.isna(verdict)) else \
+            tuple(code for code in str(verdict).split(",") if code)
+        label, named = region_judge_label(regions, str(region), misaligned_first)
+        labels.append(label)
+        found.append(named)
+    merged = merged.drop(columns=["judge_regions"]).assign(label=labels, regions_found=found, misaligned_forms="",
+                                                          label_source="judge")
+    kept = merged[merged["label"].notna()].reset_index(drop=True)
+    return kept, len(merged) - len(kept)
 
 
 def _model_and_variety(context: dg.AssetExecutionContext) -> tuple[str, str]:
@@ -113,23 +159,71 @@ def item_set_assets(spec: BenchmarkSpec, entry: ItemSetEntry) -> list:
             **generation_metadata(context.log, label, backend, results)))
 
     @catalogued
+    @dg.asset(name=f"{prefix}_judgements", group_name=group, kinds=KINDS, partitions_def=partitions,
+              ins={"responses": dg.AssetIn(f"{prefix}_responses"), "items": dg.AssetIn(f"{prefix}_items")},
+              pool=JUDGE_POOL)
+    def judgements(context: dg.AssetExecutionContext, config: ItemSetJudgeConfig, responses: pd.DataFrame,
+                   items: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
+        """Optional judge verdicts: for each answer with text, which region's form it gives, the judge shown every
+        region's forms (`region_judge_prompt`), through the response cache. Empty when no judge is configured;
+        the `judge` labels of `_labels` come from them."""
+        model, variety = _model_and_variety(context)
+        judge_key = config.judge or (os.environ.get(spec.judge.env_var) if spec.judge else None) or None
+        asked = _judged(responses) if judge_key else responses.iloc[0:0]
+        if asked.empty:
+            return dg.Output(empty_table(JUDGEMENT_COLUMNS, JUDGEMENT_DTYPES), metadata={
+                "judge": judge_key or "none", "dagster/row_count": 0})
+        catalog = load_catalog()
+        concepts = {concept.concept_id: concept for concept in item_set_from_frame(items, entry.name).concepts}
+        prompting = catalog.variety(variety)
+        forms = [concepts[str(concept_id)].forms for concept_id in asked["concept_id"]]
+        requests = [GenerationRequest.user(region_judge_prompt(prompt, concept_forms, prompting, response, catalog))
+                    for prompt, concept_forms, response in zip(asked["prompt"], forms, asked["response"])]
+        judge = models.backend(judge_key)
+        label = f"{prefix}_judgements {model}/{variety} by {judge_key}"
+        results = judge.generate(requests, cache=models.cache(), progress=ProgressReporter(label, context.log.info))
+        verdicts = [parse_region_verdict(result.text, region_names(catalog, [code for code, listed
+                                                                             in concept_forms.items() if listed]))
+                    if result.outcome == "ok" else None for result, concept_forms in zip(results, forms)]
+        frame = asked[["variety", "region", "prompt_variant", "concept_id", "trial"]].copy()
+        frame.insert(0, "model", model)
+        frame = frame.assign(judge_model=judge_key, judge_answer=[result.text for result in results],
+                             judge_outcome=[result.outcome for result in results],
+                             judge_regions=[None if verdict is None else ",".join(verdict) for verdict in verdicts])
+        frame = frame[JUDGEMENT_COLUMNS]
+        return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
+            frame, judge=judge_key, unparsed_verdicts=int(frame["judge_regions"].isna().sum()),
+            **usage_metadata(results, judge.pricing())))
+
+    @catalogued
     @dg.asset(name=f"{prefix}_labels", group_name=group, kinds=KINDS, partitions_def=partitions,
-              ins={"responses": dg.AssetIn(f"{prefix}_responses"), "items": dg.AssetIn(f"{prefix}_items")})
-    def labels(responses: pd.DataFrame, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+              ins={"responses": dg.AssetIn(f"{prefix}_responses"), "items": dg.AssetIn(f"{prefix}_items"),
+                   "judgements": dg.AssetIn(f"{prefix}_judgements")})
+    def labels(responses: pd.DataFrame, items: pd.DataFrame, judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
         """The `rules` labels for N regions: correct (a form of the prompted variety's region), misaligned (only
         other regions' forms; `regions_found` names them all), incorrect; forms compared across scripts, a form
-        shared by regions counts as each one's, a refusal is incorrect, errors are left out. Never calls a model."""
+        shared by regions counts as each one's, a refusal is incorrect, errors are left out. Never calls a model.
+        With judge verdicts (`_judgements`), the `judge` labels too: correct when the judge names the prompted
+        region, misaligned when it names only others, incorrect when none; answers without a verdict left out."""
         item_set = item_set_from_frame(items, entry.name)
         answered = responses[responses["outcome"].isin(["ok", "refusal"])].reset_index(drop=True)
         labelled = label_frame(answered, item_set, load_catalog(), answered=True)
+        asked = labelled["label"].notna()
+        rules = labelled[asked].reset_index(drop=True).assign(label_source="rules")
+        frames, without_verdict = [rules], 0
+        if not judgements.empty:
+            judged, without_verdict = judge_label_rows(answered[asked.to_numpy()].reset_index(drop=True), judgements,
+                                                       item_set)
+            frames.append(judged)
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else rules
         sources = dict(zip(items["concept_id"].astype(str), items["definition_source"].fillna("").astype(str)))
-        labelled = labelled.assign(label_source="rules",
-                                   definition_source=labelled["concept_id"].astype(str).map(sources).fillna(""))
-        frame = labelled[labelled["label"].notna()].reset_index(drop=True)[LABEL_COLUMNS]
-        counts = frame.groupby("label").size().astype(int).to_dict() if not frame.empty else {}
+        frame = frame.assign(definition_source=frame["concept_id"].astype(str).map(sources).fillna(""))[LABEL_COLUMNS]
+        counts = {source: block.groupby("label").size().astype(int).to_dict()
+                  for source, block in frame.groupby("label_source", sort=False)} if not frame.empty else {}
         return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
             frame, label_distribution=dg.MetadataValue.json(counts),
-            excluded_errors=int(len(responses) - len(answered))))
+            excluded_errors=int(len(responses) - len(answered)),
+            judge_left_out=without_verdict))
 
     @catalogued
     @dg.asset(name=f"{prefix}_by_concept", group_name=group, kinds=KINDS, partitions_def=models_partitions,
@@ -175,5 +269,5 @@ def item_set_assets(spec: BenchmarkSpec, entry: ItemSetEntry) -> list:
         frame = variety_metrics.variety_power(by_concept, spec.langs)
         return dg.Output(frame, metadata=table_metadata(frame))
 
-    return [items, prompts, responses, labels, by_concept, rates, matrix, contrasts, power,
+    return [items, prompts, responses, judgements, labels, by_concept, rates, matrix, contrasts, power,
             *(catalogued(assets_def) for assets_def in item_set_corpus_assets(prefix, group))]

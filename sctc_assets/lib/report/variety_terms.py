@@ -5,7 +5,9 @@ item set by `for_item_set`, from `<prefix>_rates`, `<prefix>_matrix`, `<prefix>_
 The section shows per model and variety the correct (aligned), misaligned and incorrect shares with Wilson
 intervals; per model a heatmap of the prompted variety × the region whose form the answer gave; every pair of
 varieties compared with the concept as the unit (BH-adjusted marks); what those comparisons can detect; and, when a
-model drafted some definitions, the shares of the source-written and the model-written concepts apart.
+model drafted some definitions, the shares of the source-written and the model-written concepts apart. The tables
+hold one row set per label source (`label_source`): the section shows the `rules` labels (`LABEL_SOURCE`), and says
+when judge labels exist too.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval
 
 HEADLINE_VARIANT = 1
+LABEL_SOURCE = "rules"  # the label source the section shows; the tables keep every source's rows apart
 ALL, SOURCE, MODEL = "all", "source", "model"  # the `definitions` values of `<prefix>_rates`
 MISALIGNED_PREFIX = "misaligned:"
 NONE = "none"
@@ -38,6 +41,13 @@ def how(set_name: str, varieties: Sequence[str]) -> str:
 
 def headline_columns(set_name: str, varieties: Sequence[str]) -> list[str]:
     return [f"Terms {set_name}: aligned % ({code})" for code in varieties]
+
+
+def of_source(frame: pd.DataFrame, source: str = LABEL_SOURCE) -> pd.DataFrame:
+    """The rows of one label source (tables written before the column existed hold `rules` rows only)."""
+    if "label_source" not in frame.columns:
+        return frame if source == LABEL_SOURCE else frame.iloc[0:0]
+    return frame[frame["label_source"].fillna(LABEL_SOURCE) == source]
 
 
 def _interval(row: dict[str, Any], table: str) -> Interval | None:
@@ -61,7 +71,7 @@ def _rate_cell(row: dict[str, Any] | None, table: str, note: str = "") -> Cell:
 
 def headline(inputs: ReportInputs, model: str, *, prefix: str, set_name: str, varieties: Sequence[str]) -> list[Cell]:
     """Scorecard cells: the aligned (correct) share per variety, prompt variant 1, all concepts."""
-    rates = inputs.table(f"{prefix}_rates")
+    rates = of_source(inputs.table(f"{prefix}_rates"))
     if rates.empty or model not in set(rates["model"]):
         return [not_run() for _ in varieties]
     note = f"item set {set_name}, prompt variant {HEADLINE_VARIANT}, all concepts; aligned = the prompted region's form"
@@ -247,14 +257,20 @@ def section(inputs: ReportInputs, *, prefix: str, set_name: str, varieties: Sequ
     result = Section(prefix, f"Regional term choice: item set {set_name}",
                      "SC-TC-Bench Task 1 (Lyu et al., FAccT 2025) over any regions: each concept asked in every "
                      f"prompting variety ({', '.join(varieties)}) whose region has a form for it")
-    rates = inputs.table(f"{prefix}_rates")
+    every_source = inputs.table(f"{prefix}_rates")
+    rates = of_source(every_source)
     if rates.empty:
         result.missing.append(Missing(f"{prefix}_rates has no rows for the chosen models", command))
         return result
     present = model_order.ordered(rates["model"].unique())
     result.data_note = inputs.kinds_note(present)
+    others = sorted(set(every_source["label_source"].dropna()) - {LABEL_SOURCE}) \
+        if "label_source" in every_source.columns else []
+    if others:
+        result.notes.append(f"Labels by `{LABEL_SOURCE}` (the forms found in the answer); the tables also hold "
+                            f"labels by {', '.join(f'`{source}`' for source in others)} (label_source column).")
     result.add(rates_table(rates, prefix, set_name, varieties))
-    matrix = inputs.table(f"{prefix}_matrix")
+    matrix = of_source(inputs.table(f"{prefix}_matrix"))
     if matrix.empty:
         result.missing.append(Missing(f"{prefix}_matrix has no rows: the variety × region heatmaps are left out",
                                       command))
@@ -273,13 +289,13 @@ def section(inputs: ReportInputs, *, prefix: str, set_name: str, varieties: Sequ
                 draw=partial(heatmap_figure, matrix[matrix["model"] == model], tuple(varieties),
                              f"{model} — item set {set_name}"),
                 source=f"{prefix}_matrix; " + inputs.kinds_note([model])))
-    contrasts = inputs.table(f"{prefix}_contrasts")
+    contrasts = of_source(inputs.table(f"{prefix}_contrasts"))
     if contrasts.empty:
         result.missing.append(Missing(f"{prefix}_contrasts has no rows (fewer than two varieties, or not "
                                       "materialized): the pairwise comparisons are left out", command))
     else:
         result.add(contrasts_table(contrasts, prefix, set_name))
-    power = inputs.table(f"{prefix}_power")
+    power = of_source(inputs.table(f"{prefix}_power"))
     if not power.empty:
         result.add(power_table(power, prefix, set_name))
     definitions = definitions_table(rates, prefix, set_name, varieties)

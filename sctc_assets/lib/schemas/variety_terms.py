@@ -31,13 +31,16 @@ C = {
     "measure": ("string", "The share compared: `correct` or `misaligned`."),
     "n_concepts": ("int", "Concepts asked in both varieties (the paired units)."),
     "sd_concept_diff": ("float", "SD of the per-concept A − B differences, in percentage points."),
+    "label_source": ("string", "Who labelled the answers: `rules` (the forms found in the answer) or `judge` (a judge "
+                               "model's verdict on which region's form the answer gives, `<prefix>_judgements`); "
+                               "each source's rows are counted apart."),
 }
 
 
 def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSchemaSpec, ...]:
-    """The schemas of an item set's term tables: `<prefix>_items`, `_prompts`, `_responses`, `_labels`, `_by_concept`, `_rates`,
-    `_matrix`, `_contrasts` and `_power`; `regions`: every region a set may have (one optional `term_<region>`
-    column each)."""
+    """The schemas of an item set's term tables: `<prefix>_items`, `_prompts`, `_responses`, `_judgements`,
+    `_labels`, `_by_concept`, `_rates`, `_matrix`, `_contrasts` and `_power`; `regions`: every region a set may have
+    (one optional `term_<region>` column each)."""
     regions = list(regions)
     return (
         table(f"{prefix}_items", [
@@ -62,25 +65,33 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             "prompt", "response", "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason",
             "cached", "latency_s", "seed", "served_model", "system_fingerprint",
         ], C),
+        table(f"{prefix}_judgements", [
+            "model", "variety", "region", "prompt_variant", "concept_id", "trial", "judge_model", "judge_answer",
+            "judge_outcome",
+            ("judge_regions", "string", "The regions the judge said the answer's form belongs to, comma-joined "
+                                        "(`\"\"`: none of the listed forms); missing when it gave no verdict (the "
+                                        "answer is then left out of the `judge` labels)."),
+        ], C),
         table(f"{prefix}_labels", [
             "model", "variety", "region", "prompt_variant", "concept_id", "trial", "response", "outcome",
             ("label", "string", "`correct`, `misaligned` or `incorrect`; missing for a concept without a form of "
                                 "the prompted region (not counted)."),
             ("regions_found", "string", "The regions whose forms the answer holds, comma-joined (`\"\"`: none); a "
                                         "form several regions share names each of them."),
-            ("misaligned_forms", "string", "The other regions' forms found in the answer, joined by `, `."),
+            ("misaligned_forms", "string", "The other regions' forms found in the answer, joined by `, ` (`rules` "
+                                           "labels; empty for `judge` labels, whose judge names regions only)."),
             "definition_source",
-            ("label_source", "string", "Who labelled the answers: `rules`."),
+            "label_source",
         ], C),
         table(f"{prefix}_by_concept", [
-            "model", "variety", "prompt_variant", "region", "concept_id", "definition_source",
+            "model", "label_source", "variety", "prompt_variant", "region", "concept_id", "definition_source",
             ("n_trials", "int", "Labelled answers of the concept in this variety and variant."),
             "n_correct", "n_misaligned", "n_incorrect", "n_refusal",
             ("misaligned_regions", "string", "JSON object: other region → misaligned answers holding its form (an "
                                              "answer holding several regions' forms counts for each)."),
         ], C),
         table(f"{prefix}_rates", [
-            "model", "variety", "region", "prompt_variant",
+            "model", "label_source", "variety", "region", "prompt_variant",
             ("definitions", "string", "`all` concepts; `source` / `model`: those whose definition the set's source "
                                       "/ a model wrote (only when a model wrote some)."),
             ("measure", "string", "`correct`, `misaligned`, `incorrect`, or `misaligned:<region>` (misaligned "
@@ -92,7 +103,7 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             ("ci_high", "float", "Wilson 95 % interval of `pct`, high end (percent)."),
         ], C),
         table(f"{prefix}_matrix", [
-            "model", "prompt_variant", "variety", "region",
+            "model", "label_source", "prompt_variant", "variety", "region",
             ("answered_region", "string", "A region of the set whose form the answer holds (the prompted one "
                                           "included), or `none`: no region's form (refusals included)."),
             ("n_answers", "int", "Labelled answers of the variety and variant (the denominator)."),
@@ -101,7 +112,7 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             ("pct", "float", "`k / n_answers` in percent (0–100)."),
         ], C),
         table(f"{prefix}_contrasts", [
-            "model", "prompt_variant", "measure", "variety_a", "variety_b",
+            "model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b",
             ("region_a", "string", "The region of `variety_a`."),
             ("region_b", "string", "The region of `variety_b`."),
             "n_concepts",
@@ -117,13 +128,14 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             ("wilcoxon", "float", "Wilcoxon signed-rank statistic over the concepts (zero differences dropped)."),
             ("wilcoxon_p", "float", "Two-sided p-value of the Wilcoxon test."),
             ("paired_t_p_bh", "float", "`paired_t_p` Benjamini–Hochberg adjusted across every pair and model of "
-                                       "the prompt variant and measure."),
+                                       "the label source, prompt variant and measure."),
             ("wilcoxon_p_bh", "float", "`wilcoxon_p` Benjamini–Hochberg adjusted the same way."),
             ("sig_paired_t_bh", "string", "Significance stars of `paired_t_p_bh` (`NS` when not significant)."),
             ("sig_wilcoxon_bh", "string", "Significance stars of `wilcoxon_p_bh`."),
         ], C),
         table(f"{prefix}_power", [
-            "model", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts", "sd_concept_diff",
+            "model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts",
+            "sd_concept_diff",
             ("mde_pct_points", "float", "Smallest A − B difference (pp) the paired design detects at 80 % power, "
                                         "α = .05 two-sided (NaN: see `note`)."),
             ("concepts_needed_5pp", "float", "Concepts a 5 pp difference needs at that SD (NaN: see `note`)."),

@@ -1,6 +1,7 @@
 """Metric tables of the term task over any item set and any prompting varieties (pure Python, no Dagster).
 
-Input: the label table L of an item set (every partition of one or more models): model, variety (zh-HK …), region
+Input: the label table L of an item set (every partition of one or more models): model, label_source (`rules`,
+`judge`; missing: `rules`), variety (zh-HK …), region
 (the prompted variety's), prompt_variant, concept_id, trial, outcome (`ok`/`refusal`), label
 (`correct`/`misaligned`/`incorrect`; missing for a concept not asked in that variety: those rows are dropped),
 regions_found (the regions whose forms the answer holds, joined by `,`; it may name the prompted region) and
@@ -16,6 +17,9 @@ The tables:
 - `variety_contrasts`: every pair of varieties with the concept as the unit (paired t, Wilcoxon), BH-adjusted
   across the pairs and models of each prompt variant and measure;
 - `variety_power`: what those paired designs can detect, and how many concepts a 5 or 10 pp effect needs.
+
+Every table keeps the label sources apart: `label_source` is one of its keys, and the contrasts' BH family is one
+label source's.
 
 Counting rules: `misaligned:<region>` and `misaligned_regions` count the answers labelled misaligned that hold a form
 of that (other) region, an answer holding several regions' forms counting for each; so each is at most the
@@ -45,18 +49,20 @@ MODEL_SOURCE_PREFIX = "model:"
 EFFECTS_PP = (5, 10)
 CI_METHOD = "paired t over concepts (95 %)"
 
-CONCEPT_KEYS = ["model", "variety", "prompt_variant", "concept_id"]
-BY_CONCEPT_COLUMNS = [*CONCEPT_KEYS[:3], "region", "concept_id", "definition_source", "n_trials", "n_correct",
+RULES = "rules"  # the label source of labels without a `label_source` column
+CONCEPT_KEYS = ["model", "label_source", "variety", "prompt_variant", "concept_id"]
+BY_CONCEPT_COLUMNS = [*CONCEPT_KEYS[:4], "region", "concept_id", "definition_source", "n_trials", "n_correct",
                       "n_misaligned", "n_incorrect", "n_refusal", "misaligned_regions"]
-RATE_COLUMNS = ["model", "variety", "region", "prompt_variant", "definitions", "measure", "n", "k", "pct", "ci_low",
-                "ci_high"]
-MATRIX_COLUMNS = ["model", "prompt_variant", "variety", "region", "answered_region", "n_answers", "k", "pct"]
-CONTRAST_COLUMNS = ["model", "prompt_variant", "measure", "variety_a", "variety_b", "region_a", "region_b",
-                    "n_concepts", "pct_a", "pct_b", "diff_pct_points", "ci_low", "ci_high", "ci_method",
+RATE_COLUMNS = ["model", "label_source", "variety", "region", "prompt_variant", "definitions", "measure", "n", "k",
+                "pct", "ci_low", "ci_high"]
+MATRIX_COLUMNS = ["model", "label_source", "prompt_variant", "variety", "region", "answered_region", "n_answers", "k",
+                  "pct"]
+CONTRAST_COLUMNS = ["model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "region_a",
+                    "region_b", "n_concepts", "pct_a", "pct_b", "diff_pct_points", "ci_low", "ci_high", "ci_method",
                     "sd_concept_diff", "paired_t", "paired_t_p", "wilcoxon", "wilcoxon_p", "paired_t_p_bh",
                     "wilcoxon_p_bh", "sig_paired_t_bh", "sig_wilcoxon_bh"]
-POWER_COLUMNS = ["model", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts", "sd_concept_diff",
-                 "mde_pct_points", *(f"concepts_needed_{effect}pp" for effect in EFFECTS_PP), "note"]
+POWER_COLUMNS = ["model", "label_source", "prompt_variant", "measure", "variety_a", "variety_b", "n_concepts",
+                 "sd_concept_diff", "mde_pct_points", *(f"concepts_needed_{effect}pp" for effect in EFFECTS_PP), "note"]
 _INT = {"prompt_variant", "n_trials", "n_correct", "n_misaligned", "n_incorrect", "n_refusal", "n", "k",
         "n_answers", "n_concepts"}
 _FLOAT = {"pct", "ci_low", "ci_high", "pct_a", "pct_b", "diff_pct_points", "sd_concept_diff", "paired_t",
@@ -91,6 +97,8 @@ def _asked(labels: pd.DataFrame) -> pd.DataFrame:
     asked["definition_source"] = _source(asked["definition_source"]) if "definition_source" in asked.columns \
         else ""
     asked["regions_found"] = asked["regions_found"].where(asked["regions_found"].notna(), "").astype(str)
+    asked["label_source"] = asked["label_source"].where(asked["label_source"].notna(), RULES).astype(str) \
+        if "label_source" in asked.columns else RULES
     return asked
 
 
@@ -123,9 +131,9 @@ def _regions_seen(asked: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
 
 
 def by_concept(labels: pd.DataFrame) -> pd.DataFrame:
-    """Per model × variety × prompt variant × concept: region, definition_source ("" for the source's), n_trials,
-    n_correct, n_misaligned, n_incorrect, n_refusal (of the incorrect) and `misaligned_regions` (JSON object: other
-    region → misaligned answers holding its form)."""
+    """Per model × label source × variety × prompt variant × concept: region, definition_source ("" for the
+    source's), n_trials, n_correct, n_misaligned, n_incorrect, n_refusal (of the incorrect) and `misaligned_regions`
+    (JSON object: other region → misaligned answers holding its form)."""
     asked = _asked(labels)
     if asked.empty:
         return _empty(BY_CONCEPT_COLUMNS)
@@ -149,14 +157,24 @@ def by_concept(labels: pd.DataFrame) -> pd.DataFrame:
     table = table.reset_index()
     for column in ("n_trials", "n_correct", "n_misaligned", "n_incorrect", "n_refusal", "prompt_variant"):
         table[column] = table[column].astype("int64")
-    return _in_variety_order(table[BY_CONCEPT_COLUMNS], asked, ["model", "prompt_variant", "variety", "concept_id"])
+    return _in_variety_order(table[BY_CONCEPT_COLUMNS], asked,
+                             ["model", "label_source", "prompt_variant", "variety", "concept_id"])
 
 
 def _in_variety_order(table: pd.DataFrame, asked: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Sorted by `keys`, the varieties in the order they first appear in the labels (not alphabetically)."""
-    order = {variety: index for index, variety in enumerate(_in_order(asked["variety"]))}
-    return table.sort_values(keys, key=lambda column: column.map(order) if column.name == "variety" else column,
-                             kind="stable").reset_index(drop=True)
+    """Sorted by `keys`, the varieties and the label sources in the order they first appear in the labels (not
+    alphabetically)."""
+    orders = _orders(asked)
+    return table.sort_values(keys, key=lambda column: column.map(orders[column.name]) if column.name in orders
+                             else column, kind="stable").reset_index(drop=True)
+
+
+def _orders(asked: pd.DataFrame) -> dict[str, dict]:
+    """The varieties' and label sources' order of appearance (`rules` first), for sorting."""
+    sources = _in_order(asked["label_source"])
+    sources = [RULES] * (RULES in sources) + [source for source in sources if source != RULES]
+    return {"variety": {variety: index for index, variety in enumerate(_in_order(asked["variety"]))},
+            "label_source": {source: index for index, source in enumerate(sources)}}
 
 
 def has_model_definitions(labels: pd.DataFrame) -> bool:
@@ -177,18 +195,18 @@ def _wilson(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def variety_rates(labels: pd.DataFrame) -> pd.DataFrame:
-    """Long table per model × variety × prompt variant × definitions × measure: n answers, k with the measure, pct
-    (0–100) and its Wilson 95 % interval (percent), and the variety's region.
+    """Long table per model × label source × variety × prompt variant × definitions × measure: n answers, k with the
+    measure, pct (0–100) and its Wilson 95 % interval (percent), and the variety's region.
 
-    definitions: `all`, and `source` / `model` (the concepts whose definition the set's source / a model wrote)
-    only when some definition was drafted by a model. Measures: correct, misaligned, incorrect and
-    `misaligned:<region>` for every region the table names other than the variety's."""
+    definitions: `all`, and `source` / `model` (the concepts whose definition the set's source / a model wrote) only
+    when some definition was drafted by a model. Measures: correct, misaligned, incorrect and `misaligned:<region>`
+    for every region the table names other than the variety's."""
     asked = _asked(labels)
     if asked.empty:
         return _empty(RATE_COLUMNS)
     pairs = _found_pairs(asked)
     regions = _regions_seen(asked, pairs)
-    keys = ["model", "variety", "prompt_variant"]
+    keys = ["model", "label_source", "variety", "prompt_variant"]
     indicators = pd.DataFrame({label: (asked["label"] == label).astype("int64") for label in LABELS},
                               index=asked.index)
     misaligned = _misaligned_to(asked, pairs)
@@ -222,23 +240,24 @@ def variety_rates(labels: pd.DataFrame) -> pd.DataFrame:
     measure_order = {measure: index for index, measure in
                      enumerate([*LABELS, *(MISALIGNED_PREFIX + code for code in regions)])}
     definitions_order = {ALL: 0, SOURCE: 1, MODEL: 2}
-    variety_order = {variety: index for index, variety in enumerate(_in_order(asked["variety"]))}
-    orders = {"measure": measure_order, "definitions": definitions_order, "variety": variety_order}
-    table = table.sort_values(["model", "prompt_variant", "variety", "definitions", "measure"], kind="stable",
+    orders = {"measure": measure_order, "definitions": definitions_order, **_orders(asked)}
+    table = table.sort_values(["model", "label_source", "prompt_variant", "variety", "definitions", "measure"],
+                              kind="stable",
                               key=lambda column: column.map(orders[column.name]) if column.name in orders
                               else column)
     return table[RATE_COLUMNS].reset_index(drop=True)
 
 
 def variety_region_matrix(labels: pd.DataFrame, regions) -> pd.DataFrame:
-    """Prompted variety × answered region: per model × prompt variant × variety × answered region (each of
-    `regions`, then `none`), the answers (`n_answers`, the denominator), those holding a form of that region (`k`)
-    and their percentage. A form several regions share counts for each; `none`: no region's form (refusals too)."""
+    """Prompted variety × answered region: per model × label source × prompt variant × variety × answered region
+    (each of `regions`, then `none`), the answers (`n_answers`, the denominator), those holding a form of that
+    region (`k`) and their percentage. A form several regions share counts for each; `none`: no region's form
+    (refusals too)."""
     regions = [str(code) for code in regions]
     asked = _asked(labels)
     if asked.empty:
         return _empty(MATRIX_COLUMNS)
-    keys = ["model", "prompt_variant", "variety"]
+    keys = ["model", "label_source", "prompt_variant", "variety"]
     pairs = _found_pairs(asked)
     correct = (asked["label"] == "correct").to_numpy()
     prompted = asked["region"].to_numpy()
@@ -256,28 +275,33 @@ def variety_region_matrix(labels: pd.DataFrame, regions) -> pd.DataFrame:
     table["n_answers"], table["k"] = table["n_answers"].astype("int64"), table["k"].astype("int64")
     table["pct"] = table["k"] / table["n_answers"] * 100
     answered_order = {code: index for index, code in enumerate([*regions, NONE])}
-    variety_order = {variety: index for index, variety in enumerate(_in_order(asked["variety"]))}
-    orders = {"answered_region": answered_order, "variety": variety_order}
-    table = table.sort_values(["model", "prompt_variant", "variety", "answered_region"], kind="stable",
+    orders = {"answered_region": answered_order, **_orders(asked)}
+    table = table.sort_values(["model", "label_source", "prompt_variant", "variety", "answered_region"],
+                              kind="stable",
                               key=lambda column: column.map(orders[column.name]) if column.name in orders
                               else column)
     return table[MATRIX_COLUMNS].reset_index(drop=True)
 
 
 def _pairs(by_concept_table: pd.DataFrame, order: Sequence[str] = ()):
-    """Per model × prompt variant and each pair (A, B) of its varieties, A first in the table's order: the concepts
-    asked in both, as (keys, a, b) with a and b indexed by concept_id in the same order."""
+    """Per model × label source × prompt variant and each pair (A, B) of its varieties, A first in the table's
+    order: the concepts asked in both, as (keys, a, b) with a and b indexed by concept_id in the same order."""
     table = by_concept_table.copy()
     table["concept_id"] = table["concept_id"].astype(str)
+    if "label_source" not in table.columns:
+        table["label_source"] = RULES
+    sources = _orders(table)["label_source"]
     seen = _in_order(table["variety"])
     varieties = [variety for variety in order if variety in seen] + [v for v in seen if v not in order]
-    for (model, variant), frame in table.groupby(["model", "prompt_variant"], sort=True):
+    groups = table.groupby(["model", "label_source", "prompt_variant"], sort=True)
+    for (model, source, variant), frame in sorted(groups, key=lambda item: (item[0][0], sources[item[0][1]],
+                                                                            item[0][2])):
         per_variety = {variety: block.set_index("concept_id") for variety, block in frame.groupby("variety")}
         present = [variety for variety in varieties if variety in per_variety]
         for first, second in combinations(present, 2):
             a, b = per_variety[first], per_variety[second]
             common = a.index.intersection(b.index).sort_values()
-            yield (model, int(variant), first, second), a.loc[common], b.loc[common]
+            yield (model, source, int(variant), first, second), a.loc[common], b.loc[common]
 
 
 def _rates(block: pd.DataFrame, measure: str) -> np.ndarray:
@@ -285,23 +309,24 @@ def _rates(block: pd.DataFrame, measure: str) -> np.ndarray:
 
 
 def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()) -> pd.DataFrame:
-    """Every pair of varieties (A, B; A first as the table orders them) per model × prompt variant × measure
-    (correct, misaligned), the concept as the unit: the concepts asked in both, the mean per-concept rates (pct_a,
-    pct_b), A − B in percentage points with its 95 % paired-t interval, the paired t and Wilcoxon signed-rank tests
-    over the concepts, and their p-values BH-adjusted across the family (every pair and model of one prompt
-    variant and measure) with significance stars. `order`: the varieties' order (the run's), which decides A and
-    B; varieties it lacks follow in the table's order."""
+    """Every pair of varieties (A, B; A first as the table orders them) per model × label source × prompt variant ×
+    measure (correct, misaligned), the concept as the unit: the concepts asked in both, the mean per-concept rates
+    (pct_a, pct_b), A − B in percentage points with its 95 % paired-t interval, the paired t and Wilcoxon
+    signed-rank tests over the concepts, and their p-values BH-adjusted across the family (every pair and model of
+    one label source, prompt variant and measure) with significance stars. `order`: the varieties' order (the
+    run's), which decides A and B; varieties it lacks follow in the table's order."""
     if by_concept_all_models.empty:
         return _empty(CONTRAST_COLUMNS)
     rows = []
-    for (model, variant, first, second), a, b in _pairs(by_concept_all_models, order):
+    for (model, source, variant, first, second), a, b in _pairs(by_concept_all_models, order):
         region_a = a["region"].iloc[0] if len(a) else None
         region_b = b["region"].iloc[0] if len(b) else None
         for measure in MEASURES:
             paired = robust.paired_by_unit(_rates(a, measure), _rates(b, measure))
             rows.append({
-                "model": model, "prompt_variant": variant, "measure": measure, "variety_a": first,
-                "variety_b": second, "region_a": region_a, "region_b": region_b, "n_concepts": paired["n_units"],
+                "model": model, "label_source": source, "prompt_variant": variant, "measure": measure,
+                "variety_a": first, "variety_b": second, "region_a": region_a, "region_b": region_b,
+                "n_concepts": paired["n_units"],
                 "pct_a": paired["mean_first"], "pct_b": paired["mean_second"], "diff_pct_points": paired["diff"],
                 "ci_low": paired["ci_low"], "ci_high": paired["ci_high"], "ci_method": CI_METHOD,
                 "sd_concept_diff": paired["sd_diff"], "paired_t": paired["paired_t"],
@@ -312,7 +337,7 @@ def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] 
     table = pd.DataFrame(rows)
     for test in ("paired_t", "wilcoxon"):
         table[f"{test}_p_bh"] = np.nan
-        for _, index in table.groupby(["prompt_variant", "measure"]).groups.items():
+        for _, index in table.groupby(["label_source", "prompt_variant", "measure"]).groups.items():
             table.loc[index, f"{test}_p_bh"] = stats.bh_adjust(table.loc[index, f"{test}_p"])
         table[f"sig_{test}_bh"] = [stats.sig_stars(p) for p in table[f"{test}_p_bh"]]
     # A pair without a concept in common has no region to name: the region columns are then missing.
@@ -320,21 +345,22 @@ def variety_contrasts(by_concept_all_models: pd.DataFrame, order: Sequence[str] 
 
 
 def variety_power(by_concept_all_models: pd.DataFrame, order: Sequence[str] = ()) -> pd.DataFrame:
-    """Per model × prompt variant × measure × pair of varieties: the paired design this run had (the concepts
-    asked in both, the SD of the per-concept differences in percentage points), its minimum detectable difference
-    (pp, 80 % power, α = .05 two-sided: `power.mde_paired`) and the concepts a 5 and a 10 pp difference need
-    (`power.units_needed_paired`). Fewer than 2 concepts, or no variation in the differences (SD 0: the spread
+    """Per model × label source × prompt variant × measure × pair of varieties: the paired design this run had (the
+    concepts asked in both, the SD of the per-concept differences in percentage points), its minimum detectable
+    difference (pp, 80 % power, α = .05 two-sided: `power.mde_paired`) and the concepts a 5 and a 10 pp difference
+    need (`power.units_needed_paired`). Fewer than 2 concepts, or no variation in the differences (SD 0: the spread
     cannot be estimated from this run), give NaN and say so in `note`."""
     if by_concept_all_models.empty:
         return _empty(POWER_COLUMNS)
     rows = []
-    for (model, variant, first, second), a, b in _pairs(by_concept_all_models, order):
+    for (model, source, variant, first, second), a, b in _pairs(by_concept_all_models, order):
         for measure in MEASURES:
             differences = _rates(a, measure) - _rates(b, measure)
             n = len(differences)
             sd = float(differences.std(ddof=1)) if n >= 2 else math.nan
-            row = {"model": model, "prompt_variant": variant, "measure": measure, "variety_a": first,
-                   "variety_b": second, "n_concepts": n, "sd_concept_diff": sd, "mde_pct_points": math.nan,
+            row = {"model": model, "label_source": source, "prompt_variant": variant, "measure": measure,
+                   "variety_a": first, "variety_b": second, "n_concepts": n, "sd_concept_diff": sd,
+                   "mde_pct_points": math.nan,
                    **{f"concepts_needed_{effect}pp": math.nan for effect in EFFECTS_PP}, "note": ""}
             if n < 2:
                 row["note"] = f"{n} concept(s) asked in both varieties: at least 2 are needed"
