@@ -24,11 +24,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def restored_environment():
+def restored_environment(monkeypatch: pytest.MonkeyPatch):
     """The environment as it was before each test: `sctc` sets `$SCTC_MODELS`, `$SCTC_MAX_CALLS`, `$DAGSTER_HOME` …
     from its options for the Dagster runs it starts, and a later test must not inherit them."""
     before = dict(os.environ)
     yield
+    # monkeypatch's own undo comes after this fixture's, and would put back what `sctc` had set before a
+    # monkeypatch.setenv of the same variable (a test that runs `sctc --registry`, then sets $SCTC_MODELS itself)
+    monkeypatch.undo()
     for key in set(os.environ) - set(before):
         del os.environ[key]
     for key, value in before.items():

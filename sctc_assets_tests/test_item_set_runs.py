@@ -200,8 +200,8 @@ def test_a_registered_set_is_its_own_lineage_in_the_code_location(items_file, tm
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     own = [key for key in found["keys"] if key.startswith("terms_street_")]
-    assert {f"terms_street_{name}" for name in ("items", "prompts", "responses", "labels", "by_concept", "rates",
-                                                  "matrix", "contrasts", "power", "corpus_counts",
+    assert {f"terms_street_{name}" for name in ("items", "prompts", "responses", "judgements", "labels",
+                                                  "by_concept", "rates", "matrix", "contrasts", "power", "corpus_counts",
                                                   "corpus_term_counts")} == set(own)
     assert found["dims"] == {"model": None, "variety": ["zh-TW", "zh-HK"]} and found["groups"] == ["terms_street"]
     # its own lineage: nothing of another benchmark upstream of the set, nothing of the set upstream of the paper's
