@@ -283,3 +283,58 @@ def test_a_judge_labels_an_item_set_by_the_region_it_names_and_is_asked_once(tai
     assert count_calls(judge_calls) == 11
     assert main(command) == 0, capfd.readouterr()
     assert count_calls(judge_calls) == 11
+
+
+def test_the_plan_builds_only_the_prompts_it_asks_and_selects_them_as_the_run_does(items_file, monkeypatch):
+    """The design builds each variety's prompts for the trials and variants its models ask (not the 15 trials × 3
+    variants of the prompts asset), and selects the same rows and requests as from the whole prompts table."""
+    from sctc_assets.benchmarks import item_sets
+    from sctc_assets.lib.model_registry import ModelEntry
+    from sctc_assets.lib.term.requests import variety_requests
+
+    entry = ItemSetEntry(name="street", source=str(items_file), varieties=tuple(VARIETIES), cue="both")
+    spec = item_sets.item_set_spec(entry, entry.varieties)
+    built: list[int] = []
+
+    def counting(*args, **kwargs):
+        table = build_variety_prompts(*args, **kwargs)
+        built.append(len(table))
+        return table
+
+    monkeypatch.setattr(item_sets, "build_variety_prompts", counting)
+    models = [ModelEntry("a", "openai", benchmarks={"term": {"trials": 2, "prompt_variants": [3, 1]}}),
+              ModelEntry("b", "openai", benchmarks={"term": {"trials": 2, "prompt_variants": [1, 3]}}),
+              ModelEntry("c", "openai", benchmarks={"term": {"trials": 1, "prompt_variants": [2]}})]
+    designs = spec.design(models, {})
+    whole = build_variety_prompts(read_item_csv(items_file), [load_catalog().variety(code) for code in VARIETIES],
+                                  cue="both")
+    assert [(design.model, design.partition) for design in designs] == [(m.key, v) for m in models for v in VARIETIES]
+    for design in designs:
+        trials, variants = design.settings
+        selected, requests = variety_requests(whole, design.partition, trials, variants, benchmark=spec.name)
+        pd.testing.assert_frame_equal(design.selected, selected)
+        assert design.requests == requests and requests
+    assert len(built) == 2 * len(VARIETIES)  # models a and b ask the same: built once
+    assert sum(built) == sum(len(design.selected) for design in designs if design.model != "b") < len(whole) / 5
+
+
+def test_a_set_read_from_a_local_file_is_read_once_per_process_until_the_file_changes(items_file, monkeypatch):
+    from sctc_assets.lib.term import item_sources
+
+    reads: list[str] = []
+    real = item_sources.read_item_csv
+    monkeypatch.setattr(item_sources, "read_item_csv", lambda path, **kwargs: reads.append(str(path)) or
+                        real(path, **kwargs))
+    entry = ItemSetEntry(name="street_once", source=str(items_file), varieties=("zh-CN", "zh-TW"))
+    first = load_entry(entry)
+    assert load_entry(entry) == first and load_entry(entry, require_definitions=False) == first
+    assert len(reads) == 1
+    items_file.write_text(ITEMS.replace("垃圾桶", "垃圾柜"), encoding="utf-8")  # the same size, maybe the same mtime
+    changed = load_entry(entry)
+    assert len(reads) == 2 and changed.item_set.concept("k4").forms_of("cn") == ("垃圾柜",)
+    with pytest.raises(ItemSetError, match="zh-MO|term_mo"):  # the checks still run on a set read before
+        load_entry(ItemSetEntry(name="street_once", source=str(items_file), varieties=("zh-CN", "zh-MO")))
+    items_file.write_text(ITEMS.replace("用来装垃圾的桶,,", ",,"), encoding="utf-8")
+    with pytest.raises(ItemSetError, match="k4"):
+        load_entry(entry)
+    assert load_entry(entry, require_definitions=False).item_set.concept("k4").definition_zh_hans is None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -181,6 +182,48 @@ def test_auto_on_a_gpu_is_another_cache_key_than_auto_on_a_cpu(monkeypatch):
     assert (on_gpu["device"], on_gpu["params"]["dtype"]) == ("cuda", "bfloat16")
     assert cache_key(on_cpu, GenerationRequest.user("你好")) != cache_key(on_gpu, GenerationRequest.user("你好"))
     assert backend.scoring_identity() != {**on_cpu, "params": {"dtype": "float32"}}  # scoring follows the GPU too
+
+
+def test_precision_read_without_torch_is_what_torch_answers():
+    """`sctc plan` resolves "auto" and "cpu" without importing torch when torch is built for neither CUDA nor ROCm;
+    every answer (and every refusal) must be the one torch gives, so no cache key changes."""
+    import json
+    import subprocess
+
+    import torch  # noqa: F401 - from here on this process asks torch
+
+    devices, dtypes = ("auto", "cpu", " CPU ", "", None), (*tb._DTYPES, "", None, " Float16", "float64")
+    code = ("import json, sys; from sctc_assets.backends import transformers_backend as tb\n"
+            "def answer(device, dtype):\n"
+            "    try:\n"
+            "        return list(tb.resolved_precision(device, dtype)) + [list(tb.resolve_device(device))]\n"
+            "    except tb.BackendUnavailable as exc:\n"
+            "        return str(exc)\n"
+            f"answers = [answer(device, dtype) for device in {devices!r} for dtype in {dtypes!r}]\n"
+            "print(json.dumps([answers, tb._torch_build_has_gpu(), 'torch' in sys.modules]))\n")
+    without_torch, has_gpu, imported = json.loads(subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+    def answer(device, dtype):
+        try:
+            return list(tb.resolved_precision(device, dtype)) + [list(tb.resolve_device(device))]
+        except BackendUnavailable as exc:
+            return str(exc)
+
+    assert without_torch == [answer(device, dtype) for device in devices for dtype in dtypes]
+    assert has_gpu == (torch.version.cuda is not None or torch.version.hip is not None)
+    assert imported == (has_gpu is not False)  # a build without a GPU answers without importing torch
+    assert TransformersBackend(embedded="qwen2.5-coder-0.5b-instruct-q4_k_m").identity()["device"] == \
+        ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_a_gpu_build_of_torch_or_an_unreadable_version_file_asks_torch(monkeypatch):
+    for told in (True, None):
+        monkeypatch.setattr(tb, "_torch_build_has_gpu", lambda told=told: told)
+        monkeypatch.delitem(sys.modules, "torch", raising=False)  # as if torch were not imported yet
+        assert tb._cpu_without_torch("auto") is False
+    monkeypatch.setattr(tb, "_torch_build_has_gpu", lambda: False)
+    assert tb._cpu_without_torch("auto") and tb._cpu_without_torch("cpu") and not tb._cpu_without_torch("cuda")
 
 
 def test_embedded_identity_names_the_artifact_without_touching_disk(tmp_path, monkeypatch):

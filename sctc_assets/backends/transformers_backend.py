@@ -16,7 +16,10 @@ Two generation engines (`engine`):
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -71,8 +74,47 @@ def clear_model_cache() -> None:
         _MODELS.clear()
 
 
+@functools.cache
+def _torch_build_has_gpu() -> Optional[bool]:
+    """Whether the installed torch was built for CUDA or ROCm, read from its `version.py` without importing torch
+    (which takes seconds, where `sctc plan` needs only this answer); None when that cannot be told (no torch, an
+    unexpected file): the caller then imports torch."""
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.origin:
+            return None
+        tree = ast.parse(Path(spec.origin).with_name("version.py").read_text(encoding="utf-8"))
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None
+    values: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        else:
+            continue
+        try:
+            values[target] = ast.literal_eval(value)
+        except ValueError:
+            values[target] = ...  # not a literal: unknown
+    if values.get("cuda", ...) is ... or values.get("hip", ...) is ...:
+        return None
+    return values["cuda"] is not None or values["hip"] is not None
+
+
+def _cpu_without_torch(device: str) -> bool:
+    """True when `device` ("auto" or "cpu") certainly means the CPU without asking torch: torch is not imported yet
+    and was built for neither CUDA nor ROCm, so `torch.cuda.is_available()` could only answer False. Once torch is
+    imported, it is asked (as before; tests that replace `torch.cuda.is_available` rely on it)."""
+    return ((device or "auto").strip().lower() in ("auto", "cpu") and "torch" not in sys.modules
+            and _torch_build_has_gpu() is False)
+
+
 def resolve_device(device: str) -> tuple[str, Optional[str]]:
     """(`placement`, `device_map`): placement is "auto", "cpu", "cuda", "cuda:N" or "mps"."""
+    if _cpu_without_torch(device):
+        return "cpu", None
     import torch
 
     name = (device or "auto").strip().lower()
@@ -106,6 +148,11 @@ def resolve_dtype(dtype: str, placement: str) -> Any:
 
 def resolved_precision(device: str, dtype: str) -> tuple[str, str]:
     """(device type, dtype name) that `device` and `dtype` stand for on this machine, e.g. ("cpu", "float32")."""
+    if _cpu_without_torch(device):  # what `resolve_dtype` answers for the CPU, without importing torch
+        name = (dtype or "auto").strip().lower()
+        if name not in _DTYPES:
+            raise BackendUnavailable(f"unknown dtype {dtype!r}: use one of {', '.join(_DTYPES)}")
+        return "cpu", "float32" if name == "auto" else name
     placement, _ = resolve_device(device)
     device_type = "cuda" if placement == "auto" else placement.split(":")[0]
     return device_type, str(resolve_dtype(dtype, placement)).removeprefix("torch.")

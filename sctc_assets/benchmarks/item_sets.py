@@ -22,7 +22,7 @@ from sctc_assets.benchmarks.term import TERM
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
 from sctc_assets.lib.term.item_sources import ItemSetEntry, LoadedSet, load_entry, registered_sets
 from sctc_assets.lib.term.items import ItemSetError
-from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, generation_overrides, run_settings
 from sctc_assets.lib.term.requests import variety_requests
 from sctc_assets.lib.term.variety_prompts import build_variety_prompts
 from sctc_assets.lib.upstream_source import UpstreamError
@@ -95,11 +95,18 @@ def _check(item_entry: ItemSetEntry):
 def _design(item_entry: ItemSetEntry, spec_ref: list):
     def design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
         spec = spec_ref[0]
-        chosen = loaded(item_entry)
-        table = build_variety_prompts(chosen.item_set, [load_catalog().variety(code) for code in chosen.varieties],
-                                      cue=item_entry.cue)
-        shared = SharedRequests(lambda variety, trials, variants: variety_requests(
-            table, variety, trials, variants, benchmark=spec.name))
+        item_set, catalog = loaded(item_entry).item_set, load_catalog()
+
+        def build(variety: str, trials: int, variants: list[int]):
+            # Only the prompts this selection asks (the prompts asset holds every variant and PAPER_TRIALS trials,
+            # in this order; `row` does not depend on which are built), then selected as the response asset does.
+            wanted = set(variants)
+            table = build_variety_prompts(item_set, [catalog.variety(variety)], cue=item_entry.cue,
+                                          variants=[variant for variant in PROMPT_VARIANTS if variant in wanted],
+                                          trials=min(trials, PAPER_TRIALS))
+            return variety_requests(table, variety, trials, variants, benchmark=spec.name)
+
+        shared = SharedRequests(build)
         designs = []
         for entry in models:
             trials, variants = spec.settings_for(options, entry)

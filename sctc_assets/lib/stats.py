@@ -10,15 +10,16 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import stats as scipy_stats
-from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint, proportions_ztest
+
+# scipy and statsmodels are imported by the functions that use them: together they take about a second to import,
+# and modules that only import this one (`sctc plan` reaches it through the name benchmark's tokenization) need none.
 
 NAN = float("nan")
 
 
 def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    from statsmodels.stats.proportion import proportion_confint
+
     if n <= 0:
         return NAN, NAN
     low, high = proportion_confint(successes, n, alpha=alpha, method="wilson")
@@ -40,6 +41,8 @@ def _degenerate(difference: float) -> tuple[float, float]:
 
 def two_proportion_ztest(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
     """Two-sided z-test of p1 = p2 with the pooled standard error (statsmodels `proportions_ztest`)."""
+    from statsmodels.stats.proportion import proportions_ztest
+
     if n1 <= 0 or n2 <= 0:
         return NAN, NAN
     pooled = (k1 + k2) / (n1 + n2)
@@ -51,6 +54,8 @@ def two_proportion_ztest(k1: int, n1: int, k2: int, n2: int) -> tuple[float, flo
 
 def binary_ttest(k1: int, n1: int, k2: int, n2: int, *, equal_var: bool = False) -> tuple[float, float]:
     """Two-sample t-test on 0/1 outcomes (Welch by default), identical to `ttest_ind` on the indicator vectors."""
+    from scipy import stats as scipy_stats
+
     if n1 < 2 or n2 < 2:
         return NAN, NAN
     p1, p2 = k1 / n1, k2 / n2
@@ -71,6 +76,8 @@ def one_sample_proportion_ztest(
     standard error, z = ±inf and p = 0 or 1, so one answer is "significant". `null_se` uses the standard error
     under the null, √(value(1 − value)/n) (`prop_var=value`), which stays finite for any 0 < value < 1.
     """
+    from statsmodels.stats.proportion import proportions_ztest
+
     if n <= 0:
         return NAN, NAN
     p_hat = successes / n
@@ -95,6 +102,8 @@ def mcnemar(b: int, c: int) -> tuple[float, float, float]:
     test (statsmodels) is the one to trust with few discordant pairs. Without any (b + c = 0) nothing differs:
     χ² = 0 and both p-values are 1.
     """
+    from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
+
     if b < 0 or c < 0:
         raise ValueError(f"McNemar counts must be non-negative, got b={b}, c={c}")
     if b + c == 0:
@@ -107,6 +116,8 @@ def mcnemar(b: int, c: int) -> tuple[float, float, float]:
 
 def bh_adjust(pvalues: Sequence[float] | Iterable[float], alpha: float = 0.05) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (statsmodels `fdr_bh`); NaN entries stay NaN and are not counted."""
+    from statsmodels.stats.multitest import multipletests
+
     values = [float(p) for p in pvalues]
     finite = [index for index, p in enumerate(values) if not math.isnan(p)]
     adjusted = [NAN] * len(values)
@@ -118,6 +129,8 @@ def bh_adjust(pvalues: Sequence[float] | Iterable[float], alpha: float = 0.05) -
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    from scipy import stats as scipy_stats
+
     x_values, y_values = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x_values) < 3 or np.ptp(x_values) == 0 or np.ptp(y_values) == 0:
         return NAN, NAN
@@ -139,6 +152,8 @@ def sig_stars(p: float, *, no_ns: bool = False) -> str:
 
 def paired_ttest(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
     """Paired t-test of first − second (scipy `ttest_rel`); constant differences give 0/1 or ±inf/0, n < 2 NaN."""
+    from scipy import stats as scipy_stats
+
     x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     if len(x) != len(y):
         raise ValueError(f"paired samples differ in length: {len(x)} vs {len(y)}")
@@ -154,6 +169,8 @@ def paired_ttest(first: Sequence[float], second: Sequence[float]) -> tuple[float
 def wilcoxon_signed_rank(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
     """Wilcoxon signed-rank test of first − second (scipy `wilcoxon`, zero differences dropped, two-sided; exact
     for small samples without ties). No non-zero difference means no evidence: (0, 1)."""
+    from scipy import stats as scipy_stats
+
     x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     if len(x) != len(y):
         raise ValueError(f"paired samples differ in length: {len(x)} vs {len(y)}")
@@ -174,6 +191,8 @@ def two_sample_ttest(
     SC-TC-Bench scripts do: p/2 when t points the alternative's way, else 1 − p/2. Groups without variance give
     0/1 or ±inf/0 (see `_degenerate`); fewer than 2 values in a group give NaN.
     """
+    from scipy import stats as scipy_stats
+
     if alternative not in ("two-sided", "less", "greater"):
         raise ValueError(f"alternative must be two-sided, less or greater, got {alternative!r}")
     x, y = np.asarray(first, dtype=float), np.asarray(second, dtype=float)

@@ -230,11 +230,38 @@ def default_varieties(item_set: ItemSet, catalog: Catalog) -> tuple[str, ...]:
     return tuple(code for code, row in catalog.varieties.items() if item_set.count_forms(row.region))
 
 
-def load_entry(entry: ItemSetEntry, *, catalog: Catalog | None = None, require_definitions: bool = True,
-               open_sctc: Any = None) -> LoadedSet:
-    """The entry's set, extended by its `extend_from` sources, with its varieties checked: each variety's region
-    has a column, and (unless `require_definitions` is False) every concept a definition."""
-    catalog = catalog or load_catalog()
+# The sets this process has read (extended), by what they were read from: `sctc plan` asks for one set several times
+# (the options' check, the partition keys, the design, `--term-items`), and a big set takes a while to parse. Only
+# sets whose every source is a local file are kept, under each file's path and content digest (a file rewritten
+# within one timestamp tick is still told apart), with the regions the catalog declares (`read_item_csv` checks the
+# columns against them). Refusals are not kept: they are raised again.
+_LOADED: dict[tuple, tuple[ItemSet, tuple[tuple[str, int], ...]]] = {}
+
+
+def _source_file(source: str) -> Path | None:
+    """The local file `source` is read from; None for the upstream terms, a URL and a name or path without a file."""
+    if source == DEFAULT_SET or source.startswith(("http://", "https://")):
+        return None
+    path = csld_path(_CSLD_FILES[source]) if source in _CSLD_FILES else Path(source).expanduser()
+    return path if path is not None and path.is_file() else None
+
+
+def _loaded_key(entry: ItemSetEntry, catalog: Catalog) -> tuple | None:
+    """What `_LOADED` keeps the entry's set under; None when one of its sources is not a local file."""
+    stamps = []
+    for source in (entry.source, *entry.extend_from):
+        path = _source_file(source)
+        if path is None:
+            return None
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+        stamps.append((source, str(path.resolve()), digest))
+    return entry.name, entry.extend_from, entry.match_region, tuple(catalog.regions), tuple(stamps)
+
+
+def _read_entry(entry: ItemSetEntry, catalog: Catalog, open_sctc: Any) -> tuple[ItemSet, tuple[tuple[str, int], ...]]:
     item_set = load_source(entry.source, name=entry.name, catalog=catalog, require_definitions=False,
                            open_sctc=open_sctc)
     extensions = []
@@ -244,11 +271,27 @@ def load_entry(entry: ItemSetEntry, *, catalog: Catalog | None = None, require_d
         extended = extend_from(item_set, other, entry.match_region)
         item_set = extended.item_set
         extensions.append((other_source, extended.matched))
+    return item_set, tuple(extensions)
+
+
+def load_entry(entry: ItemSetEntry, *, catalog: Catalog | None = None, require_definitions: bool = True,
+               open_sctc: Any = None) -> LoadedSet:
+    """The entry's set, extended by its `extend_from` sources, with its varieties checked: each variety's region
+    has a column, and (unless `require_definitions` is False) every concept a definition. A set read from local
+    files is read once per process while the files stay as they are (`_LOADED`); the checks run every time."""
+    catalog = catalog or load_catalog()
+    key = _loaded_key(entry, catalog)
+    if key is not None and key in _LOADED:
+        item_set, extensions = _LOADED[key]
+    else:
+        item_set, extensions = _read_entry(entry, catalog, open_sctc)
+        if key is not None:
+            _LOADED[key] = (item_set, extensions)
     varieties = entry.varieties or default_varieties(item_set, catalog)
     check_varieties(item_set, varieties, catalog)
     if require_definitions:
         check_definitions(item_set)
-    return LoadedSet(item_set, tuple(varieties), tuple(extensions))
+    return LoadedSet(item_set, tuple(varieties), extensions)
 
 
 def variety_problems(codes: Sequence[str], catalog: Catalog | None = None) -> list[str]:

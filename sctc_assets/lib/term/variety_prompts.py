@@ -92,14 +92,14 @@ def build_variety_prompts(item_set: ItemSet, varieties: Sequence[PromptingVariet
         except ValueError as exc:
             raise ValueError(f"item set {item_set.name!r} ({item_set.source or 'no source'}): {exc}") from None
         for variant in variants:
+            prompts = [render_prompt(variety, int(variant), definitions[concept.concept_id], cue=cue,
+                                     shared_script=shared_script) for concept in asked]  # the same in every trial
             for trial in range(trials):
                 for position, concept in enumerate(asked):
                     rows.append({
                         "variety": variety.code, "region": variety.region, "prompt_variant": int(variant),
                         "trial": trial, "concept_id": concept.concept_id, "row": trial * len(asked) + position,
-                        "expected": list(concept.forms_of(variety.region)),
-                        "prompt": render_prompt(variety, int(variant), definitions[concept.concept_id], cue=cue,
-                                                shared_script=shared_script),
+                        "expected": list(concept.forms_of(variety.region)), "prompt": prompts[position],
                     })
     return pd.DataFrame(rows, columns=list(PROMPT_COLUMNS))
 
