@@ -20,7 +20,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from sctc_assets.lib.budget import Budget
-from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner, score_key
+from sctc_assets.lib.cache import Cache, CacheUnavailable, cache_key, new_claim_owner, score_key
 # BackendUnavailable is defined in lib so that the embedded model's files (lib/embedded_model) can raise it without
 # Dagster; backends import it from here.
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult
@@ -124,7 +124,7 @@ class ModelBackend(dg.ConfigurableResource):
         self,
         requests: Sequence[GenerationRequest],
         *,
-        cache: ResponseCache | None = None,
+        cache: Cache | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[GenerationResult]:
         """Answer `requests` in order: cached answers first, then new calls, each stored the moment it arrives.
@@ -184,9 +184,15 @@ class ModelBackend(dg.ConfigurableResource):
         def on_result(index: int, result: GenerationResult) -> None:
             if result.seed is None and requests[index].seed is not None:
                 result = dataclasses.replace(result, seed=requests[index].seed)
-            if budget is not None:
-                budget.record(requests[index], result)
-            stored = cache.store(keys[index], identity, requests[index], result) if use_cache else None
+            try:
+                if budget is not None:
+                    budget.record(requests[index], result)
+                stored = cache.store(keys[index], identity, requests[index], result) if use_cache else None
+            except CacheUnavailable as exc:
+                # The cache's database went away with the answer in flight: it is not stored, so it is reported
+                # as an error (a rerun asks it again), never as an answer the cache does not hold.
+                stored, result = None, dataclasses.replace(result, text=None, outcome="error",
+                                                           message=f"not stored: {exc}")
             queue.finished(index, stored is not None)
             # The table gets what the cache holds: another process's answer when it stored one first.
             if stored is not None and stored is not result:
@@ -238,7 +244,7 @@ class ModelBackend(dg.ConfigurableResource):
         prompts: Sequence[str],
         continuations: Sequence[str],
         *,
-        cache: ResponseCache | None = None,
+        cache: Cache | None = None,
         progress: ProgressCallback | None = None,
         chunk_size: int = 64,
     ) -> list[tuple[float, bool]]:

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib.cache import Cache, CacheUnavailable
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 # `take` returns WAIT when every key left is being asked by another process: call again after `poll_s`.
@@ -29,7 +29,7 @@ class WorkQueue:
         requests: Sequence[GenerationRequest],
         keys: Sequence[str],
         *,
-        cache: ResponseCache | None,
+        cache: Cache | None,
         owner: str,
         on_cached: Callable[[int, GenerationResult], None],
         halt: Callable[[], str | None] = lambda: None,
@@ -132,7 +132,10 @@ class WorkQueue:
         with self._lock:
             self._handed.discard(index)
         if not stored and self._cache is not None:
-            self._cache.release_claims(self._owner, [self._keys[index]])
+            try:
+                self._cache.release_claims(self._owner, [self._keys[index]])
+            except CacheUnavailable:
+                pass  # the database is away: the claim lapses with its lease
 
     def unanswered(self) -> list[int]:
         """Handed out but without a result (the backend stopped early)."""
@@ -145,7 +148,10 @@ class WorkQueue:
         if self._renewer is not None:
             self._renewer.join(timeout=5)
         if self._cache is not None:
-            self._cache.release_claims(self._owner)
+            try:
+                self._cache.release_claims(self._owner)
+            except CacheUnavailable:
+                pass  # the database is away: the claims lapse with their lease
 
     def _renew(self) -> None:
         while not self._stop_renewing.wait(self.lease_s / 3):
