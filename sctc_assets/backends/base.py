@@ -25,7 +25,7 @@ from sctc_assets.lib.cache import Cache, CacheUnavailable, cache_key, new_claim_
 # Dagster; backends import it from here.
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
-from sctc_assets.lib.work_queue import WAIT, WorkQueue
+from sctc_assets.lib.work_queue import WAIT, WorkQueue, claim_lease_s
 
 ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, GenerationResult], None]
@@ -178,7 +178,7 @@ class ModelBackend(dg.ConfigurableResource):
         queue = WorkQueue(
             list(leaders.values()), requests, keys, cache=cache if use_cache else None, owner=new_claim_owner(),
             on_cached=settle, halt=self.halt_reason, reserve=budget.reserve if budget is not None else None,
-            chunk_size=self.claim_chunk_size() if use_cache else len(pending),
+            chunk_size=self.claim_chunk_size() if use_cache else len(pending), lease_s=claim_lease_s(),
         )
 
         def on_result(index: int, result: GenerationResult) -> None:

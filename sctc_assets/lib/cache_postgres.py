@@ -38,6 +38,7 @@ from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, Ge
 
 DATABASE_URL_ENV = "SCTC_DATABASE_URL"
 POOL_ENV = "SCTC_DATABASE_POOL"
+RETRY_ENV = "SCTC_DATABASE_RETRY_S"  # how long an operation waits for a database that went away (default 15)
 SCHEMA = "sctc_cache"
 _SCHEMES = ("postgresql", "postgres")
 
@@ -135,12 +136,12 @@ class PostgresResponseCache:
 
     backend = "postgresql"
 
-    def __init__(self, url: str, *, retry_s: float = 15.0, pool_size: int | None = None, connect_timeout_s: int = 5):
+    def __init__(self, url: str, *, retry_s: float | None = None, pool_size: int | None = None, connect_timeout_s: int = 5):
         import psycopg  # noqa: F401  (here, so that a SQLite-only install never needs it)
 
         self.url = url
         self.location = redacted(url)
-        self.retry_s = retry_s
+        self.retry_s = float(os.environ.get(RETRY_ENV) or 15.0) if retry_s is None else retry_s
         self._connect_timeout_s = connect_timeout_s
         self._pool_size = max(1, pool_size or int(os.environ.get(POOL_ENV) or 8))
         self._idle: queue.LifoQueue = queue.LifoQueue()

@@ -9,6 +9,7 @@ when the claim lapses (the owner died, or released it after an error). Before ea
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Callable, Sequence
@@ -20,6 +21,19 @@ from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 WAIT = "wait"
 
 Item = tuple[int, GenerationRequest]
+# How long a claim holds a key without renewal (it is renewed every third of it while its owner works): the longest
+# another host waits for a key whose owner died without releasing it.
+LEASE_ENV = "SCTC_CLAIM_LEASE_S"
+DEFAULT_LEASE_S = 60.0
+
+
+def claim_lease_s() -> float:
+    """`$SCTC_CLAIM_LEASE_S` (seconds, > 0), else 60."""
+    try:
+        value = float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_S)
+    except ValueError:
+        return DEFAULT_LEASE_S
+    return value if value > 0 else DEFAULT_LEASE_S
 
 
 class WorkQueue:
