@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import signal
 import sqlite3
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sctc_assets.backends.base import ModelBackend
+from sctc_assets.backends.base import GenerationHalted, ModelBackend
 from sctc_assets.cli import main
 from sctc_assets.lib.cache import CacheUnavailable, cache_key, open_cache
 from sctc_assets.lib.cache_postgres import describe, redacted
@@ -124,15 +125,14 @@ class Slow(ModelBackend):
 
 def test_a_database_restart_mid_generate_ends_calls_in_flight_as_errors_and_a_rerun_completes(
         postgres_server, postgres_url, monkeypatch):
-    cache = open_cache(postgres_url, )
+    monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "2")  # the claims it could not release lapse by then
+    cache = open_cache(postgres_url)
     cache.retry_s = 0.5
     requests = [GenerationRequest.user(f"q{index}") for index in range(4)]
     backend = Slow(delay_s=1.5)
-    import threading
-
     stopper = threading.Timer(0.5, postgres_server.stop_server)  # while the first chunk's first answer is on its way
     stopper.start()
-    with pytest.raises(CacheUnavailable) as lost:
+    with pytest.raises((CacheUnavailable, GenerationHalted)) as lost:
         backend.generate(requests, cache=cache)
     stopper.join()
     assert postgres_server.password not in str(lost.value) and "$SCTC_DATABASE_URL" in str(lost.value)
@@ -205,7 +205,9 @@ def test_two_hosts_share_the_prompts_through_postgres_and_one_killed_host_lapses
 def test_a_host_whose_database_restarts_mid_run_stores_no_error_as_an_answer_and_a_rerun_completes(
         postgres_server, postgres_url, tmp_path):
     with StubOpenAIServer(latency_s=0.02) as server:
-        host, out = _host(tmp_path, "one", postgres_url, server.base_url, SCTC_DATABASE_RETRY_S="0.5")
+        # a short lease: the claims the host could not release while the database was away lapse by the rerun
+        lease = {"SCTC_CLAIM_LEASE_S": "2"}
+        host, out = _host(tmp_path, "one", postgres_url, server.base_url, SCTC_DATABASE_RETRY_S="0.5", **lease)
         deadline = time.monotonic() + 120
         while len(server.requests) < 200:
             assert host.poll() is None and time.monotonic() < deadline
@@ -220,7 +222,7 @@ def test_a_host_whose_database_restarts_mid_run_stores_no_error_as_an_answer_and
         stored = cache.count(model="stub-model")
         assert 0 < stored < PROMPTS
         answered_before = set(server.answered_per_body())
-        rerun, rerun_out = _host(tmp_path, "rerun", postgres_url, server.base_url)
+        rerun, rerun_out = _host(tmp_path, "rerun", postgres_url, server.base_url, **lease)
         assert rerun.wait(300) == 0
         assert json.loads(rerun_out.read_text())["outcomes"] == {"ok": PROMPTS}
         assert cache.count(model="stub-model") == PROMPTS

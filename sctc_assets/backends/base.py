@@ -193,6 +193,7 @@ class ModelBackend(dg.ConfigurableResource):
                 # as an error (a rerun asks it again), never as an answer the cache does not hold.
                 stored, result = None, dataclasses.replace(result, text=None, outcome="error",
                                                            message=f"not stored: {exc}")
+                queue.stop(f"the response cache is unavailable: {exc}")  # what it would ask could not be stored
             queue.finished(index, stored is not None)
             # The table gets what the cache holds: another process's answer when it stored one first.
             if stored is not None and stored is not result:

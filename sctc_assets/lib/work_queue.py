@@ -139,6 +139,12 @@ class WorkQueue:
         self._claimed.extend(by_key[key] for key in outcome.claimed)
         self._waiting.extend(by_key[key] for key in outcome.held)
 
+    def stop(self, reason: str) -> None:
+        """Hand out nothing more (the response cache went away: a new answer could not be stored)."""
+        with self._lock:
+            if self.halted is None:
+                self.halted = reason
+
     # --- results ---------------------------------------------------------------------------------------------------
 
     def finished(self, index: int, stored: bool) -> None:
