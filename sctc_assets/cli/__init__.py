@@ -1,7 +1,7 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`models`, `report`, `ui`, `terms` for `terms define`; `selection` holds the checks several of them share; `item_sets`
+`models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`; `selection` holds the checks several of them share; `item_sets`
 turns `--term-items` and its companions into the set's benchmark), which imports what it needs at its top. `main`
 imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy load, so that
 this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and transformers

@@ -130,6 +130,14 @@ WHERE c.owner = excluded.owner OR c.expires_at < clock_timestamp()
 RETURNING key
 """
 
+STORE_SQL = f"""
+WITH inserted AS (
+    INSERT INTO {SCHEMA}.responses (key, backend, model, request, result, outcome, created_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING RETURNING key),
+dropped AS (DELETE FROM {SCHEMA}.claims WHERE key = %s)
+SELECT (SELECT key FROM inserted), (SELECT result FROM {SCHEMA}.responses WHERE key = %s)
+"""
+
 
 class PostgresResponseCache:
     """Thread- and process-safe store of model answers keyed by `cache_key`, in PostgreSQL (see the module)."""
@@ -260,16 +268,15 @@ class PostgresResponseCache:
                json.dumps(result.to_record(), ensure_ascii=False), result.outcome, time.time())
 
         def operation(connection) -> str | None:
-            with connection.transaction():
-                inserted = connection.execute(
-                    f"INSERT INTO {SCHEMA}.responses (key, backend, model, request, result, outcome, created_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING RETURNING key",
-                    row).fetchone()
-                connection.execute(f"DELETE FROM {SCHEMA}.claims WHERE key = %s", (key,))
-                if inserted is not None:
-                    return None
-                return connection.execute(f"SELECT result FROM {SCHEMA}.responses WHERE key = %s",
-                                          (key,)).fetchone()[0]
+            # One statement, one round trip (autocommit: its own transaction): insert unless present, drop the
+            # claim, and read what an earlier writer stored (visible in this statement's snapshot).
+            inserted, earlier = connection.execute(STORE_SQL, (*row, key, key)).fetchone()
+            if inserted is not None:
+                return None
+            if earlier is None:  # another writer committed after this statement's snapshot: read it now
+                earlier = connection.execute(f"SELECT result FROM {SCHEMA}.responses WHERE key = %s",
+                                             (key,)).fetchone()[0]
+            return earlier
 
         stored = self._run(operation, "store an answer in")
         # A retry after a commit whose reply was lost finds our own row: the same answer either way.
