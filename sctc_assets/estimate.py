@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib.cache import Cache, cache_exists, open_cache
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.estimate import SCRIPT_RULE, BenchmarkDesign, Estimate, TokenCounter, estimate_partition
 from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.name.tokenization import (TokenizerIntegrityError, TokenizerRegistryError, TokenizerUnavailable,
                                                default_files_dir, load_registry, load_tokenizer)
-from sctc_assets.lib.paths import default_cache_path, default_tokenizers_path
+from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
@@ -92,9 +91,9 @@ def _output_ceiling(backend: Any) -> int | None:
     return None
 
 
-def _cache() -> ResponseCache | None:
-    path = Path(default_cache_path())
-    return ResponseCache(path) if path.exists() else None  # no cache yet: nothing is cached, and none is created
+def _cache() -> Cache | None:
+    # no cache yet: nothing is cached, and none is created (a database's schema is created if missing)
+    return open_cache() if cache_exists() else None
 
 
 # --- the estimate -----------------------------------------------------------------------------------------------------

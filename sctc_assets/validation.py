@@ -1,6 +1,6 @@
 """Everything `sctc run` and `sctc plan` check before any stage runs, reported as one line per problem.
 
-Option ranges, the registry entries of the chosen models and judges (the backend exists, every setting is one it
+Option ranges, the response cache's database (`$SCTC_DATABASE_URL`: reachable, password, schema rights), the registry entries of the chosen models and judges (the backend exists, every setting is one it
 has and has a valid value, the API key variable is set, the per-benchmark settings are known and in range) and
 the corpus keys. A problem found here would otherwise surface minutes later, in the middle of a run, as a failed
 stage; found here, nothing has run yet.
@@ -15,6 +15,8 @@ import pydantic
 
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.benchmarks.spec import OptionRange
+from sctc_assets.lib.cache import DATABASE_URL_ENV, CacheUnavailable, database_url, open_cache
+from sctc_assets.lib.cache_postgres import is_database_url, redacted
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
 from sctc_assets.lib.model_registry import ModelEntry, RegistryError
 from sctc_assets.lib.paths import default_corpora_path, default_registry_path
@@ -43,12 +45,30 @@ def _concurrency_problems() -> list[str]:
     return problems
 
 
+def database_problems() -> list[str]:
+    """`$SCTC_DATABASE_URL`, when set: the response cache's database answers, takes the password and lets its user
+    create the cache's schema; one line naming the setting and host:port/db, never the password."""
+    url = database_url()
+    if url is None:
+        return []
+    if not is_database_url(url):
+        return [f"${DATABASE_URL_ENV}: expected a postgresql:// URL (postgresql://user:password@host:port/db), "
+                f"found {redacted(url)!r}"]
+    try:
+        open_cache(url).close()
+    except CacheUnavailable as exc:
+        return [str(exc)]
+    except ImportError:
+        return [f"${DATABASE_URL_ENV} is set but psycopg is not installed: pip install 'sctc-assets[postgres]'"]
+    return []
+
+
 def option_problems(options: Mapping[str, Any]) -> list[str]:
     """The `sctc run` options that are out of range or otherwise wrong, one line each (argparse has checked their
     types): every benchmark's (its spec's checks), then the run's."""
     problems = [problem for spec in SPECS.values() for problem in spec.option_problems(options)]
     problems += [problem for problem in (entry.problem(options) for entry in RUN_OPTION_RANGES) if problem]
-    return problems + _concurrency_problems()
+    return problems + _concurrency_problems() + database_problems()
 
 
 def corpus_problems(options: Mapping[str, Any]) -> list[str]:

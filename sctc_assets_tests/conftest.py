@@ -13,6 +13,7 @@ from sctc_assets.lib.interrupt import restore_interrupt_handler
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR, SCTC_MARKERS
 from sctc_assets.lib.upstream_source import UpstreamSource
+from sctc_assets_tests.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_ARCHIVE = REPO.parent / "shared" / "upstream" / "SC-TC-Bench-aaad554.tar.xz"
@@ -131,3 +132,11 @@ def embedded_offline(isolated_data_dir: Path, tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("SCTC_MODELS", str(registry))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return registry
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def cache_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a response-cache contract test opens its cache: a SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "cache.sqlite")
+    return request.getfixturevalue("postgres_url")

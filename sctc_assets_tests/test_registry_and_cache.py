@@ -20,7 +20,7 @@ import yaml
 from sctc_assets.backends.base import GenerationHalted
 from sctc_assets.lib import interrupt
 from sctc_assets.lib.budget import Budget, BudgetLimits
-from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner
+from sctc_assets.lib.cache import cache_key, new_claim_owner, open_cache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, strip_reasoning
 from sctc_assets.lib.model_registry import RegistryError, load_registry, parse_registry
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -136,8 +136,8 @@ def test_cache_key_covers_what_changes_an_answer():
     assert key == cache_key(identity, GenerationRequest.user("你好", lang="zh_hans", row=3))
 
 
-def test_cache_stores_answers_and_refusals_but_never_errors(tmp_path):
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+def test_cache_stores_answers_and_refusals_but_never_errors(cache_location):
+    cache = open_cache(cache_location)
     identity = {"backend": "b", "model": "m"}
     requests = [GenerationRequest.user(text) for text in ("a", "b", "c")]
     outcomes = [GenerationResult("A"), GenerationResult(None, "refusal", "filtered"), GenerationResult(None, "error", "500")]
@@ -150,8 +150,8 @@ def test_cache_stores_answers_and_refusals_but_never_errors(tmp_path):
     assert cache.get(cache_key(identity, requests[2])) is None
 
 
-def _writer(path: str, worker: int, count: int) -> None:
-    cache = ResponseCache(path)
+def _writer(path: str, worker: int, count: int) -> None:  # a SQLite path or a PostgreSQL URL
+    cache = open_cache(path)
     identity = {"backend": "b", "model": "m"}
     for index in range(count):
         request = GenerationRequest.user(f"{worker}-{index}")
@@ -161,9 +161,9 @@ def _writer(path: str, worker: int, count: int) -> None:
         cache.put(cache_key(identity, shared), identity, shared, GenerationResult("same"))
 
 
-def test_cache_is_safe_with_several_processes(tmp_path):
-    path = str(tmp_path / "cache.sqlite")
-    ResponseCache(path)
+def test_cache_is_safe_with_several_processes(cache_location):
+    path = cache_location
+    open_cache(path)
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_writer, args=(path, worker, 150)) for worker in range(4)]
     for process in workers:
@@ -171,13 +171,13 @@ def test_cache_is_safe_with_several_processes(tmp_path):
     for process in workers:
         process.join(120)
     assert [process.exitcode for process in workers] == [0, 0, 0, 0]
-    assert ResponseCache(path).count() == 4 * 150 + 1
+    assert open_cache(path).count() == 4 * 150 + 1
 
 
-def test_generate_serves_the_cache_and_asks_duplicates_once(tmp_path):
+def test_generate_serves_the_cache_and_asks_duplicates_once(tmp_path, cache_location):
     calls = tmp_path / "calls.log"
     backend = ScriptedBackend(answers={"q1": "a1"}, calls_file=str(calls))
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache = open_cache(cache_location)
     requests = [GenerationRequest.user("q1"), GenerationRequest.user("q1"), GenerationRequest.user("q2")]
     progress: list[tuple[int, int]] = []
     first = backend.generate(requests, cache=cache, progress=lambda done, total: progress.append((done, total)))
@@ -189,9 +189,9 @@ def test_generate_serves_the_cache_and_asks_duplicates_once(tmp_path):
     assert count_calls(calls) == 2
 
 
-def test_interrupted_run_pays_for_nothing_twice(tmp_path):
+def test_interrupted_run_pays_for_nothing_twice(tmp_path, cache_location):
     calls = tmp_path / "calls.log"
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache = open_cache(cache_location)
     requests = [GenerationRequest.user(f"q{i}") for i in range(10)]
     with pytest.raises(RuntimeError, match="simulated crash"):
         ScriptedBackend(calls_file=str(calls), fail_after=4).generate(requests, cache=cache)
@@ -237,8 +237,8 @@ def test_cache_key_holds_the_seed_only_when_one_is_sent():
     assert len({cache_key(identity, request) for request in [unseeded, *seeded]}) == 3
 
 
-def test_results_keep_seed_and_provenance_through_the_cache_and_old_records_lack_them(tmp_path):
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+def test_results_keep_seed_and_provenance_through_the_cache_and_old_records_lack_them(cache_location):
+    cache = open_cache(cache_location)
     identity = {"backend": "b", "model": "m"}
     request = GenerationRequest.user("q", seed=12)
     result = GenerationResult("a", seed=12, served_model="m-2024-07-18", system_fingerprint="fp_1")
@@ -252,8 +252,8 @@ def test_results_keep_seed_and_provenance_through_the_cache_and_old_records_lack
 # --- claims -------------------------------------------------------------------------------------------------------
 
 
-def test_claims_hold_keys_until_answered_released_expired_or_their_owner_is_gone(tmp_path):
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+def test_claims_hold_keys_until_answered_released_expired_or_their_owner_is_gone(cache_location):
+    cache = open_cache(cache_location)
     me, other = new_claim_owner(), new_claim_owner()
     assert cache.claim(["a", "b"], me, lease_s=60).claimed == ["a", "b"]
     seen = cache.claim(["a", "b", "c"], other, lease_s=60)
@@ -271,11 +271,18 @@ def test_claims_hold_keys_until_answered_released_expired_or_their_owner_is_gone
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     cache.claim(["e"], f"{socket.gethostname()}:{int(dead.stdout)}:x", lease_s=600)
-    assert cache.claim(["e"], me, lease_s=60).claimed == ["e"]  # its owner on this host is gone
+    if cache.backend == "sqlite":
+        assert cache.claim(["e"], me, lease_s=60).claimed == ["e"]  # its owner on this host is gone
+    else:  # PostgreSQL: hosts cannot see each other's processes, only the lease decides
+        assert cache.claim(["e"], me, lease_s=60).held == ["e"]
+    cache.claim(["f"], "third", lease_s=0.3)
+    cache.renew_claims("third", lease_s=600)  # renewed while it works: it keeps the key past the first lease
+    time.sleep(0.4)
+    assert cache.claim(["f"], me, lease_s=60).held == ["f"]
 
 
-def test_store_keeps_the_first_answer_and_returns_what_the_cache_holds(tmp_path):
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+def test_store_keeps_the_first_answer_and_returns_what_the_cache_holds(cache_location):
+    cache = open_cache(cache_location)
     identity, request = {"backend": "b", "model": "m"}, GenerationRequest.user("q")
     first = cache.store("k", identity, request, GenerationResult("first"))
     second = cache.store("k", identity, request, GenerationResult("second"))
@@ -288,7 +295,7 @@ class RacedBackend(ScriptedBackend):
     """Another process stores its own answer for every key just before this one's answer arrives."""
 
     def _generate_uncached(self, requests, on_result):
-        cache = ResponseCache(self.calls_file)
+        cache = open_cache(self.calls_file)
         for index, request in enumerate(requests):
             key = cache_key(self.identity(), request)
             cache.store(key, self.identity(), request, GenerationResult(f"theirs {request.prompt}"))
@@ -298,19 +305,19 @@ class RacedBackend(ScriptedBackend):
 def test_the_table_gets_the_answer_the_cache_holds(tmp_path):
     path = tmp_path / "cache.sqlite"
     backend = RacedBackend(calls_file=str(path))
-    results = backend.generate([GenerationRequest.user(f"q{i}") for i in range(3)], cache=ResponseCache(path))
+    results = backend.generate([GenerationRequest.user(f"q{i}") for i in range(3)], cache=open_cache(path))
     assert [result.text for result in results] == ["theirs q0", "theirs q1", "theirs q2"]
 
 
-def _claim_keys(cache: ResponseCache, backend: ScriptedBackend, requests, owner: str, lease_s: float) -> list[str]:
+def _claim_keys(cache, backend: ScriptedBackend, requests, owner: str, lease_s: float) -> list[str]:
     keys = [cache_key(backend.identity(), request) for request in requests]
     assert cache.claim(keys, owner, lease_s=lease_s).claimed == keys
     return keys
 
 
-def test_generate_waits_for_keys_another_process_claimed_and_reads_its_answers(tmp_path):
+def test_generate_waits_for_keys_another_process_claimed_and_reads_its_answers(tmp_path, cache_location):
     calls = tmp_path / "calls.log"
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache = open_cache(cache_location)
     backend = ScriptedBackend(calls_file=str(calls))
     requests = [GenerationRequest.user(f"q{i}") for i in range(6)]
     other = new_claim_owner()  # alive: it is this process
@@ -330,9 +337,9 @@ def test_generate_waits_for_keys_another_process_claimed_and_reads_its_answers(t
     assert all(result.cached for result in results[:3]) and count_calls(calls) == 3
 
 
-def test_generate_takes_over_keys_whose_claim_lapses(tmp_path):
+def test_generate_takes_over_keys_whose_claim_lapses(tmp_path, cache_location):
     calls = tmp_path / "calls.log"
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache = open_cache(cache_location)
     backend = ScriptedBackend(calls_file=str(calls))
     requests = [GenerationRequest.user(f"q{i}") for i in range(4)]
     _claim_keys(cache, backend, requests[:2], "some-other-host:1:x", lease_s=0.5)
@@ -346,16 +353,16 @@ def test_generate_takes_over_keys_whose_claim_lapses(tmp_path):
 # --- budget and halting -------------------------------------------------------------------------------------------
 
 
-def _budgeted(tmp_path, scope: str, **limits) -> tuple[ScriptedBackend, ResponseCache]:
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+def _budgeted(tmp_path, scope: str, location=None, **limits) -> tuple[ScriptedBackend, object]:
+    cache = open_cache(location or tmp_path / "cache.sqlite")
     backend = ScriptedBackend(calls_file=str(tmp_path / "calls.log"))
     backend.attach_budget(Budget(cache, scope=scope, model="fake", run=BudgetLimits(**limits), own=BudgetLimits()))
     return backend, cache
 
 
-def test_max_calls_stops_asking_keeps_the_answers_and_a_rerun_continues(tmp_path):
+def test_max_calls_stops_asking_keeps_the_answers_and_a_rerun_continues(tmp_path, cache_location):
     requests = [GenerationRequest.user(f"q{i}") for i in range(12)]
-    backend, cache = _budgeted(tmp_path, "run-1", max_calls=5)
+    backend, cache = _budgeted(tmp_path, "run-1", cache_location, max_calls=5)
     with pytest.raises(GenerationHalted) as halted:
         backend.generate(requests, cache=cache)
     assert (halted.value.answered, halted.value.remaining) == (5, 7)
@@ -363,13 +370,13 @@ def test_max_calls_stops_asking_keeps_the_answers_and_a_rerun_continues(tmp_path
     assert count_calls(tmp_path / "calls.log") == 5 and cache.count() == 5
     assert cache.ledger("run-1")["fake"].calls == 5
 
-    rerun, cache = _budgeted(tmp_path, "run-2", max_calls=100)
+    rerun, cache = _budgeted(tmp_path, "run-2", cache_location, max_calls=100)
     results = rerun.generate(requests, cache=cache)
     assert sum(result.cached for result in results) == 5 and count_calls(tmp_path / "calls.log") == 12
 
 
-def test_cost_budget_counts_usage_and_prices_and_estimates_missing_usage(tmp_path):
-    cache = ResponseCache(tmp_path / "cache.sqlite")
+def test_cost_budget_counts_usage_and_prices_and_estimates_missing_usage(cache_location):
+    cache = open_cache(cache_location)
     budget = Budget(cache, scope="s", model="m", run=BudgetLimits(max_cost_usd=0.01), own=BudgetLimits(),
                     pricing=(1.0, 2.0))
     request = GenerationRequest.user("滑鼠是什么")  # 5 Han characters
@@ -384,17 +391,17 @@ def test_cost_budget_counts_usage_and_prices_and_estimates_missing_usage(tmp_pat
     assert budget.reserve(3) == 0
 
 
-def test_processes_sharing_a_scope_never_overdraw_max_calls(tmp_path):
-    path = str(tmp_path / "cache.sqlite")
-    ResponseCache(path)
+def test_processes_sharing_a_scope_never_overdraw_max_calls(cache_location):
+    path = cache_location
+    open_cache(path)
     context = multiprocessing.get_context("spawn")
     with context.Pool(3) as pool:
         granted = pool.starmap(_reserve_many, [(path, 40)] * 3)
-    assert sum(granted) == 50 and ResponseCache(path).ledger("shared")["m"].calls == 50
+    assert sum(granted) == 50 and open_cache(path).ledger("shared")["m"].calls == 50
 
 
 def _reserve_many(path: str, attempts: int) -> int:
-    budget = Budget(ResponseCache(path), scope="shared", model="m", run=BudgetLimits(max_calls=50), own=BudgetLimits())
+    budget = Budget(open_cache(path), scope="shared", model="m", run=BudgetLimits(max_calls=50), own=BudgetLimits())
     return sum(budget.reserve(1) for _ in range(attempts))
 
 
@@ -404,7 +411,7 @@ def test_a_stop_request_halts_before_any_call(tmp_path):
     interrupt.request_stop("interrupted (Ctrl-C)")
     try:
         with pytest.raises(GenerationHalted, match=r"interrupted \(Ctrl-C\).*0 answers stored, 3 not yet asked"):
-            backend.generate([GenerationRequest.user(f"q{i}") for i in range(3)], cache=ResponseCache(tmp_path / "c"))
+            backend.generate([GenerationRequest.user(f"q{i}") for i in range(3)], cache=open_cache(tmp_path / "c"))
         assert interrupt.stop_reason() == "interrupted (Ctrl-C)" and count_calls(calls) == 0
     finally:
         interrupt.clear_stop()

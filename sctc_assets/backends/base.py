@@ -20,12 +20,12 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from sctc_assets.lib.budget import Budget
-from sctc_assets.lib.cache import ResponseCache, cache_key, new_claim_owner, score_key
+from sctc_assets.lib.cache import Cache, CacheUnavailable, cache_key, new_claim_owner, score_key
 # BackendUnavailable is defined in lib so that the embedded model's files (lib/embedded_model) can raise it without
 # Dagster; backends import it from here.
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
-from sctc_assets.lib.work_queue import WAIT, WorkQueue
+from sctc_assets.lib.work_queue import WAIT, WorkQueue, claim_lease_s
 
 ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, GenerationResult], None]
@@ -124,7 +124,7 @@ class ModelBackend(dg.ConfigurableResource):
         self,
         requests: Sequence[GenerationRequest],
         *,
-        cache: ResponseCache | None = None,
+        cache: Cache | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[GenerationResult]:
         """Answer `requests` in order: cached answers first, then new calls, each stored the moment it arrives.
@@ -178,15 +178,22 @@ class ModelBackend(dg.ConfigurableResource):
         queue = WorkQueue(
             list(leaders.values()), requests, keys, cache=cache if use_cache else None, owner=new_claim_owner(),
             on_cached=settle, halt=self.halt_reason, reserve=budget.reserve if budget is not None else None,
-            chunk_size=self.claim_chunk_size() if use_cache else len(pending),
+            chunk_size=self.claim_chunk_size() if use_cache else len(pending), lease_s=claim_lease_s(),
         )
 
         def on_result(index: int, result: GenerationResult) -> None:
             if result.seed is None and requests[index].seed is not None:
                 result = dataclasses.replace(result, seed=requests[index].seed)
-            if budget is not None:
-                budget.record(requests[index], result)
-            stored = cache.store(keys[index], identity, requests[index], result) if use_cache else None
+            try:
+                if budget is not None:
+                    budget.record(requests[index], result)
+                stored = cache.store(keys[index], identity, requests[index], result) if use_cache else None
+            except CacheUnavailable as exc:
+                # The cache's database went away with the answer in flight: it is not stored, so it is reported
+                # as an error (a rerun asks it again), never as an answer the cache does not hold.
+                stored, result = None, dataclasses.replace(result, text=None, outcome="error",
+                                                           message=f"not stored: {exc}")
+                queue.stop(f"the response cache is unavailable: {exc}")  # what it would ask could not be stored
             queue.finished(index, stored is not None)
             # The table gets what the cache holds: another process's answer when it stored one first.
             if stored is not None and stored is not result:
@@ -238,7 +245,7 @@ class ModelBackend(dg.ConfigurableResource):
         prompts: Sequence[str],
         continuations: Sequence[str],
         *,
-        cache: ResponseCache | None = None,
+        cache: Cache | None = None,
         progress: ProgressCallback | None = None,
         chunk_size: int = 64,
     ) -> list[tuple[float, bool]]:

@@ -1,7 +1,7 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`models`, `report`, `ui`, `terms` for `terms define`; `selection` holds the checks several of them share; `item_sets`
+`models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`; `selection` holds the checks several of them share; `item_sets`
 turns `--term-items` and its companions into the set's benchmark), which imports what it needs at its top. `main`
 imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy load, so that
 this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and transformers
@@ -46,7 +46,7 @@ ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) 
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
-            "terms": "sctc_assets.cli.terms"}
+            "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache"}
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_report_parser(commands)
     _add_terms_parser(commands)
+    _add_cache_parser(commands)
 
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
     ui.add_argument("--port", type=int, default=3000)
@@ -167,6 +168,24 @@ def _add_terms_parser(commands: Any) -> None:
     define.add_argument("--max-cost", type=float, metavar="USD",
                         help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
                              f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
+
+
+def _add_cache_parser(commands: Any) -> None:
+    cache = commands.add_parser(
+        "cache", help="copy the response cache between SQLite and PostgreSQL (`sctc cache export/import`)",
+        description="Copy every answer, refusal and score of the response cache (not its claims or budget ledger) "
+                    "between a SQLite file and a PostgreSQL database (a postgresql:// URL). A key the target "
+                    "already holds keeps its row, so copying again adds nothing. The cache in use ($SCTC_DATABASE_URL, "
+                    "else data/cache/responses.sqlite) is the source of an export and the target of an import.")
+    actions = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    export = actions.add_parser("export", help="copy the cache in use into another (--to URL|PATH)")
+    export.add_argument("--to", required=True, metavar="URL|PATH", help="a postgresql:// URL or a SQLite file")
+    imported = actions.add_parser("import", help="copy another cache (--from URL|PATH) into the cache in use")
+    imported.add_argument("--from", dest="source", required=True, metavar="URL|PATH",
+                          help="a postgresql:// URL or a SQLite file")
+    for action in (export, imported):
+        action.add_argument("--cache", metavar="URL|PATH",
+                            help="the cache in use instead of $SCTC_DATABASE_URL or data/cache/responses.sqlite")
 
 
 def _prepare_environment(args: argparse.Namespace) -> None:

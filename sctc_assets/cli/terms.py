@@ -16,7 +16,7 @@ from typing import Sequence
 import pydantic
 
 from sctc_assets.backends.base import BackendUnavailable, GenerationHalted, ModelBackend
-from sctc_assets.lib.cache import ResponseCache, cache_key
+from sctc_assets.lib.cache import Cache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.model_registry import RegistryError
 from sctc_assets.lib.term.definitions import (apply_definitions, definition_request, missing_definitions,
@@ -51,7 +51,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _stored(backend: ModelBackend, requests: Sequence[GenerationRequest],
-            cache: ResponseCache) -> list[GenerationResult | None]:
+            cache: Cache) -> list[GenerationResult | None]:
     """The answers the cache holds for `requests` (under the keys `generate` uses), None where it holds none."""
     identity = backend.identity()
     keys = [cache_key(identity, request if request.seed is not None else

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from sctc_assets.lib.cache import LedgerTotals, ResponseCache
+from sctc_assets.lib.cache import LedgerTotals, Cache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 MAX_CALLS_ENV = "SCTC_MAX_CALLS"
@@ -117,7 +117,7 @@ def call_cost(request: GenerationRequest, result: GenerationResult,
 class Budget:
     """The limits one backend's calls draw on, counted in `ledger` (a response cache) under `scope`."""
 
-    def __init__(self, ledger: ResponseCache, *, scope: str, model: str, run: BudgetLimits, own: BudgetLimits,
+    def __init__(self, ledger: Cache, *, scope: str, model: str, run: BudgetLimits, own: BudgetLimits,
                  pricing: tuple[float | None, float | None] = (None, None), where: str = ""):
         self.ledger, self.scope, self.model = ledger, scope, model
         self.run, self.own, self.pricing = run, own, pricing

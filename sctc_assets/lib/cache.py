@@ -14,12 +14,14 @@ Two more tables coordinate processes that share the cache:
   host) is gone, or when the owner releases it without an answer (an error), and a waiter then takes the key over.
 - `budget_ledger`: new calls and their cost per budget scope and model, so every partition and process of one run
   draws on one budget (`sctc_assets.lib.budget`).
+
+With `$SCTC_DATABASE_URL` set, the same tables live in PostgreSQL instead (`lib/cache_postgres.py`), for processes
+on several hosts; `open_cache()` picks the store, and every place that opens the cache goes through it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import socket
@@ -27,11 +29,15 @@ import sqlite3
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from sctc_assets.lib.cache_common import (COPIED_TABLES, ClaimOutcome, LedgerTotals, cache_key, request_identity,
+                                          score_identity, score_key)
+from sctc_assets.lib.cache_postgres import (DATABASE_URL_ENV, CacheUnavailable, PostgresResponseCache,
+                                            is_database_url, redacted)
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
+from sctc_assets.lib.paths import default_cache_path
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -78,36 +84,6 @@ CREATE TABLE IF NOT EXISTS budget_ledger (
 _HOST = socket.gethostname()
 
 
-def request_identity(identity: Mapping[str, Any], request: GenerationRequest) -> dict[str, Any]:
-    """What the cache key is computed from: the backend's identity plus this request's messages, trial and seed.
-
-    The seed enters only when one is sent, so requests without a seed keep the keys they had before seeds existed.
-    """
-    payload = {
-        **identity,
-        "messages": [dict(message) for message in request.messages],
-        "trial": request.trial,
-    }
-    if request.seed is not None:
-        payload["seed"] = request.seed
-    return payload
-
-
-def cache_key(identity: Mapping[str, Any], request: GenerationRequest) -> str:
-    payload = json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def score_identity(identity: Mapping[str, Any], prompt: str, continuation: str) -> dict[str, Any]:
-    """What a score's cache key is computed from: the backend's scoring identity, the prompt and the continuation."""
-    return {**identity, "score_prompt": prompt, "score_continuation": continuation}
-
-
-def score_key(identity: Mapping[str, Any], prompt: str, continuation: str) -> str:
-    payload = json.dumps(score_identity(identity, prompt, continuation), sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
 def new_claim_owner() -> str:
     """A claim owner id: host and process (so a dead owner on this host is recognised at once) and a random part."""
     return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -127,27 +103,14 @@ def _owner_alive(owner: str) -> bool:
     return True
 
 
-@dataclass
-class ClaimOutcome:
-    """What `ResponseCache.claim` found for each key: now ours, already answered, or held by a live claim."""
-
-    claimed: list[str] = field(default_factory=list)
-    answered: dict[str, GenerationResult] = field(default_factory=dict)
-    held: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class LedgerTotals:
-    calls: int = 0
-    cost_usd: float = 0.0
-    estimated_calls: int = 0
-
-
 class ResponseCache:
-    """Thread- and process-safe store of model answers keyed by `cache_key`."""
+    """Thread- and process-safe store of model answers keyed by `cache_key`, in one SQLite file."""
+
+    backend = "sqlite"
 
     def __init__(self, path: str | Path, *, timeout_s: float = 60.0):
         self.path = Path(path)
+        self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout_s = timeout_s
         self._local = threading.local()
@@ -347,10 +310,30 @@ class ResponseCache:
         """The stored request identity (the JSON its key was computed from) of every answer of `model`."""
         return [row[0] for row in self._connect().execute("SELECT request FROM responses WHERE model = ?", (model,))]
 
+    def count_since(self, since: float) -> int:
+        """Answers stored since `since` (time.time()), by every process."""
+        return self._connect().execute("SELECT COUNT(*) FROM responses WHERE created_at >= ?", (since,)).fetchone()[0]
+
     def count(self, *, model: str | None = None) -> int:
         if model is None:
             return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         return self._connect().execute("SELECT COUNT(*) FROM responses WHERE model = ?", (model,)).fetchone()[0]
+
+    # --- copying (sctc cache export/import) ----------------------------------------------------------------------
+
+    def rows(self, table: str) -> Iterator[tuple]:
+        """Every row of `responses` or `scores`, in key order (the columns of `COPIED_TABLES`)."""
+        return iter(self._connect().execute(
+            f"SELECT {', '.join(COPIED_TABLES[table])} FROM {table} ORDER BY key").fetchall())
+
+    def add_rows(self, table: str, rows: Iterable[tuple]) -> int:
+        """Insert rows that are not here yet (a key already here keeps its row); returns how many were new."""
+        columns = COPIED_TABLES[table]
+        with self._write() as connection:
+            before = connection.total_changes
+            connection.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)})"
+                                   f" VALUES ({', '.join('?' * len(columns))})", list(rows))
+            return connection.total_changes - before
 
     def close(self) -> None:
         """Close the connections of every thread that used this cache."""
@@ -359,3 +342,48 @@ class ResponseCache:
         for connection in connections:
             connection.close()
         self._local = threading.local()
+
+
+Cache = ResponseCache | PostgresResponseCache
+
+
+def database_url() -> str | None:
+    """`$SCTC_DATABASE_URL` when set: the response cache (and its claims and ledger) lives in that PostgreSQL."""
+    return os.environ.get(DATABASE_URL_ENV) or None
+
+
+def open_cache(location: str | Path | None = None) -> Cache:
+    """The response cache: at `location` (a SQLite file or a postgresql:// URL) when given; else in
+    `$SCTC_DATABASE_URL` when set; else the SQLite file of the data folder. Raises `CacheUnavailable` (one line,
+    naming the setting, never the password) when the database cannot be reached or used."""
+    if location is None:
+        location = database_url()
+    if location is None:
+        location = default_cache_path()
+    if is_database_url(location):
+        return PostgresResponseCache(str(location))
+    return ResponseCache(location)
+
+
+def cache_exists(location: str | Path | None = None) -> bool:
+    """Whether opening the cache would find one (a database always counts; a SQLite file when it exists)."""
+    if location is None and database_url():
+        return True
+    if location is None:
+        location = default_cache_path()
+    return is_database_url(location) or Path(location).exists()
+
+
+def copy_cache(source: Cache, target: Cache) -> dict[str, tuple[int, int]]:
+    """Copy every answer, refusal and score of `source` into `target` (not the claims or the ledger); a key the
+    target already holds keeps its row, so copying twice adds nothing. Returns table → (rows read, rows added)."""
+    copied = {}
+    for table in COPIED_TABLES:
+        rows = list(source.rows(table))
+        copied[table] = (len(rows), target.add_rows(table, rows))
+    return copied
+
+
+__all__ = ["COPIED_TABLES", "Cache", "CacheUnavailable", "ClaimOutcome", "DATABASE_URL_ENV", "LedgerTotals",
+           "PostgresResponseCache", "ResponseCache", "cache_exists", "cache_key", "copy_cache", "database_url",
+           "new_claim_owner", "open_cache", "redacted", "request_identity", "score_identity", "score_key"]

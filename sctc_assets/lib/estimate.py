@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from sctc_assets.lib.cache import ResponseCache, cache_key
+from sctc_assets.lib.cache import Cache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 if TYPE_CHECKING:  # the designs carry tables; this module itself needs no pandas
@@ -185,7 +185,7 @@ def _candidates(requests: RequestSet, stored: Sequence[str]) -> list[int] | None
     return sorted(found)
 
 
-def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: ResponseCache,
+def cached_answers(identity: Mapping[str, Any], requests: RequestSet, cache: Cache,
                    stored_count: int, keyed: KeyedRequest | None = None) -> dict[int, GenerationResult]:
     """Index → cached answer, for every request `generate` would find in the cache.
 
@@ -242,7 +242,7 @@ class BenchmarkDesign:
 
 
 def estimate_partition(benchmark: str, model: str, partition: str, requests: RequestSet, *,
-                   identity: Mapping[str, Any] | None, cache: ResponseCache | None, counter: TokenCounter,
+                   identity: Mapping[str, Any] | None, cache: Cache | None, counter: TokenCounter,
                    max_output_tokens: int | None, pricing: tuple[float | None, float | None],
                    stored_count: int = 0, asked_before: set | None = None,
                    keyed: KeyedRequest | None = None) -> EstimateRow:

@@ -9,17 +9,31 @@ when the claim lapses (the owner died, or released it after an error). Before ea
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Callable, Sequence
 
-from sctc_assets.lib.cache import ResponseCache
+from sctc_assets.lib.cache import Cache, CacheUnavailable
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 # `take` returns WAIT when every key left is being asked by another process: call again after `poll_s`.
 WAIT = "wait"
 
 Item = tuple[int, GenerationRequest]
+# How long a claim holds a key without renewal (it is renewed every third of it while its owner works): the longest
+# another host waits for a key whose owner died without releasing it.
+LEASE_ENV = "SCTC_CLAIM_LEASE_S"
+DEFAULT_LEASE_S = 60.0
+
+
+def claim_lease_s() -> float:
+    """`$SCTC_CLAIM_LEASE_S` (seconds, > 0), else 60."""
+    try:
+        value = float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_S)
+    except ValueError:
+        return DEFAULT_LEASE_S
+    return value if value > 0 else DEFAULT_LEASE_S
 
 
 class WorkQueue:
@@ -29,7 +43,7 @@ class WorkQueue:
         requests: Sequence[GenerationRequest],
         keys: Sequence[str],
         *,
-        cache: ResponseCache | None,
+        cache: Cache | None,
         owner: str,
         on_cached: Callable[[int, GenerationResult], None],
         halt: Callable[[], str | None] = lambda: None,
@@ -125,6 +139,12 @@ class WorkQueue:
         self._claimed.extend(by_key[key] for key in outcome.claimed)
         self._waiting.extend(by_key[key] for key in outcome.held)
 
+    def stop(self, reason: str) -> None:
+        """Hand out nothing more (the response cache went away: a new answer could not be stored)."""
+        with self._lock:
+            if self.halted is None:
+                self.halted = reason
+
     # --- results ---------------------------------------------------------------------------------------------------
 
     def finished(self, index: int, stored: bool) -> None:
@@ -132,7 +152,10 @@ class WorkQueue:
         with self._lock:
             self._handed.discard(index)
         if not stored and self._cache is not None:
-            self._cache.release_claims(self._owner, [self._keys[index]])
+            try:
+                self._cache.release_claims(self._owner, [self._keys[index]])
+            except CacheUnavailable:
+                pass  # the database is away: the claim lapses with its lease
 
     def unanswered(self) -> list[int]:
         """Handed out but without a result (the backend stopped early)."""
@@ -145,7 +168,10 @@ class WorkQueue:
         if self._renewer is not None:
             self._renewer.join(timeout=5)
         if self._cache is not None:
-            self._cache.release_claims(self._owner)
+            try:
+                self._cache.release_claims(self._owner)
+            except CacheUnavailable:
+                pass  # the database is away: the claims lapse with their lease
 
     def _renew(self) -> None:
         while not self._stop_renewing.wait(self.lease_s / 3):

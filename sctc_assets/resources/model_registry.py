@@ -12,8 +12,8 @@ from pydantic import Field, PrivateAttr
 
 from sctc_assets.backends import ModelBackend, backend_class
 from sctc_assets.lib.budget import MAX_COST_ENV, MAX_CALLS_ENV, PROCESS_SCOPE, SCOPE_ENV, Budget, BudgetError, BudgetLimits
-from sctc_assets.lib.cache import ResponseCache
-from sctc_assets.lib.paths import default_cache_path, default_registry_path
+from sctc_assets.lib.cache import Cache, open_cache
+from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.lib.model_registry import ModelEntry, RegistryError, load_registry
 from sctc_assets.lib.upstream_source import UpstreamSource
 
@@ -22,7 +22,7 @@ class ModelRegistryResource(dg.ConfigurableResource):
     """Models by key (`data/models.yaml` or `$SCTC_MODELS`) and the shared response cache."""
 
     registry_path: Optional[str] = Field(default=None, description="Model registry YAML; default $SCTC_MODELS or data/models.yaml.")
-    cache_path: Optional[str] = Field(default=None, description="SQLite response cache; default data/cache/responses.sqlite.")
+    cache_path: Optional[str] = Field(default=None, description="The response cache: a SQLite file or a postgresql:// URL; default $SCTC_DATABASE_URL, else data/cache/responses.sqlite.")
     max_calls: Optional[int] = Field(default=None, ge=0, description=f"Stop asking after this many new model calls in "
                                      f"the budget scope (all models together); default ${MAX_CALLS_ENV}, else none.")
     max_cost_usd: Optional[float] = Field(default=None, ge=0, description=f"Stop asking once new calls in the budget "
@@ -115,8 +115,10 @@ class ModelRegistryResource(dg.ConfigurableResource):
         _check_settings(cls, entry, where)
         return cls
 
-    def cache(self) -> ResponseCache:
-        return ResponseCache(self.cache_path or default_cache_path())
+    def cache(self) -> Cache:
+        """The response cache: `cache_path` when set, else PostgreSQL when `$SCTC_DATABASE_URL` is set, else the
+        data folder's SQLite file."""
+        return open_cache(self.cache_path)
 
 
 def _check_settings(cls: type[ModelBackend], entry: ModelEntry, where: str) -> None:

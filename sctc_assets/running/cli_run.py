@@ -17,6 +17,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Sequence
 
+from sctc_assets.lib.cache import database_url, open_cache
 from sctc_assets.lib.interrupt import clear_stop, stop_reason
 from sctc_assets.lib.paths import default_cache_path, default_outputs_dir
 from sctc_assets.running.signals import EXIT_INTERRUPTED, stop_on_signals
@@ -24,6 +25,12 @@ from sctc_assets.running.signals import EXIT_INTERRUPTED, stop_on_signals
 
 def answers_stored_since(cache_path: Path, since: float) -> int:
     """Answers the response cache received since `since` (time.time()), by every process."""
+    if database_url():
+        cache = open_cache()
+        try:
+            return cache.count_since(since)
+        finally:
+            cache.close()
     if not cache_path.exists():
         return 0
     with sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True, timeout=30) as connection:
