@@ -21,34 +21,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
 # Run as a plain script from a checkout: make the repository importable without installing it.
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from cli_speed import timed  # noqa: E402  (the same wall and CPU timing as the other CLI benchmarks)
 
 VARIETIES = ("zh-TW", "zh-CN", "zh-HK", "zh-MO")
 SET_NAME = "csld4"
 TARGET_SECONDS = 5.0
-
-
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the child and its children, stdout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
 
 
 def build_set(folder: Path, csld: Path | None) -> tuple[Path, Path, int]:

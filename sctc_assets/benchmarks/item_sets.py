@@ -18,11 +18,11 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.corpus import corpus_shards
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart)
-from sctc_assets.benchmarks.term import TERM
-from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.benchmarks.term import TERM, term_partition_designs
+from sctc_assets.lib.estimate import PartitionDesign
 from sctc_assets.lib.term.item_sources import ItemSetEntry, LoadedSet, load_entry, registered_sets
 from sctc_assets.lib.term.items import ItemSetError
-from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, generation_overrides, run_settings
+from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, run_settings
 from sctc_assets.lib.term.requests import variety_requests
 from sctc_assets.lib.term.variety_prompts import build_variety_prompts
 from sctc_assets.lib.upstream_source import UpstreamError
@@ -106,15 +106,7 @@ def _design(item_entry: ItemSetEntry, spec_ref: list):
                                           trials=min(trials, PAPER_TRIALS))
             return variety_requests(table, variety, trials, variants, benchmark=spec.name)
 
-        shared = SharedRequests(build)
-        designs = []
-        for entry in models:
-            trials, variants = spec.settings_for(options, entry)
-            overrides = generation_overrides(entry.benchmark_settings("term"))
-            for variety in spec.langs:
-                selected, requests = shared((variety, trials, tuple(variants)), variety, trials, variants)
-                designs.append(PartitionDesign(entry.key, variety, selected, requests, (trials, variants), overrides))
-        return designs
+        return term_partition_designs(spec, models, options, build)
     return design
 
 

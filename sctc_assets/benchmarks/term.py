@@ -101,11 +101,19 @@ def term_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, list[
 def term_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
     """Every partition's requests for the estimate, as `term_responses` selects them."""
     table = upstream_term_prompts(open_sctc_upstream())
-    shared, designs = SharedRequests(lambda lang, trials, variants: term_requests(table, lang, trials, variants)), []
+    return term_partition_designs(TERM, models, options, lambda lang, trials, variants: term_requests(
+        table, lang, trials, variants))
+
+
+def term_partition_designs(spec: BenchmarkSpec, models: list[Any], options: Mapping[str, Any],
+                           build: Any) -> list[PartitionDesign]:
+    """One design per model × prompting language of a term-choice spec; `build(lang, trials, variants)` gives its
+    (selected prompts, requests), made once for the models that ask the same."""
+    shared, designs = SharedRequests(build), []
     for entry in models:
-        trials, variants = TERM.settings_for(options, entry)
+        trials, variants = spec.settings_for(options, entry)
         overrides = generation_overrides(entry.benchmark_settings("term"))
-        for lang in TERM.langs:
+        for lang in spec.langs:
             selected, requests = shared((lang, trials, tuple(variants)), lang, trials, variants)
             designs.append(PartitionDesign(entry.key, lang, selected, requests, (trials, variants), overrides))
     return designs
