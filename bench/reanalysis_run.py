@@ -7,7 +7,8 @@ response cache, no parsed replay files, no converted tokenizer vocabularies, no 
 downloaded files are linked in: the embedded model file (from this checkout's `data/models`) and the tokenizer
 distributions (see below). Warm: the same command again, nothing changed, the same `--out`. Each run is a child
 process (`python -m sctc_assets.cli run … --no-report`; with `--as-typed` the command as a user types it, the audit
-report built at its end, `$SCTC_NO_REPORT` unset, and the printout says whether the warm run skipped it); its CPU seconds (user + sys, its worker processes included)
+report built at its end, `$SCTC_NO_REPORT` unset, and the printout says whether the warm run skipped it); its CPU
+seconds (user + sys, its worker processes included)
 and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be shared,
 so CPU seconds are the figure to compare. Also printed: the Dagster runs and materializations each `sctc run` added
 to the instance, and whether the runs exported the same tables (hashed after each run; the warm run exports them
