@@ -172,10 +172,16 @@ def test_an_unchanged_report_is_skipped_and_a_changed_input_or_option_rebuilds_i
     printed, changed, _ = report("--models", TSB)
     assert f"report: {html}" in printed and changed != chosen and _report_materializations(data) == 3
 
+    # A new materialization of an input (its metadata, e.g. the upstream commit, is quoted in the provenance).
+    with dg.DagsterInstance.from_config(str(data / "dagster_home")) as instance:
+        instance.report_runless_asset_event(dg.AssetMaterialization("sovereignty_prompts", metadata={"upstream": "x"}))
+    assert f"report: {html}" in report("--models", TSB)[0]
+    assert "skipped" in report("--models", TSB)[0] and _report_materializations(data) == 4
+
     # The HTML file edited by hand, or --force: built again although nothing it reads changed.
     html.write_text("edited")
     assert f"report: {html}" in report("--models", TSB)[0]
-    assert f"report: {html}" in report("--models", TSB, "--force")[0] and _report_materializations(data) == 5
+    assert f"report: {html}" in report("--models", TSB, "--force")[0] and _report_materializations(data) == 6
 
 
 def test_the_report_of_another_folder_is_built_there(audit_data, tmp_path, capsys):
