@@ -1,12 +1,14 @@
 """A cold and a warm `sctc run` of the SC-TC-Bench re-analysis, side by side in one invocation.
 
-    python bench/reanalysis_run.py [--benchmarks term name] [--models KEY …] [--keep DIR]
+    python bench/reanalysis_run.py [--benchmarks term name] [--models KEY …] [--keep DIR] [--as-typed]
 
 Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables, no
 response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
 downloaded files are linked in: the embedded model file (from this checkout's `data/models`) and the tokenizer
 distributions (see below). Warm: the same command again, nothing changed, the same `--out`. Each run is a child
-process (`python -m sctc_assets.cli run … --no-report`); its CPU seconds (user + sys, its worker processes included)
+process (`python -m sctc_assets.cli run … --no-report`; with `--as-typed` the command as a user types it, the audit
+report built at its end, `$SCTC_NO_REPORT` unset, and the printout says whether the warm run skipped it); its CPU
+seconds (user + sys, its worker processes included)
 and peak RSS come from the kernel's accounting of the child, wall seconds from the clock. The machine may be shared,
 so CPU seconds are the figure to compare. Also printed: the Dagster runs and materializations each `sctc run` added
 to the instance, and whether the runs exported the same tables (hashed after each run; the warm run exports them
@@ -142,6 +144,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="data folder to use and keep (must not exist); default a temp one")
     parser.add_argument("--one-process", action="store_true",
                         help="also a cold run with SCTC_WORKER_PROCESSES=1, for the ratio")
+    parser.add_argument("--as-typed", action="store_true",
+                        help="the command as a user types it: the audit report too (no --no-report)")
     parser.add_argument("--baseline", type=Path,
                         help="another checkout (e.g. a git worktree of main): cold and warm runs of its code too, "
                              "after this checkout's, in a data folder of their own, for the ratios")
@@ -151,7 +155,9 @@ def main() -> None:
 
     data = args.keep or Path(tempfile.mkdtemp(prefix="sctc-reanalysis-"))
     _fresh(data)
-    base_env = {name: value for name, value in os.environ.items() if name not in ("SCTC_MODELS", "DAGSTER_HOME")}
+    base_env = {name: value for name, value in os.environ.items()
+                if name not in ("SCTC_MODELS", "DAGSTER_HOME", "SCTC_NO_REPORT")}
+    report = [] if args.as_typed else ["--no-report"]
     results = {}
     try:
         runs = [("cold", data, {}, REPO), ("warm", data, {}, REPO)]
@@ -169,8 +175,11 @@ def main() -> None:
                    "HF_HUB_OFFLINE": "1", **extra}
             out = folder / "out"  # the same --out for cold and warm, as a user reruns the same command
             command = [sys.executable, "-m", "sctc_assets.cli", "run", "--benchmarks", *args.benchmarks,
-                       "--models", *args.models, "--no-report", "--out", str(out)]
-            results[name] = _run(command, env, data / f"{name.replace(', ', '-').replace(' ', '-')}.log", code)
+                       "--models", *args.models, *report, "--out", str(out)]
+            log = data / f"{name.replace(', ', '-').replace(' ', '-')}.log"
+            results[name] = _run(command, env, log, code)
+            results[name]["report"] = next((line.strip() for line in log.read_text(errors="replace").splitlines()
+                                            if line.startswith("report")), "(none)")
             before = counts.get(folder, (0, 0))
             counts[folder] = _instance_counts(folder / "dagster_home")
             results[name]["runs"] = counts[folder][0] - before[0]
@@ -190,7 +199,11 @@ def main() -> None:
               f"{result['runs']:13d} {result['materializations']:17d}")
     cold, warm = results["cold"], results["warm"]
     print(f"cold wall / the 60 s target: {cold['wall'] / 60:.2f}")
-    print(f"warm / cold: CPU {warm['cpu'] / cold['cpu']:.3f}, wall {warm['wall'] / cold['wall']:.3f}")
+    print(f"warm / cold: CPU {warm['cpu'] / cold['cpu']:.3f}, wall {warm['wall'] / cold['wall']:.3f} "
+          f"(goal: wall ≤ 0.050{', report included' if args.as_typed else ', without the report'})")
+    if args.as_typed:
+        for name, result in results.items():
+            print(f"{name}: {result['report'][:150]}")
     if "cold, 1 process" in results:
         one = results["cold, 1 process"]
         print(f"cold with workers / cold in 1 process: wall {cold['wall'] / one['wall']:.3f}, "

@@ -140,3 +140,51 @@ def test_a_models_kind_comes_from_its_stored_answers_not_todays_registry(isolate
     assert "replay (SC-TC-Bench)" in markdown and "1 replay model(s)" in markdown
     assert "live model(s) asked through this platform (paper-qwen" not in markdown
     assert "not in the registry" not in markdown
+
+
+def _report_materializations(data: Path) -> int:
+    with dg.DagsterInstance.from_config(str(data / "dagster_home")) as instance:
+        return len(instance.fetch_materializations(dg.AssetKey("audit_report"), limit=100).records)
+
+
+def test_an_unchanged_report_is_skipped_and_a_changed_input_or_option_rebuilds_it(audit_data, tmp_path, capsys):
+    data, _ = audit_data
+    out = tmp_path / "out"
+    html = out / "report" / "index.html"
+
+    def report(*options: str) -> tuple[str, bytes, int]:
+        assert cli.main(["report", "--out", str(out), *options]) == 0
+        return capsys.readouterr().out, html.read_bytes(), html.stat().st_mtime_ns
+
+    printed, first, first_time = report()
+    assert f"report: {html}" in printed and _report_materializations(data) == 1
+    printed, again, again_time = report()
+    assert printed.startswith("report unchanged since ") and f": skipped ({html})" in printed, printed
+    assert (again, again_time) == (first, first_time) and _report_materializations(data) == 1
+
+    # Another option: built again, and the record follows the latest build.
+    printed, chosen, chosen_time = report("--models", TSB)
+    assert f"report: {html}" in printed and chosen_time != first_time and chosen != first
+    assert "skipped" in report("--models", TSB)[0] and _report_materializations(data) == 2
+
+    # A table of the storage changed (the sovereignty tables written again, from another seed).
+    write_benchmark_tables(data / "storage", benchmarks=("sovereignty",), seed=11)
+    printed, changed, _ = report("--models", TSB)
+    assert f"report: {html}" in printed and changed != chosen and _report_materializations(data) == 3
+
+    # A new materialization of an input (its metadata, e.g. the upstream commit, is quoted in the provenance).
+    with dg.DagsterInstance.from_config(str(data / "dagster_home")) as instance:
+        instance.report_runless_asset_event(dg.AssetMaterialization("sovereignty_prompts", metadata={"upstream": "x"}))
+    assert f"report: {html}" in report("--models", TSB)[0]
+    assert "skipped" in report("--models", TSB)[0] and _report_materializations(data) == 4
+
+    # The HTML file edited by hand, or --force: built again although nothing it reads changed.
+    html.write_text("edited")
+    assert f"report: {html}" in report("--models", TSB)[0]
+    assert f"report: {html}" in report("--models", TSB, "--force")[0] and _report_materializations(data) == 6
+
+
+def test_the_report_of_another_folder_is_built_there(audit_data, tmp_path, capsys):
+    assert cli.main(["report", "--out", str(tmp_path / "a")]) == 0
+    assert cli.main(["report", "--out", str(tmp_path / "b")]) == 0
+    assert "skipped" not in capsys.readouterr().out and (tmp_path / "b" / "report" / "index.html").exists()

@@ -247,3 +247,34 @@ def test_the_settings_digest_sees_every_file_below_an_upstream_folder_but_not_th
     assert settings_digest(environ) != first
     assert settings_digest(environ, registry=False) == settings_digest({**environ, "SCTC_MODELS": "x.yaml"},
                                                                        registry=False)
+
+
+def test_exports_already_current_stay_as_they_are(project):
+    import os
+
+    run, _, io_manager, defs, _, _, _, tmp_path = project
+    folder = tmp_path / "out"
+    run()
+    written = export_tables(PLAN, ["m-a", "m-b"], io_manager, folder, defs)
+
+    def states() -> dict[str, tuple[bytes, int]]:
+        return {name: (path.read_bytes(), path.stat().st_mtime_ns) for name, path in written.items()}
+
+    exported = states()
+    assert len(exported) == 5
+    run()  # unchanged: nothing materialized, nothing exported again
+    assert export_tables(PLAN, ["m-a", "m-b"], io_manager, folder, defs) == written and states() == exported
+
+    # Every stored file written again with the same content (as a stage run again writes it): read and compared,
+    # not written.
+    for path in (tmp_path / "storage").rglob("*.parquet"):
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert export_tables(PLAN, ["m-a", "m-b"], io_manager, folder, defs) == written and states() == exported
+
+    # One stored table with other content: that export alone is written again.
+    stored = io_manager.path_for(dg.AssetKey("re_tests"))
+    pd.read_parquet(stored).assign(rank=0.0).to_parquet(stored, index=False)
+    export_tables(PLAN, ["m-a", "m-b"], io_manager, folder, defs)
+    now = states()
+    assert [name for name in now if now[name] != exported[name]] == ["re_tests"]
+    assert (pd.read_parquet(written["re_tests"])["rank"] == 0.0).all()

@@ -138,6 +138,8 @@ def _add_report_parser(commands: Any) -> None:
     report.add_argument("--out", type=Path, default=None,
                         help=f"the report goes to OUT/report/ (default {default_outputs_dir()})")
     report.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    report.add_argument("--force", action="store_true",
+                        help="build it even when nothing it reads changed since it was built into OUT/report/")
 
 
 def _add_terms_parser(commands: Any) -> None:

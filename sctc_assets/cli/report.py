@@ -11,14 +11,17 @@ import dagster as dg
 from sctc_assets.running.report import materialize_report
 
 
-def build_report(models: list[str] | None, out: Path | None) -> int:
-    outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out)
+def build_report(models: list[str] | None, out: Path | None, force: bool = False) -> int:
+    outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out, force=force)
     if not outcome.ok:
         print(f"report: failed: {outcome.message}", file=sys.stderr)
         return 1
-    print(f"report: {outcome.html} ({outcome.message})")
+    if outcome.skipped:
+        print(f"report {outcome.message} ({outcome.html})")
+    else:
+        print(f"report: {outcome.html} ({outcome.message})")
     return 0
 
 
 def main(args: argparse.Namespace) -> int:
-    return build_report(args.models, args.out.resolve() if args.out else None)
+    return build_report(args.models, args.out.resolve() if args.out else None, force=args.force)

@@ -16,7 +16,9 @@ and replays run one after another (see `sctc_assets.running.concurrent`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.benchmarks.spec import BenchmarkSpec
-from sctc_assets.lib.atomic_files import replacing, write_text
+from sctc_assets.lib.atomic_files import temporary_path, write_text
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
@@ -570,13 +572,24 @@ def _file_state(path: Path) -> list[int]:
     return [found.st_size, found.st_mtime_ns]
 
 
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
                   defs: dg.Definitions, names: Sequence[str] | None = None) -> dict[str, Path]:
     """Write each table asset (of `names`, default all the spec's) as `<out_dir>/<asset>.parquet`; partitioned
     tables keep the chosen models only.
 
-    A table whose stored files (the same ones, same sizes and times) were exported to the same, untouched file
-    before is not written again: `<out_dir>/.sctc-export.json` records what each file was written from."""
+    An export already current stays as it is (its bytes and modification time): a table whose stored files (the
+    same ones, same sizes and times) were exported to the same, untouched file before is not read again, and one
+    whose stored files were written again with the same content (a stage run again) is read and compared by the
+    content digest of the file it would write, which replaces the export only when it differs.
+    `<out_dir>/.sctc-export.json` records what each file was written from and its digest."""
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / EXPORT_MANIFEST
     try:
@@ -598,15 +611,27 @@ def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: Parque
         target = out_dir / f"{name}.parquet"
         sources = [[str(path), *_file_state(path)] for path in paths]
         recorded = manifest.get(name) or {}
-        if target.exists() and recorded.get("sources") == sources and recorded.get("target") == _file_state(target):
+        current = _file_state(target) if target.exists() else None
+        if current is not None and recorded.get("sources") == sources and recorded.get("target") == current:
             written[name] = target
             continue
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
         # file of the same name in --out never passes for this run's result; partitions join as the IO manager
         # joins them for a cross-model asset.
-        with replacing(target) as staging:
+        staging = temporary_path(target)
+        try:
             concat_tables([read_table(path) for path in paths]).to_parquet(staging, index=False)
-        manifest[name] = {"sources": sources, "target": _file_state(target)}
+            digest = _file_digest(staging)
+            existing = None if current is None else \
+                recorded.get("sha256") if recorded.get("target") == current else _file_digest(target)
+            if digest == existing:
+                staging.unlink()
+            else:
+                os.replace(staging, target)
+        except BaseException:
+            staging.unlink(missing_ok=True)
+            raise
+        manifest[name] = {"sources": sources, "target": _file_state(target), "sha256": digest}
         written[name] = target
     write_text(manifest_path, json.dumps(manifest, indent=0, sort_keys=True))
     return written

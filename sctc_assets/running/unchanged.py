@@ -41,6 +41,7 @@ _NOT_DATA = {"SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "SCTC_W
              # added must not make the other benchmarks' results look stale.
              "SCTC_ITEM_SETS", "SCTC_ITEM_SET_ENTRY"}
 _NOT_DATA_FILES = {"item_sets.yaml"}
+NOT_DATA_SETTINGS = frozenset(_NOT_DATA)
 _REPOSITORY_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
