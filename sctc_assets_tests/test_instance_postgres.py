@@ -5,15 +5,9 @@ model partitions as separate run processes, which a real `dagster-webserver` sho
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import dagster as dg
@@ -22,24 +16,12 @@ import pytest
 from sctc_assets.cli import main
 from sctc_assets.lib.dagster_home import (LEGACY_SETTINGS, SETTINGS_FILE, instance_settings, uses_database,
                                           write_instance_settings)
-from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.running.instance import cli_instance
 from sctc_assets.running.postgres_storage import psycopg2_url
+from sctc_assets_tests.daemon_backfill import INSTANCE, STARTED_PROCESS, Servers, partitions, prepare_inputs
 
 REPO = Path(__file__).resolve().parents[1]
-MODELS = ("paper-qwen", "paper-breeze", "paper-gpt4o", "paper-llama3-8b")
-PARTITIONS = [f"zh_hans|{model}" for model in MODELS]
-JOB = "term_model_lang"
-LOCATION = {"repositoryLocationName": "sctc_assets", "repositoryName": "__repository__"}
-LAUNCH = """mutation ($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
-  __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message stack }
-  ... on PartitionSetNotFoundError { message } ... on InvalidSubsetError { message } } }"""
-RUNS = """query ($tags: [ExecutionTag!]) { runsOrError(filter: {tags: $tags}) { __typename
-  ... on Runs { results { runId status tags { key value } } } } }"""
-BACKFILL = """query ($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename
-  ... on PartitionBackfill { status } } }"""
-INSTANCE = "{ instance { info runLauncher { name } runQueuingSupported } }"
-STARTED_PROCESS = re.compile(r"Started process for run \(pid: (\d+)\)")
+QUEUE_EVENTS = (dg.DagsterEventType.RUN_ENQUEUED, dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS)
 
 
 def test_sctc_writes_its_settings_and_follows_the_setting_but_leaves_a_file_of_ones_own(tmp_path):
@@ -138,133 +120,44 @@ def test_without_dagster_postgres_the_run_stops_before_anything_runs(postgres_se
     assert postgres_server.password not in line
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", method="POST",
-                                     data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        answer = json.loads(response.read())
-    assert "errors" not in answer, answer
-    return answer["data"]
-
-
-def _wait_for_server(port: int, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"dagster-webserver exited with {process.returncode}: {log.read_text()[-3000:]}"
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"dagster-webserver did not answer within {timeout:.0f} s")
-
-
-def _stop(processes: list[subprocess.Popen]) -> None:
-    """SIGTERM to every process group (each its own session: the daemon's code server and runs go too), then
-    SIGKILL to what is left after 30 s."""
-    for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    for process in processes:
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-        try:  # the group may outlive its leader (a run process)
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait(timeout=30)
-
-
 @pytest.mark.slow
 def test_a_daemon_backfills_four_model_partitions_on_the_postgresql_instance_and_the_ui_shows_them(
         postgres_server, isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
     secret = postgres_server.password
-    url = postgres_server.create_database("backfill")
     home = isolated_data_dir / "dagster_home"
     home.mkdir()
-    env = {"SCTC_DATABASE_URL": url, "DAGSTER_HOME": str(home), "SCTC_MODELS": str(REPO / "data" / "models.yaml"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SCTC_DATABASE_URL", postgres_server.create_database("backfill"))
+    monkeypatch.setenv("SCTC_MODELS", str(REPO / "data" / "models.yaml"))
     assert write_instance_settings(home)
-
-    with cli_instance(home) as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION_NAME, list(MODELS))
-        from sctc_assets.definitions import defs
-
-        # The model-independent inputs the partitions read, in this process
-        assert defs.resolve_job_def("term_inputs").execute_in_process(instance=instance).success
-
-    logs = {name: tmp_path / f"{name}.log" for name in ("daemon", "webserver")}
-    port = _free_port()
-    workspace = str(REPO / "workspace.yaml")
-    # This interpreter's daemon: its script sits beside it in the virtual environment
-    commands = {"daemon": [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", workspace],
-                "webserver": [sys.executable, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(port),
-                              "-w", workspace]}
-    processes: list[subprocess.Popen] = []
     started = time.monotonic()
-    try:
-        for name, command in commands.items():
-            with open(logs[name], "wb") as log:
-                processes.append(subprocess.Popen(command, cwd=REPO, env=dict(os.environ), stdout=log,
-                                                  stderr=subprocess.STDOUT, start_new_session=True))
-        _wait_for_server(port, processes[1], logs["webserver"])
-        info = _graphql(port, INSTANCE)["instance"]
+    prepare_inputs(home)
+    keys = partitions()
+    prepared = time.monotonic()
+
+    with Servers(home, tmp_path / "logs") as servers:
+        serving = time.monotonic()
+        info = servers.graphql(INSTANCE)["instance"]
         assert info["runQueuingSupported"] and info["runLauncher"]["name"] == "DefaultRunLauncher"
-        assert "PostgresRunStorage" in info["info"] and secret not in info["info"]
+        assert "run_storage: PostgresRunStorage" in info["info"] and secret not in info["info"]
+        backfill, runs, elapsed = servers.backfill(keys, timeout=240)
+        logs = {name: path.read_text(errors="replace") for name, path in servers.log_files().items()}
 
-        launched = _graphql(port, LAUNCH, {"params": {
-            "selector": {"partitionSetName": f"{JOB}_partition_set", "repositorySelector": LOCATION},
-            "partitionNames": PARTITIONS, "fromFailure": False,
-            # One process per run, as a person picks it in the launchpad: Dagster's default executor starts one more
-            # process per step (a fresh import of the definitions each), minutes on a small test machine.
-            "runConfigData": {"execution": {"config": {"in_process": {}}}}}})["launchPartitionBackfill"]
-        assert launched["__typename"] == "LaunchBackfillSuccess", launched
-        backfill = launched["backfillId"]
-
-        deadline = time.monotonic() + 240
-        while True:
-            runs = _graphql(port, RUNS, {"tags": [{"key": "dagster/backfill", "value": backfill}]}
-                            )["runsOrError"]["results"]
-            status = _graphql(port, BACKFILL, {"id": backfill})["partitionBackfillOrError"]["status"]
-            # The backfill daemon marks a job backfill done once all its runs have ended
-            if status == "COMPLETED_SUCCESS":
-                break
-            failed = [run for run in runs if run["status"] in ("FAILURE", "CANCELED")]
-            assert not failed and status in ("REQUESTED",), (status, failed, _tail(logs))
-            assert time.monotonic() < deadline, (status, runs, _tail(logs))
-            time.sleep(1)
-        elapsed = time.monotonic() - started
-    finally:
-        _stop(processes)
     assert len(runs) == 4 and all(run["status"] == "SUCCESS" for run in runs), runs
-
-    partitions = sorted({tag["value"] for run in runs for tag in run["tags"] if tag["key"] == "dagster/partition"})
-    assert partitions == sorted(PARTITIONS)
+    assert sorted(tag["value"] for run in runs for tag in run["tags"] if tag["key"] == "dagster/partition") == sorted(keys)
     with cli_instance(home) as instance:
         pids = set()
         for run in runs:
-            text = "\n".join(str(event.message or "") for event in instance.all_logs(run["runId"]))
+            events = instance.all_logs(run["runId"])
+            # through the queue: enqueued by the backfill daemon, launched by the run coordinator's daemon
+            kinds = [event.dagster_event_type for event in events if event.is_dagster_event]
+            order = [kind for kind in kinds if kind in QUEUE_EVENTS]
+            assert order == list(QUEUE_EVENTS), order
+            text = "\n".join(str(event.message or "") for event in events)
             pids.update(STARTED_PROCESS.findall(text))
             assert secret not in text
         assert len(pids) == 4 and str(os.getpid()) not in pids  # four run processes, none of them this one
-        labelled = instance.get_materialized_partitions(dg.AssetKey("term_labels"))
-        assert labelled == set(PARTITIONS)
-    for name, log in logs.items():
-        assert secret not in log.read_text(errors="replace"), name
-    print(f"backfill of {len(PARTITIONS)} partitions on PostgreSQL: {elapsed:.1f} s from starting the daemon")
-
-
-def _tail(logs: dict[str, Path]) -> str:
-    return "\n".join(f"--- {name}\n{log.read_text(errors='replace')[-2500:]}" for name, log in logs.items())
+        assert instance.get_materialized_partitions(dg.AssetKey("term_labels")) == set(keys)
+    for name, text in logs.items():
+        assert secret not in text, name
+    print(f"inputs {prepared - started:.1f} s, daemon and webserver up {serving - prepared:.1f} s, backfill of "
+          f"{len(keys)} partitions on PostgreSQL {elapsed:.1f} s from launch to its end")
