@@ -29,7 +29,7 @@ LAUNCH = """mutation ($params: LaunchBackfillParams!) { launchPartitionBackfill(
   __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message stack }
   ... on PartitionSetNotFoundError { message } ... on InvalidSubsetError { message } } }"""
 RUNS = """query ($tags: [ExecutionTag!]) { runsOrError(filter: {tags: $tags}) { __typename
-  ... on Runs { results { runId status startTime endTime tags { key value } } } } }"""
+  ... on Runs { results { runId status creationTime startTime endTime tags { key value } } } } }"""
 BACKFILL = """query ($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename
   ... on PartitionBackfill { status } } }"""
 INSTANCE = "{ instance { info runLauncher { name } runQueuingSupported } }"
