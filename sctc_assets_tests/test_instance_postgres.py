@@ -143,7 +143,8 @@ def test_a_daemon_backfills_four_model_partitions_on_the_postgresql_instance_and
         logs = {name: path.read_text(errors="replace") for name, path in servers.log_files().items()}
 
     assert len(runs) == 4 and all(run["status"] == "SUCCESS" for run in runs), runs
-    assert sorted(tag["value"] for run in runs for tag in run["tags"] if tag["key"] == "dagster/partition") == sorted(keys)
+    ran = sorted(tag["value"] for run in runs for tag in run["tags"] if tag["key"] == "dagster/partition")
+    assert ran == sorted(keys)
     with cli_instance(home) as instance:
         pids = set()
         for run in runs:

@@ -2,11 +2,11 @@
 
 Without `$SCTC_DATABASE_URL` the file only turns telemetry off, and Dagster keeps its embedded SQLite storage under
 `$DAGSTER_HOME`. With it, the run, event-log and schedule storage move to that PostgreSQL database
-(`dagster-postgres`, running/postgres_storage.py), so every process of a team (`sctc run` on several machines, the UI, a daemon, run pods)
-sees the same runs. The file names the variable, never its value (Dagster's `env:` indirection): the password
-stays out of the file, and out of the instance config the UI shows. Dagster's tables go to the database's default
-schema, beside the response cache's own `sctc_cache` schema: one URL, one secret and one backup for all shared
-state, and the layout Dagster's tools (`dagster instance migrate`, the Helm chart) expect.
+(`dagster-postgres`, running/postgres_storage.py), so every process of a team (`sctc run` on several machines, the
+UI, a daemon, run pods) sees the same runs. The file names the variable, never its value (Dagster's `env:`
+indirection): the password stays out of the file, and out of the instance config the UI shows. Dagster's tables go
+to the database's default schema, beside the response cache's own `sctc_cache` schema: one URL, one secret and one
+backup for all shared state, and the layout Dagster's tools (`dagster instance migrate`, the Helm chart) expect.
 
 The file is rewritten to follow the setting only while it is the one sctc wrote (its first line says so, or it is
 the telemetry-only file earlier versions wrote); a `dagster.yaml` of one's own is left as it is, and its storage
