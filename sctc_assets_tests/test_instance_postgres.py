@@ -5,6 +5,7 @@ model partitions as separate run processes, which a real `dagster-webserver` sho
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -13,15 +14,27 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sctc_assets.cli import main
+from sctc_assets.cli import _prepare_environment, main
 from sctc_assets.lib.dagster_home import (LEGACY_SETTINGS, SETTINGS_FILE, instance_settings, uses_database,
                                           write_instance_settings)
 from sctc_assets.running.instance import cli_instance
-from sctc_assets.running.postgres_storage import psycopg2_url
 from sctc_assets_tests.daemon_backfill import INSTANCE, STARTED_PROCESS, Servers, partitions, prepare_inputs
+from sctc_assets_tests.postgres import REQUIRE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 QUEUE_EVENTS = (dg.DagsterEventType.RUN_ENQUEUED, dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS)
+
+
+@pytest.fixture
+def dagster_postgres() -> None:
+    """dagster-postgres (the `postgres` extra, in `dev`), else a skip; a failure where PostgreSQL is required (CI)."""
+    try:
+        import dagster_postgres  # noqa: F401
+    except ImportError:
+        message = "dagster-postgres is not installed (pip install -e '.[dev]')"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(f"{message}; ${REQUIRE_ENV} is set")
+        pytest.skip(message)
 
 
 def test_sctc_writes_its_settings_and_follows_the_setting_but_leaves_a_file_of_ones_own(tmp_path):
@@ -41,7 +54,23 @@ def test_sctc_writes_its_settings_and_follows_the_setting_but_leaves_a_file_of_o
     assert not uses_database(home)
 
 
-def test_the_storage_names_the_psycopg2_driver():
+def test_a_file_of_ones_own_is_kept_and_sctc_says_so_once(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    own = "run_queue:\n  max_concurrent_runs: 2\n"
+    (home / SETTINGS_FILE).write_text(own)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("SCTC_DATABASE_URL", "postgresql://u:pw-not-shown@127.0.0.1:1/db")
+    _prepare_environment(argparse.Namespace(command="report"))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "is not sctc's" in lines[0] and "$SCTC_DATABASE_URL applies to the response cache" \
+        in lines[0] and "pw-not-shown" not in lines[0]
+    assert (home / SETTINGS_FILE).read_text() == own
+
+
+def test_the_storage_names_the_psycopg2_driver(dagster_postgres):
+    from sctc_assets.running.postgres_storage import psycopg2_url
+
     assert psycopg2_url("postgresql://u:p@h:1/d?sslmode=require") == "postgresql+psycopg2://u:p@h:1/d?sslmode=require"
     assert psycopg2_url("postgres://u:p@h/d") == "postgresql+psycopg2://u:p@h/d"
     assert psycopg2_url("postgresql+pg8000://u@h/d") == "postgresql+pg8000://u@h/d"
@@ -57,8 +86,8 @@ def test_without_the_setting_the_instance_keeps_sqlite(isolated_data_dir, monkey
         assert type(instance.event_log_storage).__name__ == "FastSqliteEventLogStorage"
 
 
-def test_the_instance_on_postgresql_keeps_the_password_out_of_its_file_and_config(postgres_server, tmp_path,
-                                                                                   monkeypatch):
+def test_the_instance_on_postgresql_keeps_the_password_out_of_its_file_and_config(postgres_server, dagster_postgres,
+                                                                                   tmp_path, monkeypatch):
     url = postgres_server.create_database("inst")
     monkeypatch.setenv("SCTC_DATABASE_URL", url)
     home = tmp_path / "home"
@@ -122,7 +151,7 @@ def test_without_dagster_postgres_the_run_stops_before_anything_runs(postgres_se
 
 @pytest.mark.slow
 def test_a_daemon_backfills_four_model_partitions_on_the_postgresql_instance_and_the_ui_shows_them(
-        postgres_server, isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
+        postgres_server, dagster_postgres, isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
     secret = postgres_server.password
     home = isolated_data_dir / "dagster_home"
     home.mkdir()
