@@ -110,9 +110,12 @@ class Servers:
             raise RuntimeError(f"GraphQL: {answer['errors']}")
         return answer["data"]
 
-    def backfill(self, keys: list[str], timeout: float = 300) -> tuple[str, list[dict], float]:
+    def backfill(self, keys: list[str], timeout: float = 300, *, until_marked_done: bool = True
+                 ) -> tuple[str, list[dict], float]:
         """Launch a backfill of `keys` of the job through GraphQL and wait until the daemon has run it; its id, its
-        runs (as the UI's GraphQL shows them) and the seconds from launch to the backfill's end."""
+        runs (as the UI's GraphQL shows them) and the seconds from launch to the backfill's end. The daemon marks a
+        job backfill done at its first look (every 30 s) after all its runs have ended; without `until_marked_done`
+        the wait ends when they have, as soon as one run per key has succeeded or any has failed."""
         started = time.monotonic()
         launched = self.graphql(LAUNCH, {"params": {
             "selector": {"partitionSetName": f"{JOB}_partition_set", "repositorySelector": LOCATION},
@@ -124,15 +127,25 @@ class Servers:
             raise RuntimeError(f"backfill not launched: {launched}")
         backfill = launched["backfillId"]
         deadline = started + timeout
+        tags = {"tags": [{"key": "dagster/backfill", "value": backfill}]}
         while True:
             status = self.graphql(BACKFILL, {"id": backfill})["partitionBackfillOrError"]["status"]
             if status != "REQUESTED":  # the daemon marks a job backfill done once all its runs have ended
                 break
+            if not until_marked_done:
+                ended = [run["status"] for run in self.graphql(RUNS, tags)["runsOrError"]["results"]
+                         if run["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+                if ended.count("SUCCESS") == len(keys):
+                    status = "COMPLETED_SUCCESS"
+                    break
+                if len(ended) > ended.count("SUCCESS"):
+                    status = "COMPLETED_FAILED"
+                    break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"backfill {backfill} not done within {timeout:.0f} s\n{self.tail()}")
             time.sleep(0.25)
         elapsed = time.monotonic() - started
-        runs = self.graphql(RUNS, {"tags": [{"key": "dagster/backfill", "value": backfill}]})["runsOrError"]
+        runs = self.graphql(RUNS, tags)["runsOrError"]
         if status != "COMPLETED_SUCCESS":
             raise RuntimeError(f"backfill {backfill} ended {status}: {runs}\n{self.tail()}")
         return backfill, runs["results"], elapsed
