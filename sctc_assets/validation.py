@@ -1,9 +1,10 @@
 """Everything `sctc run` and `sctc plan` check before any stage runs, reported as one line per problem.
 
-Option ranges, the response cache's database (`$SCTC_DATABASE_URL`: reachable, password, schema rights), the registry entries of the chosen models and judges (the backend exists, every setting is one it
-has and has a valid value, the API key variable is set, the per-benchmark settings are known and in range) and
-the corpus keys. A problem found here would otherwise surface minutes later, in the middle of a run, as a failed
-stage; found here, nothing has run yet.
+Option ranges, the response cache's database (`$SCTC_DATABASE_URL`: reachable, password, schema rights; for a
+run, what the Dagster instance's storage there needs), the registry entries of the chosen models and judges (the
+backend exists, every setting is one it has and has a valid value, the API key variable is set, the
+per-benchmark settings are known and in range) and the corpus keys. A problem found here would otherwise surface
+minutes later, in the middle of a run, as a failed stage; found here, nothing has run yet.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sctc_assets.benchmarks.spec import OptionRange
 from sctc_assets.lib.cache import DATABASE_URL_ENV, CacheUnavailable, database_url, open_cache
 from sctc_assets.lib.cache_postgres import is_database_url, redacted
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
+from sctc_assets.lib.dagster_home import uses_database
 from sctc_assets.lib.model_registry import ModelEntry, RegistryError
 from sctc_assets.lib.paths import default_corpora_path, default_registry_path
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -63,12 +65,33 @@ def database_problems() -> list[str]:
     return []
 
 
+def instance_problems() -> list[str]:
+    """Where sctc's Dagster instance keeps its runs in `$SCTC_DATABASE_URL`'s database (lib/dagster_home.py): what
+    that storage needs beyond what `database_problems` checks (the server, the password): dagster-postgres."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or database_url() is None or not uses_database(home):
+        return []
+    try:
+        import dagster_postgres  # noqa: F401
+    except ImportError:
+        return [f"${DATABASE_URL_ENV} is set but dagster-postgres (the Dagster instance's storage there) is not "
+                "installed: pip install 'sctc-assets[postgres]'"]
+    return []
+
+
+def storage_problems() -> list[str]:
+    """The response cache's database, then the instance's storage there, for the commands that open both."""
+    return database_problems() or instance_problems()
+
+
 def option_problems(options: Mapping[str, Any]) -> list[str]:
     """The `sctc run` options that are out of range or otherwise wrong, one line each (argparse has checked their
     types): every benchmark's (its spec's checks), then the run's."""
     problems = [problem for spec in SPECS.values() for problem in spec.option_problems(options)]
     problems += [problem for problem in (entry.problem(options) for entry in RUN_OPTION_RANGES) if problem]
-    return problems + _concurrency_problems() + database_problems()
+    # A dry run (`sctc plan`) opens the response cache but not the Dagster instance.
+    storage = database_problems() if options.get("dry_run") else storage_problems()
+    return problems + _concurrency_problems() + storage
 
 
 def corpus_problems(options: Mapping[str, Any]) -> list[str]:

@@ -23,6 +23,8 @@ try:
 except ValueError as exc:  # a benchmark module of another package that cannot serve (sctc_assets.benchmarks.plugins)
     print(f"error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
+from sctc_assets.lib.cache_postgres import DATABASE_URL_ENV
+from sctc_assets.lib.dagster_home import SETTINGS_FILE, write_instance_settings
 from sctc_assets.lib.interrupt import restore_interrupt_handler
 from sctc_assets.lib.paths import default_dagster_home, default_outputs_dir
 from sctc_assets.lib.sctc_upstream import SCTC_DEFAULT_URL, SCTC_ENV_VAR
@@ -200,10 +202,10 @@ def _prepare_environment(args: argparse.Namespace) -> None:
     if args.command not in INSTANCE_COMMANDS or getattr(args, "dry_run", False):
         return  # `sctc plan`, `--dry-run` and `sctc models` write nothing
     home.mkdir(parents=True, exist_ok=True)
-    settings = home / "dagster.yaml"
-    if not settings.exists():
-        # Offline machines gain nothing from telemetry, and an explicit file silences Dagster's warning.
-        settings.write_text("telemetry:\n  enabled: false\n")
+    # With $SCTC_DATABASE_URL the instance's storage is that PostgreSQL database (lib/dagster_home.py)
+    if not write_instance_settings(home) and os.environ.get(DATABASE_URL_ENV):
+        print(f"note: {home / SETTINGS_FILE} is not sctc's: the Dagster instance keeps the storage it configures; "
+              f"${DATABASE_URL_ENV} applies to the response cache", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

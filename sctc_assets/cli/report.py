@@ -8,7 +8,9 @@ from pathlib import Path
 
 import dagster as dg
 
+from sctc_assets.cli.selection import print_problems
 from sctc_assets.running.report import materialize_report
+from sctc_assets.validation import storage_problems
 
 
 def build_report(models: list[str] | None, out: Path | None, force: bool = False) -> int:
@@ -24,4 +26,7 @@ def build_report(models: list[str] | None, out: Path | None, force: bool = False
 
 
 def main(args: argparse.Namespace) -> int:
+    problems = storage_problems()  # `sctc run` checked them before its report; alone, this command checks here
+    if problems:
+        return print_problems(problems)
     return build_report(args.models, args.out.resolve() if args.out else None, force=args.force)

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from sctc_assets.cli.selection import print_problems
 from sctc_assets.running.instance import report_dead_runs
+from sctc_assets.validation import storage_problems
 
 # Forwarded to `dagster dev` so that stopping `sctc ui` stops the UI and its daemon.
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -44,6 +46,9 @@ def run_forwarding_signals(command: Sequence[str]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    problems = storage_problems()  # the instance on $SCTC_DATABASE_URL's database: reachable, password
+    if problems:
+        return print_problems(problems)
     report_dead_runs()  # runs of a killed `sctc run` would otherwise show as running for ever
     # This interpreter's dagster, so the UI works without an activated virtual environment.
     command = [sys.executable, "-m", "dagster", "dev", "-p", str(args.port)]
