@@ -26,7 +26,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.benchmarks.spec import BenchmarkSpec
-from sctc_assets.lib.atomic_files import replacing, write_text
+from sctc_assets.lib.table_store import StorePath, change_marker, is_local, location, write_bytes, writing
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
@@ -565,19 +565,26 @@ class Runner:
 EXPORT_MANIFEST = ".sctc-export.json"
 
 
-def _file_state(path: Path) -> list[int]:
-    found = path.stat()
-    return [found.st_size, found.st_mtime_ns]
+def _file_state(path: StorePath) -> list:
+    """Size and time of a local file; what changes when a stored object is replaced (size, ETag...) otherwise."""
+    if is_local(path):
+        found = path.stat()
+        return [found.st_size, found.st_mtime_ns]
+    return list((change_marker(path) or ("", None, None))[1:])
 
 
-def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
-                  defs: dg.Definitions, names: Sequence[str] | None = None) -> dict[str, Path]:
+def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: ParquetIOManager,
+                  out_dir: str | StorePath, defs: dg.Definitions,
+                  names: Sequence[str] | None = None) -> dict[str, StorePath]:
     """Write each table asset (of `names`, default all the spec's) as `<out_dir>/<asset>.parquet`; partitioned
-    tables keep the chosen models only.
+    tables keep the chosen models only. `out_dir` is a folder or an fsspec URL, like the table store; each file
+    is written whole or not at all.
 
     A table whose stored files (the same ones, same sizes and times) were exported to the same, untouched file
     before is not written again: `<out_dir>/.sctc-export.json` records what each file was written from."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = location(out_dir)
+    if is_local(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / EXPORT_MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -604,11 +611,11 @@ def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: Parque
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
         # file of the same name in --out never passes for this run's result; partitions join as the IO manager
         # joins them for a cross-model asset.
-        with replacing(target) as staging:
+        with writing(target) as staging:
             concat_tables([read_table(path) for path in paths]).to_parquet(staging, index=False)
         manifest[name] = {"sources": sources, "target": _file_state(target)}
         written[name] = target
-    write_text(manifest_path, json.dumps(manifest, indent=0, sort_keys=True))
+    write_bytes(manifest_path, json.dumps(manifest, indent=0, sort_keys=True).encode("utf-8"))
     return written
 
 
