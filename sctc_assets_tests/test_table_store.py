@@ -223,3 +223,19 @@ def test_an_unknown_scheme_and_the_url_shown_without_credentials():
     assert table_store.store_problem("/a/local/folder", "$SCTC_TABLE_STORE") is None
     assert table_store.shown("s3://key:secret@bucket/t") == "s3://bucket/t"
     assert table_store.shown("/tmp/x") == "/tmp/x"
+
+
+def test_the_report_reads_its_tables_from_an_object_store(memory_root):
+    from sctc_assets.lib.report.inputs import interval_tables
+    from sctc_assets.lib.report.inputs import read_table as report_table
+
+    store = ParquetIOManager(base_dir=memory_root)
+    key = dg.AssetKey("sovereignty_rates")
+    for model, rate in (("m-a", 0.25), ("m-b", 0.5)):
+        _write(pd.DataFrame({"model": [model], "rate": [rate], "rate_ci_low": [rate - 0.1]}),
+               store.path_for(key, models_partitions, model), "sovereignty_rates")
+    root = store._root()
+    assert report_table(root, "sovereignty_rates", columns=["model", "rate", "absent"]).to_dict("list") == {
+        "model": ["m-a", "m-b"], "rate": [0.25, 0.5]}
+    found = interval_tables(root)
+    assert list(found) == ["sovereignty_rates"] and found["sovereignty_rates"]["model"].tolist() == ["m-a", "m-b"]
