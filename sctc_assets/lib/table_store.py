@@ -142,13 +142,14 @@ def writing(path: StorePath) -> Iterator[Path | BinaryIO]:
 def put_whole(path: "UPath", data: bytes) -> None:
     """`data` at `path` on its filesystem, whole or not at all."""
     fs, key = path.fs, path.path
+    protocols = {path.protocol, *(fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))}
+    if ATOMIC_PUT_PROTOCOLS.intersection(protocols):
+        # No folders to make: an object store has none, and s3fs's makedirs would create a missing bucket.
+        fs.pipe_file(key, data)
+        return
     parent = path.parent.path
     if parent and parent != key:
         fs.makedirs(parent, exist_ok=True)
-    if path.protocol in ATOMIC_PUT_PROTOCOLS or (isinstance(fs.protocol, tuple)
-                                                 and ATOMIC_PUT_PROTOCOLS.intersection(fs.protocol)):
-        fs.pipe_file(key, data)
-        return
     staging = temporary_path(path).path
     try:
         fs.pipe_file(staging, data)
