@@ -3,8 +3,8 @@
 Option ranges, the response cache's database (`$SCTC_DATABASE_URL`: reachable, password, schema rights), the table
 store (`$SCTC_TABLE_STORE`: an fsspec URL's filesystem package is installed), the registry entries of the chosen
 models and judges (the backend exists, every setting is one it has and has a valid value, the API key variable is
-set, the per-benchmark settings are known and in range) and the corpus keys. A problem found here would otherwise surface minutes later, in the middle of a run, as a failed
-stage; found here, nothing has run yet.
+set, the per-benchmark settings are known and in range) and the corpus keys. A problem found here would otherwise
+surface minutes later, in the middle of a run, as a failed stage; found here, nothing has run yet.
 """
 
 from __future__ import annotations

@@ -1,19 +1,18 @@
 """Parquet storage for every table asset: one file per asset partition.
 
-Layout: `<store>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<store>/<asset>.parquet`
-for unpartitioned assets. The store is `base_dir`, else `$SCTC_TABLE_STORE`, else `<data folder>/storage`: a
-folder (local or a shared mount) or any fsspec URL (`s3://bucket/tables`, `gs://…`, `memory://…`), written whole
-or not at all either way (`lib/table_store.py`). A downstream asset that reads many partitions gets them
-concatenated; partitions that
-were never materialized (a corpus shard not counted, a model's language that failed) are skipped with a warning,
-also when only one partition exists; a model with no partition at all (a registry entry that cannot serve this
-benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and named
-once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an unpartitioned
-upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an
-unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as
-an empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still
-finds the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`)
-hands one table per partition key, stored apart.
+Layout: `<store>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<store>/<asset>.parquet` for
+unpartitioned assets. The store is `base_dir`, else `$SCTC_TABLE_STORE`, else `<data folder>/storage`: a folder
+(local or a shared mount) or any fsspec URL (`s3://bucket/tables`, `gs://…`, `memory://…`), written whole or not at
+all either way (`lib/table_store.py`). A downstream asset that reads many partitions gets them concatenated;
+partitions that were never materialized (a corpus shard not counted, a model's language that failed) are skipped
+with a warning, also when only one partition exists; a model with no partition at all (a registry entry that cannot
+serve this benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and
+named once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an
+unpartitioned upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an
+unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an
+empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still finds
+the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`) hands
+one table per partition key, stored apart.
 
 Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
 type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
