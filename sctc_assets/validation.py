@@ -1,10 +1,11 @@
 """Everything `sctc run` and `sctc plan` check before any stage runs, reported as one line per problem.
 
 Option ranges, the response cache's database (`$SCTC_DATABASE_URL`: reachable, password, schema rights; for a
-run, what the Dagster instance's storage there needs), the registry entries of the chosen models and judges (the
-backend exists, every setting is one it has and has a valid value, the API key variable is set, the
-per-benchmark settings are known and in range) and the corpus keys. A problem found here would otherwise surface
-minutes later, in the middle of a run, as a failed stage; found here, nothing has run yet.
+run, what the Dagster instance's storage there needs), the table store (`$SCTC_TABLE_STORE`: an fsspec URL's
+filesystem package is installed), the registry entries of the chosen models and judges (the backend exists, every
+setting is one it has and has a valid value, the API key variable is set, the per-benchmark settings are known and
+in range) and the corpus keys. A problem found here would otherwise surface minutes later, in the middle of a run,
+as a failed stage; found here, nothing has run yet.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_cor
 from sctc_assets.lib.dagster_home import uses_database
 from sctc_assets.lib.model_registry import ModelEntry, RegistryError
 from sctc_assets.lib.paths import default_corpora_path, default_registry_path
+from sctc_assets.lib.table_store import TABLE_STORE_ENV, store_problem
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.running.concurrent import ConcurrencyError, stages_per_endpoint
 from sctc_assets.running.processes import worker_processes
@@ -84,6 +86,14 @@ def storage_problems() -> list[str]:
     return database_problems() or instance_problems()
 
 
+def table_store_problems() -> list[str]:
+    """`$SCTC_TABLE_STORE`, when a URL: its fsspec filesystem loads (`s3://` needs s3fs, `gs://` gcsfs, `az://`
+    adlfs); one line naming the setting and the package, before anything is read or written there."""
+    configured = os.environ.get(TABLE_STORE_ENV, "").strip()
+    problem = store_problem(configured, f"${TABLE_STORE_ENV}") if configured else None
+    return [problem] if problem else []
+
+
 def option_problems(options: Mapping[str, Any]) -> list[str]:
     """The `sctc run` options that are out of range or otherwise wrong, one line each (argparse has checked their
     types): every benchmark's (its spec's checks), then the run's."""
@@ -91,7 +101,7 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
     problems += [problem for problem in (entry.problem(options) for entry in RUN_OPTION_RANGES) if problem]
     # A dry run (`sctc plan`) opens the response cache but not the Dagster instance.
     storage = database_problems() if options.get("dry_run") else storage_problems()
-    return problems + _concurrency_problems() + storage
+    return problems + _concurrency_problems() + storage + table_store_problems()
 
 
 def corpus_problems(options: Mapping[str, Any]) -> list[str]:

@@ -1,16 +1,18 @@
 """Parquet storage for every table asset: one file per asset partition.
 
-Layout: `<base_dir>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<base_dir>/<asset>.parquet`
-for unpartitioned assets. A downstream asset that reads many partitions gets them concatenated; partitions that
-were never materialized (a corpus shard not counted, a model's language that failed) are skipped with a warning,
-also when only one partition exists; a model with no partition at all (a registry entry that cannot serve this
-benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and named
-once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an unpartitioned
-upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an
-unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as
-an empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still
-finds the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`)
-hands one table per partition key, stored apart.
+Layout: `<store>/<asset>/<dim>=<value>/…/<dim>=<value>.parquet` (model first), or `<store>/<asset>.parquet` for
+unpartitioned assets. The store is `base_dir`, else `$SCTC_TABLE_STORE`, else `<data folder>/storage`: a folder
+(local or a shared mount) or any fsspec URL (`s3://bucket/tables`, `gs://…`, `memory://…`), written whole or not at
+all either way (`lib/table_store.py`). A downstream asset that reads many partitions gets them concatenated;
+partitions that were never materialized (a corpus shard not counted, a model's language that failed) are skipped
+with a warning, also when only one partition exists; a model with no partition at all (a registry entry that cannot
+serve this benchmark, such as another benchmark's published answers, or one nobody ran yet) is skipped silently and
+named once, in the downstream table's metadata (`models_without_results`). Missing input is an error for an
+unpartitioned upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an
+unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an
+empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still finds
+the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`) hands
+one table per partition key, stored apart.
 
 Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
 type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from pathlib import Path
 from typing import Mapping, Optional
 
 import dagster as dg
@@ -33,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from sctc_assets.lib.atomic_files import replacing
-from sctc_assets.lib.paths import default_storage_dir
+from sctc_assets.lib.table_store import (StorePath, arrow_source, change_marker, is_local, location, shown,
+                                         table_store, writing)
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 
 _DIMENSION_ORDER = {"model": 0}
@@ -46,13 +47,18 @@ _TEXT = pd.StringDtype()
 _TEXT_TYPES = {pa.string(): _TEXT, pa.large_string(): _TEXT, pa.null(): _TEXT}
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
+def read_table(path: str | StorePath) -> pd.DataFrame:
     """One stored table as pandas, text columns as `string` with `pd.NA` (the storage rule above).
 
     Each column is one contiguous array, not one chunk per 131,072 rows: a later take of its rows costs about a
     tenth of one from a chunked Arrow column (`name_prompts`, read by every name partition, has two chunks). The
     copy costs little below a million rows (measured ~+25 % read time on 1.46M rows of answers)."""
-    table = pq.read_table(path)
+    path = location(path)
+    if is_local(path):
+        table = pq.read_table(path)
+    else:
+        where, filesystem = arrow_source(path)
+        table = pq.read_table(where, filesystem=filesystem)
     try:
         table = table.combine_chunks()
     except pa.ArrowException:  # a column too large for one array (over 2 GiB of `string`): left chunked
@@ -69,12 +75,13 @@ _READ_MEMO_LOCK = threading.Lock()  # the stages of API models run on threads of
 _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
-def _read_stored(path: Path) -> pd.DataFrame:
+def _read_stored(path: StorePath) -> pd.DataFrame:
     """`read_table(path)`, from this run's memo when the file is unchanged since it was read."""
     if not _COPY_ON_WRITE:
         return read_table(path)
-    status = path.stat()
-    key = (str(path), status.st_ino, status.st_size, status.st_mtime_ns)
+    key = change_marker(path)
+    if key is None:
+        return read_table(path)
     with _READ_MEMO_LOCK:
         if key in _READ_MEMO:
             _READ_MEMO.move_to_end(key)
@@ -149,11 +156,11 @@ def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
-def _write(frame: pd.DataFrame, path: Path, where: str) -> None:
+def _write(frame: pd.DataFrame, path: StorePath, where: str) -> None:
     """`frame` at `path`, whole or not at all: readers never see a half-written file."""
     try:
-        with replacing(path) as staging:
-            frame.to_parquet(staging, index=False)
+        with writing(path) as target:
+            frame.to_parquet(target, index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise TypeError(f"{where}: cannot store the table: {_unstorable(frame) or exc}") from exc
 
@@ -176,13 +183,15 @@ def _model_of(partitions_def: dg.PartitionsDefinition, partition_key: str) -> st
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    base_dir: Optional[str] = Field(default=None, description="Root folder; default data/storage.")
+    base_dir: Optional[str] = Field(default=None, description=(
+        "Where the tables go: a folder or an fsspec URL (s3://bucket/tables, gs://…, file://…); default "
+        "$SCTC_TABLE_STORE, else data/storage."))
 
-    def _root(self) -> Path:
-        return Path(self.base_dir) if self.base_dir else default_storage_dir()
+    def _root(self) -> StorePath:
+        return location(self.base_dir) if self.base_dir else table_store()
 
     def path_for(self, asset_key: dg.AssetKey, partitions_def: dg.PartitionsDefinition | None = None,
-                 partition_key: str | None = None) -> Path:
+                 partition_key: str | None = None) -> StorePath:
         base = self._root().joinpath(*asset_key.path)
         if partition_key is None:
             return base.with_suffix(".parquet")
@@ -200,7 +209,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         partition_key = context.asset_partition_key if context.has_asset_partitions else None
         path = self.path_for(context.asset_key, context.asset_partitions_def if partition_key else None, partition_key)
         _write(obj, path, context.asset_key.to_user_string() + (f" partition {partition_key}" if partition_key else ""))
-        context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+        context.add_output_metadata({"path": dg.MetadataValue.path(shown(path))})
         try:
             step = (context.run_id, context.step_key)
         except dg.DagsterInvariantViolationError:  # an output built outside a step (a test's build_output_context)
@@ -219,7 +228,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             _write(frame, self.path_for(context.asset_key, context.asset_partitions_def, key),
                    f"{context.asset_key.to_user_string()} partition {key}")
         folder = self._root().joinpath(*context.asset_key.path)
-        context.add_output_metadata({"path": dg.MetadataValue.path(str(folder))})
+        context.add_output_metadata({"path": dg.MetadataValue.path(shown(folder))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
         asset_key = context.asset_key
@@ -229,7 +238,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 if (context.definition_metadata or {}).get(OPTIONAL_INPUT):
                     context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
                     return pd.DataFrame()
-                raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({path})")
+                raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({shown(path)})")
             return _read_stored(path)
         partitions_def = context.asset_partitions_def
         keys = list(context.asset_partition_keys)
@@ -240,7 +249,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         # partitions (an unpartitioned run) skips missing ones however many there are, one included.
         if context.has_partition_key and len(keys) == 1 and missing:
             raise FileNotFoundError(
-                f"{asset_key.to_user_string()} partition {keys[0]} has not been materialized yet ({paths[keys[0]]})")
+                f"{asset_key.to_user_string()} partition {keys[0]} has not been materialized yet ({shown(paths[keys[0]])})")
         if missing and not context.has_partition_key:
             missing = self._skip_models_without_results(context, partitions_def, keys, missing)
         if missing:

@@ -17,8 +17,8 @@ and replays run one after another (see `sctc_assets.running.concurrent`).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.benchmarks.spec import BenchmarkSpec
-from sctc_assets.lib.atomic_files import temporary_path, write_text
+from sctc_assets.lib.table_store import StorePath, change_marker, is_local, location, write_bytes
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
@@ -567,12 +567,15 @@ class Runner:
 EXPORT_MANIFEST = ".sctc-export.json"
 
 
-def _file_state(path: Path) -> list[int]:
-    found = path.stat()
-    return [found.st_size, found.st_mtime_ns]
+def _file_state(path: StorePath) -> list:
+    """Size and time of a local file; what changes when a stored object is replaced (size, ETag...) otherwise."""
+    if is_local(path):
+        found = path.stat()
+        return [found.st_size, found.st_mtime_ns]
+    return list((change_marker(path) or ("", None, None))[1:])
 
 
-def _file_digest(path: Path) -> str:
+def _file_digest(path: StorePath) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -580,17 +583,21 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: ParquetIOManager, out_dir: Path,
-                  defs: dg.Definitions, names: Sequence[str] | None = None) -> dict[str, Path]:
+def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: ParquetIOManager,
+                  out_dir: str | StorePath, defs: dg.Definitions,
+                  names: Sequence[str] | None = None) -> dict[str, StorePath]:
     """Write each table asset (of `names`, default all the spec's) as `<out_dir>/<asset>.parquet`; partitioned
-    tables keep the chosen models only.
+    tables keep the chosen models only. `out_dir` is a folder or an fsspec URL, like the table store; each file
+    is written whole or not at all.
 
     An export already current stays as it is (its bytes and modification time): a table whose stored files (the
     same ones, same sizes and times) were exported to the same, untouched file before is not read again, and one
     whose stored files were written again with the same content (a stage run again) is read and compared by the
     content digest of the file it would write, which replaces the export only when it differs.
     `<out_dir>/.sctc-export.json` records what each file was written from and its digest."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = location(out_dir)
+    if is_local(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / EXPORT_MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -618,22 +625,17 @@ def export_tables(spec: BenchmarkSpec, models: Sequence[str], io_manager: Parque
         # An empty table (no judge configured, nothing to review) is written too, with its columns, so an older
         # file of the same name in --out never passes for this run's result; partitions join as the IO manager
         # joins them for a cross-model asset.
-        staging = temporary_path(target)
-        try:
-            concat_tables([read_table(path) for path in paths]).to_parquet(staging, index=False)
-            digest = _file_digest(staging)
-            existing = None if current is None else \
-                recorded.get("sha256") if recorded.get("target") == current else _file_digest(target)
-            if digest == existing:
-                staging.unlink()
-            else:
-                os.replace(staging, target)
-        except BaseException:
-            staging.unlink(missing_ok=True)
-            raise
+        buffer = io.BytesIO()
+        concat_tables([read_table(path) for path in paths]).to_parquet(buffer, index=False)
+        content = buffer.getvalue()
+        digest = hashlib.sha256(content).hexdigest()
+        existing = None if current is None else \
+            recorded.get("sha256") if recorded.get("target") == current else _file_digest(target)
+        if digest != existing:
+            write_bytes(target, content)  # whole or not at all, in a folder or an object store
         manifest[name] = {"sources": sources, "target": _file_state(target), "sha256": digest}
         written[name] = target
-    write_text(manifest_path, json.dumps(manifest, indent=0, sort_keys=True))
+    write_bytes(manifest_path, json.dumps(manifest, indent=0, sort_keys=True).encode("utf-8"))
     return written
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.report import models as model_order
+from sctc_assets.lib.table_store import arrow_source
 
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
                  "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at"]
@@ -73,13 +74,15 @@ def read_table(storage_dir: Path, name: str, columns: Iterable[str] | None = Non
         if (storage_dir / name).is_dir() else []
     frames = []
     for path in files:
+        where, filesystem = arrow_source(path)  # the store may be a URL (lib/table_store.py)
         if columns is None:
-            frames.append(pd.read_parquet(path))
+            frames.append(pd.read_parquet(where, filesystem=filesystem))
             continue
         import pyarrow.parquet as pq
 
-        available = set(pq.read_schema(path).names)
-        frames.append(pd.read_parquet(path, columns=[column for column in columns if column in available]))
+        available = set(pq.read_schema(where, filesystem=filesystem).names)
+        frames.append(pd.read_parquet(where, columns=[column for column in columns if column in available],
+                                      filesystem=filesystem))
     frames = [frame for frame in frames if not frame.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -91,7 +94,8 @@ def read_tables(storage_dir: Path, names: Iterable[str]) -> dict[str, pd.DataFra
 def _has_intervals(path: Path) -> bool:
     import pyarrow.parquet as pq
 
-    return any(name.endswith("_ci_low") for name in pq.read_schema(path).names)
+    where, filesystem = arrow_source(path)
+    return any(name.endswith("_ci_low") for name in pq.read_schema(where, filesystem=filesystem).names)
 
 
 def interval_tables(storage_dir: Path, prefixes: tuple[str, ...] = ("sovereignty_", "review_"),

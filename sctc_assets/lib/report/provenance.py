@@ -19,6 +19,7 @@ import pandas as pd
 from sctc_assets.lib.paths import PACKAGE_DIR
 from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.report.inputs import USAGE_COLUMNS
+from sctc_assets.lib.table_store import arrow_source
 
 KEY_PACKAGES = ("dagster", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "matplotlib", "jinja2",
                 "opencc", "chinese-converter", "transformers", "torch", "openai", "httpx")
@@ -134,8 +135,10 @@ def response_usage(storage_dir: Path, response_tables: Mapping[str, str],
             model = next((part.split("=", 1)[1] for part in path.parts if part.startswith("model=")), None)
             if models is not None and model is not None and model not in models:
                 continue
-            available = set(pq.read_schema(path).names)
-            frame = pd.read_parquet(path, columns=[column for column in _USAGE_READ if column in available])
+            where, filesystem = arrow_source(path)  # the store may be a URL (lib/table_store.py)
+            available = set(pq.read_schema(where, filesystem=filesystem).names)
+            frame = pd.read_parquet(where, columns=[column for column in _USAGE_READ if column in available],
+                                    filesystem=filesystem)
             if frame.empty:
                 continue
             frame["stored_at"] = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
