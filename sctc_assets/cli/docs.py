@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import importlib.util
 import os
 import subprocess
 import sys
@@ -34,9 +35,7 @@ def needs_build(site: Path) -> bool:
 
 def build(site: Path) -> None:
     """`mkdocs build --strict` into `site`; raises SystemExit naming the problem (a warning fails, as in CI)."""
-    try:
-        import mkdocs  # noqa: F401  (only to say what is missing before starting a process)
-    except ImportError:
+    if importlib.util.find_spec("mkdocs") is None:
         raise SystemExit("sctc docs: mkdocs is not installed; install the dev extra: pip install -e \".[dev]\"")
     print(f"building the documentation: mkdocs build --strict -d {site}", flush=True)
     # Not --quiet: it drops the warnings before --strict counts them, and the build would pass with them.

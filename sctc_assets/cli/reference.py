@@ -10,6 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
+from sctc_assets.cli import _parser
 from sctc_assets.lib.paths import data_dir
 
 WIDTH = 116
@@ -44,8 +45,6 @@ def _help(parser: argparse.ArgumentParser) -> str:
 
 
 def markdown() -> str:
-    from sctc_assets.cli import _parser
-
     previous = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(WIDTH + 2)  # argparse wraps at the terminal's width less 2
     try:
