@@ -145,8 +145,10 @@ def ui_screenshot(data_dir: Path, registry: Path, target: Path, chromium: str) -
             _viewport(browser, width, height)
             browser.open(f"http://127.0.0.1:{port}{LINEAGE_PATH}")
             deadline = time.monotonic() + 180
-            # The graph is drawn once the code location has loaded: wait for the last asset of the lineage.
-            while "term_misalignment_summary" not in (browser.evaluate("document.body.innerText") or ""):
+            # The graph is drawn once the code location has loaded: wait for its first and a last asset (long names
+            # are shortened on the nodes, these two are not).
+            while not all(name in (browser.evaluate("document.body.innerText") or "")
+                          for name in ("regional_terms", "term_choice_tests")):
                 if time.monotonic() > deadline:
                     raise SystemExit(f"the lineage page never showed the term assets: "
                                      f"{(browser.evaluate('document.body.innerText') or '')[:300]!r}")
