@@ -36,6 +36,9 @@ MAX_BYTES = 300 * 1024
 # The SC-TC-Bench replays' registry keys, as data/models.yaml names them.
 REPLAYS = re.compile(r"^  (paper-[a-z0-9.\-]+):", re.M)
 LINEAGE_PATH = "/locations/__repository__@sctc_assets/asset-groups/term"
+# A first visit to the UI opens a "Join the Dagster community" dialog over the page; its Skip button closes it.
+SKIP_DIALOG = """(() => { const skip = Array.from(document.querySelectorAll('button'))
+  .find(button => button.innerText.trim() === 'Skip'); if (skip) { skip.click(); } return Boolean(skip); })()"""
 
 
 def _environment(data_dir: Path, registry: Path) -> dict[str, str]:
@@ -140,7 +143,7 @@ def ui_screenshot(data_dir: Path, registry: Path, target: Path, chromium: str) -
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_for(f"http://127.0.0.1:{port}/server_info", server)
-        width, height = 1600, 900
+        width, height = 1600, 1000
         with Browser(chromium, width=width, height=height, timeout=120) as browser:
             _viewport(browser, width, height)
             browser.open(f"http://127.0.0.1:{port}{LINEAGE_PATH}")
@@ -148,12 +151,13 @@ def ui_screenshot(data_dir: Path, registry: Path, target: Path, chromium: str) -
             # The graph is drawn once the code location has loaded: wait for its first and a last asset (long names
             # are shortened on the nodes, these two are not).
             while not all(name in (browser.evaluate("document.body.innerText") or "")
-                          for name in ("regional_terms", "term_choice_tests")):
+                          for name in ("regional_terms", "term_choice_tests")) or browser.evaluate(SKIP_DIALOG):
                 if time.monotonic() > deadline:
                     raise SystemExit(f"the lineage page never showed the term assets: "
                                      f"{(browser.evaluate('document.body.innerText') or '')[:300]!r}")
                 time.sleep(1)
-            time.sleep(3)  # the graph's layout animation
+            time.sleep(5)  # the graph's layout and zoom-to-fit animation
+            browser.evaluate(SKIP_DIALOG)
             _shrink(_capture(browser, width, height), target)
             browser.open(f"http://127.0.0.1:{port}/runs")
             while "Success" not in (browser.evaluate("document.body.innerText") or ""):
@@ -161,6 +165,8 @@ def ui_screenshot(data_dir: Path, registry: Path, target: Path, chromium: str) -
                     raise SystemExit("the Runs page never listed a successful run")
                 time.sleep(1)
             time.sleep(2)
+            browser.evaluate(SKIP_DIALOG)
+            time.sleep(1)
             _shrink(_capture(browser, width, height), target.with_name(target.stem + "-runs.png"))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
