@@ -235,3 +235,41 @@ def test_the_cli_reference_is_generated_from_the_parser():
     for command in ("run", "plan", "models", "report", "ui", "docs", "terms define", "cache export"):
         assert f"## `sctc {command}`" in page
     assert "--build-only" in page and "--max-cost" in page
+
+
+def test_the_readme_stays_one_screen():
+    assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) <= 150
+
+
+def _known_model_keys() -> set[str]:
+    import yaml
+
+    registry = yaml.safe_load((REPO / "data" / "models.yaml").read_text(encoding="utf-8"))["models"]
+    presets = yaml.safe_load((REPO / "data" / "model_presets.yaml").read_text(encoding="utf-8"))["presets"]
+    return set(registry) | {preset["key"] for preset in presets.values()}
+
+
+def test_the_model_keys_the_pages_run_are_registry_or_preset_keys():
+    """A preset or registry key renamed leaves no page running a model nobody has; `my-…` keys are the reader's own
+    entries and `tsb-…` the Pro study's imported files."""
+    known, unknown = _known_model_keys(), []
+    for shown in ALL_SHOWN:
+        for words in segments(shown.text):
+            if words[0] == "sctc" and "--models" in words:
+                for key in words[words.index("--models") + 1:]:
+                    if key.startswith("-"):
+                        break
+                    if key not in known and not key.startswith(("my-", "tsb-")):
+                        unknown.append(f"{shown.page}:{shown.line}: {key}")
+    assert not unknown, unknown
+
+
+def test_the_presets_set_up_commands_are_the_ones_the_pages_show():
+    import yaml
+
+    presets = yaml.safe_load((REPO / "data" / "model_presets.yaml").read_text(encoding="utf-8"))["presets"]
+    shown = {" ".join(words) for item in ALL_SHOWN if item.page == "docs/auditing-a-model.md"
+             for words in segments(item.text)}
+    for name, preset in presets.items():
+        for words in segments(preset["setup"]):
+            assert " ".join(words) in shown or words[0] == "export", (name, " ".join(words))
