@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import html.parser
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sctc_assets.cli import docs as docs_command
 from sctc_assets_tests.chromium import Browser, find_chromium
 
 pytest.importorskip("mkdocs", reason="the dev extra's mkdocs is not installed (pip install -e \".[dev]\")")
@@ -61,19 +64,26 @@ def test_sctc_docs_builds_the_site_strictly_and_only_when_needed(site):
     assert "Set up and run" in home and 'src="audit-report.png"' in home  # the README, its links made relative
     again = _sctc("docs", "--build-only", "--site-dir", str(site))
     assert again.returncode == 0 and "up to date" in again.stdout
-    # A warning fails the build, as in CI: a page linking to a page that does not exist.
-    broken = REPO / "docs" / "_broken_link_test.md"
-    broken.write_text("# Broken\n\n[nowhere](no-such-page.md)\n", encoding="utf-8")
-    try:
-        failed = _sctc("docs", "--build-only", "--rebuild", "--site-dir", str(site.parent / "broken"))
-    finally:
-        broken.unlink()
-    assert failed.returncode != 0 and "no-such-page.md" in failed.stderr
+
+
+def test_a_warning_fails_sctc_docs_as_it_fails_ci(tmp_path, monkeypatch):
+    """A copy of the sources with one page linking to a page that does not exist: the build stops, naming it."""
+    copy = tmp_path / "checkout"
+    shutil.copytree(REPO / "docs", copy / "docs")
+    shutil.copytree(REPO / "scripts", copy / "scripts")
+    for name in ("mkdocs.yml", "README.md"):
+        shutil.copy2(REPO / name, copy / name)
+    (copy / "docs" / "statistics.md").write_text("# Statistics\n\n[nowhere](no-such-page.md)\n", encoding="utf-8")
+    monkeypatch.setattr(docs_command, "CHECKOUT", copy)
+    monkeypatch.setattr(docs_command, "CONFIG", copy / "mkdocs.yml")
+    with pytest.raises(SystemExit, match="no-such-page.md"):
+        docs_command.build(tmp_path / "site")
 
 
 def test_sctc_help_points_to_the_docs_command():
     shown = _sctc("--help")
-    assert shown.returncode == 0 and "sctc docs" in shown.stdout and "docs" in shown.stdout.split("ui ")[0]
+    assert shown.returncode == 0 and "`sctc docs` builds it" in shown.stdout
+    assert re.search(r"^ +docs +build the documentation site", shown.stdout, re.M), shown.stdout
 
 
 class _Ids(html.parser.HTMLParser):
