@@ -5,7 +5,7 @@ misalignment rule), and what stands in the way of the issue's targets (≥ 95 % 
 Reads the published answers of the 11 paper LLMs from the SC-TC-Bench data (`$SCTC_UPSTREAM`) and prints:
 
 1. per group: `rules`, `lexicon_v1` and `lexicon`, leave-one-model-out and in-sample, from
-   `label_source_agreement` (what the `term_label_source_agreement` asset stores; the README's figures);
+   `label_source_agreement` (what the `term_label_source_agreement` asset stores; the term page's figures);
 2. per model (both languages): `lexicon_v1` vs `lexicon` leave-one-model-out, with the mean and worst group;
 3. the targets' shortfall in answers, and for every group below 90 % (and the mean) where its disagreements
    come from: the fixed rules' fallback (an answer no three other models gave, or no answer at all), the other

@@ -170,7 +170,7 @@ def test_invalid_classes_against_the_human_annotations(sctc_source):
               .set_index("human_class") for model in ANNOTATED_MODELS}
     # Table 20's human breakdown
     assert tables["chatglm2"].loc[["insufficient", "multiple", "out-of-list"], "pct_of_sample"].tolist() == [70, 19, 11]
-    # the rules' agreement per model (measured; README)
+    # the rules' agreement per model (measured; docs/benchmarks/term.md)
     assert {model: int(table.loc["all", "n_agree"]) for model, table in tables.items()} == \
         {"chatglm2": 80, "breeze": 95, "gpt4o": 99}
 
@@ -188,7 +188,7 @@ def test_tables_31_to_33_from_the_published_explanations(sctc_source):
 
 
 def test_lexicon_agreement_with_the_published_verdicts(sctc_source):
-    """The README's figures (`term_label_source_agreement`): `rules` and `lexicon_v1` exactly, `lexicon` as lower
+    """The term page's figures (`term_label_source_agreement`): `rules` and `lexicon_v1` exactly, `lexicon` as lower
     bounds (a change that loses agreement fails)."""
     from sctc_assets.assets.term.label_sources import label_source_agreement
     from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
@@ -214,7 +214,7 @@ def test_lexicon_agreement_with_the_published_verdicts(sctc_source):
     groups = table[~table["model"].isin(["mean", "worst"])].set_index(
         ["label_source", "evaluation", "model", "lang"]).sort_index()
     lomo = groups.loc[("lexicon", "leave_one_model_out"), "agreement"]
-    # what stays below the issue's 90 % worst-group target (README): the two Llama-3 Simplified groups and
+    # what stays below the issue's 90 % worst-group target (term page): the two Llama-3 Simplified groups and
     # Llama-3-70B Traditional; every other group reaches it
     assert sorted(lomo[lomo < 0.90].index) == [("llama3-70b", "zh_hans"), ("llama3-70b", "zh_hant"),
                                                ("llama3-8b", "zh_hans")]

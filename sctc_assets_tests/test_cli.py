@@ -43,7 +43,7 @@ def _imported_after(argv: list[str], env: dict[str, str] | None = None) -> dict:
 
 
 @pytest.mark.parametrize("argv, commands", [(["--help"], []), (["run", "--help"], []), (["plan", "--help"], []),
-                                            (["terms", "define", "--help"], []),
+                                            (["terms", "define", "--help"], []), (["docs", "--help"], []),
                                             (["models", "--presets"], ["sctc_assets.cli.models"])])
 def test_quick_commands_import_neither_dagster_nor_torch(argv, commands, tmp_path):
     """The parser loads no command module (a `--help` stops before one is chosen); `sctc models` loads its own,

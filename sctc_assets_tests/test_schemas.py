@@ -1,5 +1,5 @@
-"""The column schemas are the one source: the UI's schema, docs/tables.md and the README's asset tables agree with
-them, and the tables the assets store match them (name, reviews and corpus here; term and sovereignty in
+"""The column schemas are the one source: the UI's schema, docs/tables.md and the benchmark pages' asset tables
+agree with them, and the tables the assets store match them (name, reviews and corpus here; term and sovereignty in
 test_freshness)."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from sctc_assets.running.runner import Runner
 from sctc_assets_tests.schema_check import stored_table_problems
 
 REPO = Path(__file__).resolve().parents[1]
-README = (REPO / "README.md").read_text(encoding="utf-8")
+# The asset tables of the benchmark pages (docs/benchmarks/*.md: `| `asset` | partitions | contents |`).
+BENCHMARK_PAGES = "\n".join(page.read_text(encoding="utf-8")
+                            for page in sorted((REPO / "docs" / "benchmarks").glob("*.md")))
 GRAPH = defs.resolve_asset_graph()
 
 
@@ -36,9 +38,9 @@ def test_the_ui_shows_the_declared_schema_before_any_materialization():
                [(c.name, c.type, c.description) for c in spec.columns]
 
 
-def _readme_rows() -> dict[str, list[str]]:
+def _page_rows() -> dict[str, list[str]]:
     rows = {}
-    for line in README.splitlines():
+    for line in BENCHMARK_PAGES.splitlines():
         match = re.match(r"^\| `([a-z_0-9]+)` \| (.*) \|$", line)
         if match and match.group(1) in TABLE_SCHEMAS:
             rows[match.group(1)] = [match.group(1), *match.group(2).split(" | ")]
@@ -54,17 +56,17 @@ def _partitioning(name: str) -> str:
     return "model" if partitions.name == "models" else "corpus shard"
 
 
-def test_the_readme_tables_name_every_asset_its_partitions_and_only_declared_columns():
-    rows = _readme_rows()
+def test_the_benchmark_pages_name_every_asset_its_partitions_and_only_declared_columns():
+    rows = _page_rows()
     assert sorted(rows) == sorted(TABLE_SCHEMAS)
     for name, (_, partitions, contents) in rows.items():
-        assert partitions.startswith(_partitioning(name)), f"README row {name}: partitions {partitions!r}"
+        assert partitions.startswith(_partitioning(name)), f"docs/benchmarks row {name}: partitions {partitions!r}"
         # A backticked list of identifiers ("`model, lang, prompt_variant`") lists columns of the table.
         for span in re.findall(r"`([^`]+)`", contents):
             items = [item.strip() for item in span.split(",")]
             if len(items) > 1 and all(re.fullmatch(r"[a-z][a-z0-9_]*", item) for item in items):
                 unknown = [item for item in items if item not in TABLE_SCHEMAS[name].names]
-                assert not unknown, f"README row {name} names columns its schema lacks: {unknown}"
+                assert not unknown, f"docs/benchmarks row {name} names columns its schema lacks: {unknown}"
 
 
 def test_a_stored_table_is_checked_column_by_column():

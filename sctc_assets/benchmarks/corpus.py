@@ -68,7 +68,7 @@ def corpus_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str
             "misaligned and the other terms; count_source upstream = the authors' counts)\n"
             + tabulate(paper_layout(frequency, "18"), headers="keys", tablefmt="github", showindex=False)
             + f"\n\nCorpora counted by the project: {', '.join(project) or 'none yet'} (count shards with a "
-              "backfill of corpus_counts, see README)")
+              "backfill of corpus_counts, see docs/benchmarks/corpus.md)")
 
 
 CORPUS = BenchmarkSpec(

@@ -1,9 +1,9 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`; `selection` holds the checks several of them share; `item_sets`
-turns `--term-items` and its companions into the set's benchmark), which imports what it needs at its top. `main`
-imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy load, so that
+`models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`, `docs`; `selection`
+holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
+benchmark), which imports what it needs at its top. `main` imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy load, so that
 this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and transformers
 come with the commands that need them (`run`, `report`, `ui`, `plan` and `terms define` for the backends); `sctc
 models` imports none of them (`test_cli` checks both).
@@ -33,6 +33,9 @@ DESCRIPTION = """Audit LLMs for bias across Chinese varieties (SC-TC-Bench and f
 
 Results go into a persistent Dagster instance ($DAGSTER_HOME, default data/dagster_home), so `sctc ui` (or
 `dagster dev` with the same DAGSTER_HOME) shows every materialization, and every table is also written as Parquet.
+
+The manual (getting started, each benchmark, the registry, the report, this command line): `sctc docs` builds it
+and serves it on http://127.0.0.1:8000/, offline.
 """
 ALL = "all"
 # Contract with the backends' budget (ModelRegistryResource reads these): one scope per `sctc run`, so every
@@ -48,7 +51,7 @@ ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) 
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
-            "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache"}
+            "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs"}
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
@@ -126,7 +129,23 @@ def _parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=3000)
     ui.add_argument("--upstream", metavar="PATH|URL", help=f"SC-TC-Bench data for runs launched from the UI "
                                                           f"(default ${SCTC_ENV_VAR}, else what `sctc run` extracted)")
+    _add_docs_parser(commands)
     return parser
+
+
+def _add_docs_parser(commands: Any) -> None:
+    docs = commands.add_parser(
+        "docs", help="build the documentation site (if its sources changed) and serve it locally, offline",
+        description="Build the MkDocs site of this checkout (mkdocs.yml, docs/) into SITE_DIR when a source is newer "
+                    "than the built site, then serve it on 127.0.0.1 until Ctrl-C, printing its URL. Needs the "
+                    "source checkout and the `dev` extra (mkdocs, mkdocs-material); nothing is fetched from the "
+                    "network.")
+    docs.add_argument("--build-only", action="store_true", help="build the site (if needed), print where, and exit")
+    docs.add_argument("--rebuild", action="store_true", help="build even when the site is newer than its sources")
+    docs.add_argument("--port", type=int, default=8000, help="the port to serve on (0: any free port; default 8000)")
+    docs.add_argument("--open", action="store_true", help="also open the site in the default web browser")
+    docs.add_argument("--site-dir", type=Path, default=None, metavar="DIR",
+                      help="where the built site goes (default: site/ in the checkout, ignored by git)")
 
 
 def _add_report_parser(commands: Any) -> None:

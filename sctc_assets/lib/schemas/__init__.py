@@ -1,7 +1,7 @@
 """The column schema of every table asset, one module per benchmark: the single source of the column names, types
 and descriptions that the Dagster UI shows before anything is materialized (`dagster/column_schema`), that
 `docs/tables.md` is generated from (`python -m sctc_assets.lib.schemas > docs/tables.md`), and that the tests check
-the stored tables and the README against.
+the stored tables and the benchmark pages (docs/benchmarks/) against.
 
 Types are logical: `string`, `int`, `float`, `bool`, `list<string>`, `list<int>` and `json` (a nested value). A
 column may hold missing values whatever its type (an error row has no answer text, a rate without data is NaN).

@@ -5,7 +5,7 @@
   (character by character and phrase-aware, with OpenCC's standard and Taiwan character variants); misaligned wins over correct, as in the paper;
 - incorrect: anything else.
 
-Two refinements over the authors' scripts, both documented in the README: a misaligned form found only inside an
+Two refinements over the authors' scripts, both documented on the term page: a misaligned form found only inside an
 occurrence of an expected term (等待线 inside 一米等待线) does not count, and a converted form identical to an
 expected term is not a misaligned form (it cannot be told apart from a correct answer).
 """
