@@ -22,16 +22,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from sctc_assets_tests.servers import free_port, wait_until_answers  # noqa: E402
+
 MAX_BYTES = 300 * 1024
 # The SC-TC-Bench replays' registry keys, as data/models.yaml names them.
 REPLAYS = re.compile(r"^  (paper-[a-z0-9.\-]+):", re.M)
@@ -114,35 +115,19 @@ def report_screenshot(data_dir: Path, registry: Path, target: Path, chromium: st
         _shrink(_capture(browser, width, height), target)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
-def _wait_for(url: str, process: subprocess.Popen, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"dagster-webserver exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise SystemExit(f"dagster-webserver did not answer {url} within {timeout:.0f} s")
 
 
 def ui_screenshot(data_dir: Path, registry: Path, target: Path, chromium: str) -> None:
     from sctc_assets_tests.chromium import Browser
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(port),
                                "-w", str(REPO / "workspace.yaml")], cwd=REPO, env=_environment(data_dir, registry),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for(f"http://127.0.0.1:{port}/server_info", server)
+        wait_until_answers(f"http://127.0.0.1:{port}/server_info", server)
         width, height = 1600, 1000
         with Browser(chromium, width=width, height=height, timeout=120) as browser:
             _viewport(browser, width, height)

@@ -11,13 +11,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from sctc_assets_tests.servers import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 WORKSPACE = REPO / "workspace.yaml"
@@ -53,10 +53,6 @@ def prepare_inputs(home: Path, models=MODELS) -> None:
             raise RuntimeError("the term benchmark's inputs failed")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
@@ -66,7 +62,7 @@ class Servers:
     home: Path
     logs: Path
     env: dict[str, str] = field(default_factory=dict)
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     processes: list[subprocess.Popen] = field(default_factory=list)
 
     def log_files(self) -> dict[str, Path]:

@@ -19,10 +19,11 @@ import glob
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from sctc_assets_tests.servers import free_port
 
 REQUIRE_ENV = "SCTC_REQUIRE_POSTGRES"
 
@@ -54,10 +55,6 @@ def missing_reason() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class PostgresServer:
@@ -68,7 +65,7 @@ class PostgresServer:
         self.folder = Path(tempfile.mkdtemp(prefix="sctc-pg-"))
         self.data = self.folder / "data"
         self.log = self.folder / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = user
         # A password with characters a URL must escape would need quoting everywhere; this one needs none, and is
         # long and unusual enough that a test can look for it in any text.
@@ -180,3 +177,14 @@ if pytest is not None:
     def postgres_url(postgres_server: PostgresServer) -> str:
         """A fresh database of the session's server, with the password in its URL."""
         return postgres_server.create_database()
+
+
+def refused_run_line(url: str, capsys, monkeypatch) -> str:
+    """What `sctc run` prints when $SCTC_DATABASE_URL is `url` and refuses it: one line, before any stage runs."""
+    from sctc_assets.cli import main
+
+    monkeypatch.setenv("SCTC_DATABASE_URL", url)
+    assert main(["run", "--benchmarks", "term", "--models", "anything"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1, errors
+    return errors[0]

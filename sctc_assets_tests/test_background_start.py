@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from sctc_assets_tests.servers import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 DAGSTER_CLEANUP_WAIT = 30  # `_clean_up_subprocess` waits this long for a helper that ignores SIGTERM
@@ -63,15 +63,11 @@ def test_the_suite_started_in_the_background_reaps_dagsters_compute_log_helpers(
     assert _processes_mentioning(str(probe_dir)) == []
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.mark.slow
 def test_sctc_ui_started_in_the_background_stops_on_sigint_and_leaves_nothing(tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster"), "SCTC_DATA_DIR": str(tmp_path / "data"),
            "PYTHONPATH": str(REPO)}
     log = (tmp_path / "ui.log").open("w")

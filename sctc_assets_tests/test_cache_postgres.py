@@ -24,6 +24,7 @@ from sctc_assets.lib.cache_postgres import describe, redacted
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer
 from sctc_assets_tests.pg_host import KEY_ENV
+from sctc_assets_tests.postgres import refused_run_line
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPTS = 1320
@@ -38,12 +39,6 @@ def test_redacted_keeps_user_host_port_and_database_but_never_the_password():
     assert describe("postgresql://u:p@h:1/d") == "h:1/d" and describe("postgresql://u:p@h/d") == "h:5432/d"
 
 
-def _bad_run(url: str, capsys, monkeypatch) -> str:
-    monkeypatch.setenv("SCTC_DATABASE_URL", url)
-    assert main(["run", "--benchmarks", "term", "--models", "anything"]) == 2
-    errors = capsys.readouterr().err.strip().splitlines()
-    assert len(errors) == 1, errors  # one line, before any stage runs
-    return errors[0]
 
 
 def test_bad_database_settings_are_one_line_before_any_stage_without_the_password(
@@ -51,22 +46,22 @@ def test_bad_database_settings_are_one_line_before_any_stage_without_the_passwor
     secret = postgres_server.password
     url = postgres_server.url()
     wrong = postgres_server.url(password="not-the-" + secret[:6] + "zz")
-    line = _bad_run(wrong, capsys, monkeypatch)
+    line = refused_run_line(wrong, capsys, monkeypatch)
     assert line.startswith("error: $SCTC_DATABASE_URL") and f"127.0.0.1:{postgres_server.port}/postgres" in line
     assert "password authentication failed" in line and secret[:6] + "zz" not in line and secret not in line
 
     unreachable = url.replace(f":{postgres_server.port}/", ":1/")
-    line = _bad_run(unreachable, capsys, monkeypatch)
+    line = refused_run_line(unreachable, capsys, monkeypatch)
     assert "$SCTC_DATABASE_URL" in line and "127.0.0.1:1/postgres" in line and secret not in line
 
     # a user who may log in but not create the cache's schema
     database = postgres_server.create_database().rsplit("/", 1)[1]
     postgres_server.execute(f"CREATE ROLE limited LOGIN PASSWORD '{secret}'")
     limited = postgres_server.url(database, user="limited")
-    line = _bad_run(limited, capsys, monkeypatch)
+    line = refused_run_line(limited, capsys, monkeypatch)
     assert "may not create the schema 'sctc_cache'" in line and secret not in line
 
-    line = _bad_run("mysql://u:hunter2@h/d", capsys, monkeypatch)
+    line = refused_run_line("mysql://u:hunter2@h/d", capsys, monkeypatch)
     assert "expected a postgresql:// URL" in line and "hunter2" not in line
     assert not (isolated_data_dir / "cache").exists()  # nothing was opened or created locally
 

@@ -19,7 +19,7 @@ from sctc_assets.lib.dagster_home import (LEGACY_SETTINGS, SETTINGS_FILE, instan
                                           write_instance_settings)
 from sctc_assets.running.instance import cli_instance
 from sctc_assets_tests.daemon_backfill import INSTANCE, STARTED_PROCESS, Servers, partitions, prepare_inputs
-from sctc_assets_tests.postgres import REQUIRE_ENV
+from sctc_assets_tests.postgres import REQUIRE_ENV, refused_run_line
 
 REPO = Path(__file__).resolve().parents[1]
 QUEUE_EVENTS = (dg.DagsterEventType.RUN_ENQUEUED, dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS)
@@ -119,12 +119,6 @@ def test_the_instance_on_postgresql_keeps_the_password_out_of_its_file_and_confi
     assert {"runs", "event_logs", "instigators"} <= tables
 
 
-def _bad_run(url: str, capsys, monkeypatch) -> str:
-    monkeypatch.setenv("SCTC_DATABASE_URL", url)
-    assert main(["run", "--benchmarks", "term", "--models", "anything"]) == 2
-    errors = capsys.readouterr().err.strip().splitlines()
-    assert len(errors) == 1, errors  # one line, before any stage runs
-    return errors[0]
 
 
 def test_bad_settings_of_the_instance_are_one_line_before_anything_runs(postgres_server, isolated_data_dir,
@@ -137,14 +131,14 @@ def test_bad_settings_of_the_instance_are_one_line_before_anything_runs(postgres
         errors = capsys.readouterr().err.strip().splitlines()
         assert len(errors) == 1 and "$SCTC_DATABASE_URL" in errors[0], errors
         assert "password authentication failed" in errors[0] and secret[:6] + "zz" not in errors[0]
-    line = _bad_run("mysql://user:" + secret + "@127.0.0.1/db", capsys, monkeypatch)
+    line = refused_run_line("mysql://user:" + secret + "@127.0.0.1/db", capsys, monkeypatch)
     assert "expected a postgresql:// URL" in line and secret not in line
 
 
 def test_without_dagster_postgres_the_run_stops_before_anything_runs(postgres_server, isolated_data_dir, capsys,
                                                                     monkeypatch):
     monkeypatch.setitem(sys.modules, "dagster_postgres", None)  # as if not installed
-    line = _bad_run(postgres_server.url(), capsys, monkeypatch)
+    line = refused_run_line(postgres_server.url(), capsys, monkeypatch)
     assert "dagster-postgres" in line and "pip install 'sctc-assets[postgres]'" in line
     assert postgres_server.password not in line
 

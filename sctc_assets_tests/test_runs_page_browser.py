@@ -5,11 +5,9 @@ bookkeeping (host, pid, process start, settings digest) is kept out of the visib
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from sctc_assets.cli import main
 from sctc_assets.running.instance import HOST_TAG, PID_TAG, PROCESS_START_TAG, cli_instance
 from sctc_assets.running.unchanged import SETTINGS_TAG
 from sctc_assets_tests.chromium import Browser, find_chromium
+from sctc_assets_tests.servers import free_port, wait_until_answers
 
 CHROMIUM = find_chromium()
 REPO = Path(__file__).resolve().parents[1]
@@ -34,24 +33,8 @@ BOXES = """(() => { const found = []; const walker = document.createTreeWalker(d
   return found; })()""" % " || ".join(f"text.endsWith('{suffix}')" for suffix in TARGETS)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
-def _wait_for(url: str, process: subprocess.Popen, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"dagster-webserver exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"dagster-webserver did not answer {url} within {timeout:.0f} s")
 
 
 @pytest.mark.slow
@@ -75,13 +58,13 @@ def test_the_runs_page_shows_target_and_status_of_every_run_at_1400_px(isolated_
             for key in run.tags)
     assert PROCESS_START_TAG in runs[0].tags or sys.platform != "linux"
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(port),
                                "-w", str(REPO / "workspace.yaml")], cwd=REPO,
                               env={**os.environ, "DAGSTER_HOME": str(home)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for(f"http://127.0.0.1:{port}/server_info", server)
+        wait_until_answers(f"http://127.0.0.1:{port}/server_info", server)
         with Browser(CHROMIUM, width=1400, height=1000) as browser:
             browser.open(f"http://127.0.0.1:{port}/runs")
             deadline = time.monotonic() + 120
