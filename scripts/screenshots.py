@@ -8,7 +8,7 @@ with `$SCTC_UPSTREAM` / `$SCTC_TSB_UPSTREAM` as `sctc run` reads them. Then:
 
 - `sctc report` builds the audit report from that folder, and headless Chromium photographs its first screen
   (OUT/audit-report.png);
-- `dagster-webserver` starts on that folder's instance (what `sctc ui` runs, without the daemon) and Chromium
+- `sctc ui` starts on that folder's instance (dagster dev: the webserver and the daemon) and Chromium
   photographs the term benchmark's asset lineage (OUT/dagster-ui.png) and the Runs page (OUT/dagster-ui-runs.png).
 
 Each picture is reduced to 256 colours, which keeps it under 300 KB (the script fails if one is not).
@@ -123,8 +123,9 @@ def ui_screenshot(data_dir: Path, registry: Path, target: Path, chromium: str) -
     from sctc_assets_tests.chromium import Browser
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(port),
-                               "-w", str(REPO / "workspace.yaml")], cwd=REPO, env=_environment(data_dir, registry),
+    # `sctc ui` as a user starts it (dagster dev: the webserver and the daemon on this data folder's instance)
+    server = subprocess.Popen([sys.executable, "-m", "sctc_assets.cli", "ui", "--port", str(port)],
+                              cwd=REPO, env=_environment(data_dir, registry),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_until_answers(f"http://127.0.0.1:{port}/server_info", server)
