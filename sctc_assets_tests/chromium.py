@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -29,10 +31,10 @@ class Browser:
 
     def __init__(self, executable: str, *, width: int = 1400, height: int = 1000, timeout: float = 60.0):
         self.timeout = timeout
-        self._profile = tempfile.TemporaryDirectory(prefix="sctc-chromium-")
+        self._profile = tempfile.TemporaryDirectory(prefix="sctc-chromium-", ignore_cleanup_errors=True)
         self._process = subprocess.Popen(
             [executable, *FLAGS, f"--user-data-dir={self._profile.name}", f"--window-size={width},{height}",
-             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port = self._devtools_port()
         page = next(target for target in self._targets(port) if target.get("type") == "page")
         from websockets.sync.client import connect
@@ -140,13 +142,27 @@ class Browser:
         try:
             self._socket.close()
         finally:
-            self._process.terminate()
+            self._signal_group(signal.SIGTERM)
             try:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+            # Chromium's renderer and utility processes outlive the browser process for a moment and still write
+            # into the profile (a removal then fails with "Directory not empty"): stop them all, then remove it.
+            self._signal_group(signal.SIGKILL)
+            for _ in range(20):
+                shutil.rmtree(self._profile.name, ignore_errors=True)
+                if not Path(self._profile.name).exists():
+                    break
+                time.sleep(0.1)
             self._profile.cleanup()
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self._process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def __enter__(self) -> "Browser":
         return self
