@@ -5,7 +5,9 @@
 Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables, no
 response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
 downloaded files are linked in: the embedded model file (from this checkout's `data/models`) and the tokenizer
-distributions (see below). Warm: the same command again, nothing changed, the same `--out`. Each run is a child
+distributions (see below). Warm: the same command again, nothing changed, the same `--out` (the
+record of the complete cold run answers it without loading Dagster); then once more with `--recheck` (every stage
+checked against the instance, as any rerun after a change does). Each run is a child
 process (`python -m sctc_assets.cli run … --no-report`; with `--as-typed` the command as a user types it, the audit
 report built at its end, `$SCTC_NO_REPORT` unset, and the printout says whether the warm run skipped it); its CPU
 seconds (user + sys, its worker processes included)
@@ -141,7 +143,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", nargs="+", default=["term", "name"])
     parser.add_argument("--models", nargs="+", default=PAPER_MODELS)
-    parser.add_argument("--keep", type=Path, help="data folder to use and keep (must not exist); default a temp one")
+    parser.add_argument("--keep", type=Path, help="data folder to use and keep (must not exist; the logs go to "
+                                                  "DIR-logs beside it); default a temp one")
     parser.add_argument("--one-process", action="store_true",
                         help="also a cold run with SCTC_WORKER_PROCESSES=1, for the ratio")
     parser.add_argument("--as-typed", action="store_true",
@@ -154,13 +157,18 @@ def main() -> None:
         raise SystemExit("set SCTC_UPSTREAM to the SC-TC-Bench archive or folder")
 
     data = args.keep or Path(tempfile.mkdtemp(prefix="sctc-reanalysis-"))
+    # the runs' logs beside the data folder, not in it: a file added there is a change the rerun would see
+    logs = data.with_name(data.name + "-logs")
+    logs.mkdir(exist_ok=True)
     _fresh(data)
     base_env = {name: value for name, value in os.environ.items()
                 if name not in ("SCTC_MODELS", "DAGSTER_HOME", "SCTC_NO_REPORT")}
     report = [] if args.as_typed else ["--no-report"]
     results = {}
     try:
-        runs = [("cold", data, {}, REPO), ("warm", data, {}, REPO)]
+        # warm: the same command again (the record of the complete cold run answers it); warm, --recheck: every
+        # stage checked against the instance, as any rerun after a change to the folder does
+        runs = [("cold", data, {}, REPO), ("warm", data, {}, REPO), ("warm, --recheck", data, {}, REPO)]
         if args.one_process:
             runs.append(("cold, 1 process", data / "one-process", {"SCTC_WORKER_PROCESSES": "1"}, REPO))
         if args.baseline is not None:
@@ -175,11 +183,13 @@ def main() -> None:
                    "HF_HUB_OFFLINE": "1", **extra}
             out = folder / "out"  # the same --out for cold and warm, as a user reruns the same command
             command = [sys.executable, "-m", "sctc_assets.cli", "run", "--benchmarks", *args.benchmarks,
-                       "--models", *args.models, *report, "--out", str(out)]
-            log = data / f"{name.replace(', ', '-').replace(' ', '-')}.log"
+                       "--models", *args.models, *report, "--out", str(out),
+                       *(["--recheck"] if "--recheck" in name else [])]
+            log = logs / f"{name.replace(', ', '-').replace(' ', '-')}.log"
             results[name] = _run(command, env, log, code)
             results[name]["report"] = next((line.strip() for line in log.read_text(errors="replace").splitlines()
-                                            if line.startswith("report")), "(none)")
+                                            if line.startswith(("report", "unchanged since the complete run"))),
+                                           "(none)")
             before = counts.get(folder, (0, 0))
             counts[folder] = _instance_counts(folder / "dagster_home")
             results[name]["runs"] = counts[folder][0] - before[0]
@@ -188,6 +198,7 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(data, ignore_errors=True)
+            shutil.rmtree(logs, ignore_errors=True)
 
     print(f"sctc run --benchmarks {' '.join(args.benchmarks)} over {len(args.models)} models, "
           f"{os.cpu_count()} CPUs, {os.environ.get('SCTC_WORKER_PROCESSES') or 'default'} worker processes "
@@ -201,6 +212,9 @@ def main() -> None:
     print(f"cold wall / the 60 s target: {cold['wall'] / 60:.2f}")
     print(f"warm / cold: CPU {warm['cpu'] / cold['cpu']:.3f}, wall {warm['wall'] / cold['wall']:.3f} "
           f"(goal: wall ≤ 0.050{', report included' if args.as_typed else ', without the report'})")
+    recheck = results["warm, --recheck"]
+    print(f"warm with --recheck / cold: CPU {recheck['cpu'] / cold['cpu']:.3f}, wall {recheck['wall'] / cold['wall']:.3f}"
+          " (every stage checked)")
     if args.as_typed:
         for name, result in results.items():
             print(f"{name}: {result['report'][:150]}")

@@ -3,8 +3,10 @@
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
 `models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`, `docs`; `selection`
 holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
-benchmark), which imports what it needs at its top. `main` imports the chosen command's module by name (`COMMANDS`, through `importlib`): the one deliberate lazy load, so that
-this module imports only Dagster-free, light modules and `sctc --help` stays fast. Dagster, torch and transformers
+benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
+its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
+through `importlib`): the one deliberate kind of lazy load, so that this module imports only Dagster-free, light
+modules and `sctc --help` stays fast. Dagster, torch and transformers
 come with the commands that need them (`run`, `report`, `ui`, `plan` and `terms define` for the backends); `sctc
 models` imports none of them (`test_cli` checks both).
 """
@@ -48,6 +50,8 @@ NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"
 # The options that run the term benchmark on another item set (`cli/item_sets.py`).
 ITEM_SET_OPTIONS = ("term_items", "varieties", "cue", "extend_from", "item_set_name")
 ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) that never read the report
+# `sctc run`'s shortcut for a rerun on an unchanged folder, tried before the run's own (heavy) module is loaded.
+UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
@@ -91,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
                                           "What is unchanged since its last materialization (code version, "
                                           "inputs, options, data settings, the model's registry entry; no failed "
                                           "calls) is left as it is and said so; its tables are still written. "
+                                          "When the last complete run of the same command left the data folder, "
+                                          "outputs, settings and code as they are now, its summary is printed "
+                                          "again and nothing is loaded (--recheck checks every stage). "
                                           "Checks the options and the chosen registry entries first (exit 2, one "
                                           "line per problem). Exits with 1 when a stage failed or an asset check "
                                           "did not pass (or, with --fail-on-errors, when model calls ended in an "
@@ -103,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--debug", action="store_true",
                      help="print every Dagster event with its stack trace (default: one line per failed stage, the "
                           "traces in the log file it names)")
+    run.add_argument("--recheck", action="store_true",
+                     help="check every stage even when the last complete run of this command left the data folder "
+                          "as it is now (by default such a rerun prints that run's summary and stops)")
     run.add_argument("--no-report", action="store_true", default=os.environ.get(NO_REPORT_ENV_VAR) == "1",
                      help="skip the audit report at the end (OUT/report/; `sctc report` builds it later; default "
                           f"on when ${NO_REPORT_ENV_VAR}=1)")
@@ -235,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("run", "plan", "estimate") and any(getattr(args, name, None) for name in ITEM_SET_OPTIONS):
         # the term benchmark's item set: its benchmark in this process, or a child process that knows it
         status = importlib.import_module(ITEM_SETS_MODULE).resolve(args, argv)
+        if status is not None:
+            return status
+    if args.command == "run":
+        status = importlib.import_module(UNCHANGED_RUN_MODULE).replay(args, argv)
         if status is not None:
             return status
     return importlib.import_module(COMMANDS[args.command]).main(args)

@@ -13,15 +13,18 @@ from sctc_assets.running.report import materialize_report
 from sctc_assets.validation import storage_problems
 
 
-def build_report(models: list[str] | None, out: Path | None, force: bool = False) -> int:
+def build_report(models: list[str] | None, out: Path | None, force: bool = False,
+                 printed: list[str] | None = None) -> int:
+    """Build the report (or leave it, unchanged); 1 when it failed. The line printed is also added to `printed`."""
     outcome = materialize_report(dg.DagsterInstance.get(), models=models, out_dir=out, force=force)
     if not outcome.ok:
         print(f"report: failed: {outcome.message}", file=sys.stderr)
         return 1
-    if outcome.skipped:
-        print(f"report {outcome.message} ({outcome.html})")
-    else:
-        print(f"report: {outcome.html} ({outcome.message})")
+    line = (f"report {outcome.message} ({outcome.html})" if outcome.skipped
+            else f"report: {outcome.html} ({outcome.message})")
+    print(line)
+    if printed is not None:
+        printed.append(line)
     return 0
 
 

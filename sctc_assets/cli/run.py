@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.cli import BUDGET_ENV_VARS, BUDGET_SCOPE_ENV_VAR
-from sctc_assets.cli import estimate
+from sctc_assets.cli import estimate, unchanged_run
 from sctc_assets.cli.report import build_report
 from sctc_assets.cli.selection import Selection, chosen_benchmarks, select
 from sctc_assets.estimate import build_estimate
@@ -81,12 +81,14 @@ def main(args: argparse.Namespace) -> int:
     entries, default_models, added = selection.entries, selection.default_models, selection.added
     halted: list[Any] = []
     call_errors: dict[tuple[str, str | None], int] = {}
-    status = run_benchmarks(args, options, entries, default_models, added, failures=halted, call_errors=call_errors)
+    summaries: list[str] = []
+    status = run_benchmarks(args, options, entries, default_models, added, failures=halted, call_errors=call_errors,
+                            summaries=summaries)
     halted = halted_stages(halted)
     if halted:
         report_halt(args, entries, default_models, added, halted)
     if not args.no_report:
-        status = max(status, build_report(None, args.out.resolve() if args.out else None))
+        status = max(status, build_report(None, args.out.resolve() if args.out else None, printed=summaries))
     if call_errors:  # the last line, where a person and a script look
         total, where = sum(call_errors.values()), len(call_errors)
         print(f"{total:,} model call(s) ended in an error after retries and have no stored answer ({where} "
@@ -94,4 +96,7 @@ def main(args: argparse.Namespace) -> int:
               + ("" if args.fail_on_errors else " (--fail-on-errors makes this exit 1)"), file=sys.stderr)
         if args.fail_on_errors:
             status = max(status, 1)
+    ran = {model for name in args.benchmarks for model in (args.models or [*default_models, *added.get(name, ())])}
+    unchanged_run.remember(args, args.benchmarks, entries, sorted(ran), "\n".join(summaries),
+                           complete=status == 0 and not halted and not call_errors)
     return status

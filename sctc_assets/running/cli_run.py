@@ -46,12 +46,13 @@ def _quiet_dagster_warnings() -> None:
 
 def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
                    added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None,
-                   call_errors: dict | None = None) -> int:
+                   call_errors: dict | None = None, summaries: list | None = None) -> int:
     """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
 
     `project` (tests): an object with `specs`, `defs` and `resources` instead of the project's own. `failures`,
     when given, receives every stage failure of every benchmark (the caller reports halted stages from it);
-    `call_errors`, the model calls of each (asset, partition) that ended in an error after retries."""
+    `call_errors`, the model calls of each (asset, partition) that ended in an error after retries; `summaries`, the
+    summary each benchmark printed."""
     from sctc_assets.running.logs import RunLog, new_log_path
 
     debug = bool(getattr(args, "debug", False))
@@ -65,7 +66,8 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
         with stop_on_signals():
             status = _run_benchmarks(args, options, entries, default_models, added, run_log, project,
                                          failures if failures is not None else [],
-                                         call_errors if call_errors is not None else {})
+                                         call_errors if call_errors is not None else {},
+                                         summaries if summaries is not None else [])
     except Exception as exc:
         if debug:
             raise
@@ -114,7 +116,7 @@ def _project() -> Any:
 
 def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
                     added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list,
-                    call_errors: dict) -> int:
+                    call_errors: dict, summaries: list) -> int:
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
@@ -163,9 +165,10 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         else:
             written = export_tables(spec, served, io_manager, out_dir, defs)
             tables = _TablesOnDemand(written, read_table)
-            print()
-            print(spec.summary(tables, served))
-            print(f"\n{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}")
+            summary = f"\n{spec.summary(tables, served)}\n\n{len(written)} tables written to {out_dir}: " \
+                      f"{', '.join(sorted(written))}"
+            print(summary)
+            summaries.append(summary)
         if not report.ok:
             status = 1
             print(f"\n{len(report.failures)} stage(s) or check(s) failed:", file=sys.stderr)
