@@ -19,6 +19,22 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_ARCHIVE = REPO.parent / "shared" / "upstream" / "SC-TC-Bench-aaad554.tar.xz"
 
 
+# A worker may hold the embedded model and a paper-scale pipeline at once: about 6 GiB at its peak.
+WORKER_MEMORY_GIB = 6
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per usable core, but no more than the available memory holds (2 on a 2-core, 24 GB
+    machine; a worker too many would push the suite into swap or the OOM killer)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            available_kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return cores
+    return max(1, min(cores, available_kib // (WORKER_MEMORY_GIB * 1024 * 1024)))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # A suite started with `nohup … &` inherits SIGINT ignored; Dagster would then make its helpers ignore SIGTERM.
     restore_interrupt_handler()
