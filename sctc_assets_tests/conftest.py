@@ -1,16 +1,23 @@
 """Shared fixtures. Tests that need the published SC-TC-Bench data read it from `$SCTC_UPSTREAM` (CI sets it to
 `../shared/upstream/SC-TC-Bench-aaad554.tar.xz`) and skip without it, unless `$SCTC_REQUIRE_UPSTREAM` is set, in
-which case its absence is a failure."""
+which case its absence is a failure.
+
+Downloads (the joined embedded model, tokenizer distributions, URL downloads) go to `$SCTC_DOWNLOAD_CACHE`; unless
+it is set, the session uses a temporary one of its own, removed at its end, so no test writes into ~/.cache and
+every test of the session shares one join of the embedded model."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from sctc_assets.lib.embedded_model import ARTIFACTS, is_verified, sidecar_path
 from sctc_assets.lib.interrupt import restore_interrupt_handler
-from sctc_assets.lib.paths import default_upstream_cache_dir
+from sctc_assets.lib.paths import DOWNLOAD_CACHE_ENV_VAR, default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR, SCTC_MARKERS
 from sctc_assets.lib.upstream_source import UpstreamSource
 from sctc_assets_tests.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
@@ -38,6 +45,37 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     # A suite started with `nohup … &` inherits SIGINT ignored; Dagster would then make its helpers ignore SIGTERM.
     restore_interrupt_handler()
+    if not os.environ.get(DOWNLOAD_CACHE_ENV_VAR):
+        folder = Path(tempfile.mkdtemp(prefix="sctc-test-downloads-"))
+        os.environ[DOWNLOAD_CACHE_ENV_VAR] = str(folder)
+        config.stash[_SESSION_DOWNLOADS] = folder
+        _link_joined_models(folder / "models")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_SESSION_DOWNLOADS, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(DOWNLOAD_CACHE_ENV_VAR, None)
+
+
+_SESSION_DOWNLOADS = pytest.StashKey[Path]()
+
+
+def _link_joined_models(models: Path) -> None:
+    """Hard-link the embedded model a checkout's `data/models/` already holds (verified) into the session's
+    download cache: a link shares the file's modification time, so its sidecar stays valid, and saves a 0.5 GB
+    join. Without such a file (or across file systems) the first test that needs it joins it once."""
+    for artifact in ARTIFACTS.values():
+        joined = REPO / "data" / "models" / artifact.hub_filename
+        if not is_verified(joined, artifact.sha256, artifact.size):
+            continue
+        models.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(joined, models / joined.name)
+        except OSError:
+            continue
+        shutil.copy2(sidecar_path(joined), sidecar_path(models / joined.name))
 
 
 @pytest.fixture(autouse=True)
@@ -133,11 +171,9 @@ def csld_location() -> Path:
 
 @pytest.fixture
 def embedded_offline(isolated_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the shipped registry in use, offline, sharing the repository's verified embedded model file."""
-    shipped_models = REPO / "data" / "models"
-    if shipped_models.is_dir():  # reuse the verified joined file instead of assembling 0.5 GB again
-        (isolated_data_dir / "models").symlink_to(shipped_models)
-    # ... and its converted weights (backends/gguf_cache.py), instead of converting and writing 2 GB per test.
+    """A copy of the shipped registry in use, offline. The embedded model file comes from the session's download
+    cache (joined once per session)."""
+    # The repository's converted weights (backends/gguf_cache.py), instead of converting and writing 2 GB per test.
     shipped_weights = REPO / "data" / "cache" / "weights"
     shipped_weights.mkdir(parents=True, exist_ok=True)
     (isolated_data_dir / "cache").mkdir(exist_ok=True)

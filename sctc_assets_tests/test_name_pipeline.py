@@ -214,9 +214,6 @@ def test_rules_agree_with_the_published_extraction(sctc_source):
 def test_embedded_default_model_end_to_end(isolated_data_dir: Path, extracted_upstream: Path, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch, capsys):
     """The shipped registry's reduced name run (main and same_name_script) on the embedded model, offline."""
-    shipped_models = REPO / "data" / "models"
-    if shipped_models.is_dir():  # reuse the verified joined file instead of assembling 0.5 GB again
-        (isolated_data_dir / "models").symlink_to(shipped_models)
     registry = tmp_path / "models.yaml"
     registry.write_text((REPO / "data" / "models.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.setenv("SCTC_MODELS", str(registry))

@@ -26,7 +26,8 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = REPO / "data" / "tokenizers.yaml"
-# Shared by the tests (and by `sctc run` on this checkout): downloads happen once.
+# Converted vocabularies, shared by the tests (and by `sctc run` on this checkout); downloads go to the session's
+# download cache (conftest), once per session.
 FILES_DIR = REPO / "data" / "cache" / "tokenizers"
 SDIST = "llama-cpp-python==0.3.36"
 # The paper's Table 37 as printed: Mainland mean, SD, converted mean, SD, stars; Taiwanese the same.
@@ -124,10 +125,11 @@ def test_two_independent_qwen_vocabularies_agree_on_every_name(registry, names):
 
 def test_gguf_vocabulary_gives_llama_cpps_reference_ids():
     """llama.cpp ships, next to each vocab GGUF, test strings and the ids the original tokenizer gives them."""
-    archive = tk.download_distribution(SDIST, FILES_DIR / "downloads", sdist=True)
+    archive = tk.download_distribution(SDIST, tk.default_download_dir() / "downloads", sdist=True)
     member = "vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf"
-    texts = tk.extract_member(archive, member + ".inp", FILES_DIR / "extracted").read_text(encoding="utf-8")
-    ids = tk.extract_member(archive, member + ".out", FILES_DIR / "extracted").read_text(encoding="utf-8")
+    extracted = tk.default_download_dir() / "extracted"
+    texts = tk.extract_member(archive, member + ".inp", extracted).read_text(encoding="utf-8")
+    ids = tk.extract_member(archive, member + ".out", extracted).read_text(encoding="utf-8")
     pairs = list(zip(texts.split("\n__ggml_vocab_test__\n"), ids.split("\n")))
     encode = tk.load_tokenizer(tk.TokenizerEntry(key="llama-2", kind="transformers", settings={
         "file": {"pypi": SDIST, "sdist": True, "member": member}}), FILES_DIR)
@@ -253,8 +255,8 @@ def test_transformers_reads_gguf_headers_by_mmap_within_the_block_only(tmp_path)
 
 
 def _llama_cpp_vocab(member: str) -> Path:
-    archive = tk.download_distribution(SDIST, FILES_DIR / "downloads", sdist=True)
-    return tk.extract_member(archive, f"{LLAMA_CPP_VOCABS}/{member}", FILES_DIR / "extracted")
+    archive = tk.download_distribution(SDIST, tk.default_download_dir() / "downloads", sdist=True)
+    return tk.extract_member(archive, f"{LLAMA_CPP_VOCABS}/{member}", tk.default_download_dir() / "extracted")
 
 
 def test_header_path_on_the_llama_spm_vocabulary(tmp_path):

@@ -90,7 +90,8 @@ def _serve(bodies: list[bytes], announced_extra: int = 0,
     return server
 
 
-def test_opens_a_url_and_caches_the_download(tmp_path):
+def test_opens_a_url_and_caches_the_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "downloads"))
     archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz")
     requests = []
     server = _serve([archive.read_bytes()] * 2, requests=requests)
@@ -103,10 +104,11 @@ def test_opens_a_url_and_caches_the_download(tmp_path):
     assert first.read_csv(TERMS_FILE).shape == (1, 7)
     assert second.root == first.root
     assert requests == [f"/archive/{SCTC_COMMIT}.tar.gz"]
-    assert list((tmp_path / "cache" / "downloads").iterdir())
+    assert list((tmp_path / "downloads" / "upstream").iterdir())
 
 
-def test_truncated_download_is_an_error_and_not_cached(tmp_path):
+def test_truncated_download_is_an_error_and_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "downloads"))
     body = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz").read_bytes()
     server = _serve([body[:-100], body[:-100]], announced_extra=100)  # the connection drops 100 bytes short
     url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
@@ -118,17 +120,18 @@ def test_truncated_download_is_an_error_and_not_cached(tmp_path):
             _open(url, tmp_path / "cache")
     finally:
         server.shutdown()
-    assert not list((tmp_path / "cache" / "downloads").iterdir())
+    assert not list((tmp_path / "downloads" / "upstream").iterdir())
 
 
-def test_download_that_cannot_be_extracted_is_removed(tmp_path):
+def test_download_that_cannot_be_extracted_is_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "downloads"))
     body = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz").read_bytes()
     server = _serve([body[: len(body) // 2], body])  # a broken archive first, then the real one
     url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
     try:
         with pytest.raises(UpstreamArchiveError, match=rf"downloaded from {url}"):
             _open(url, tmp_path / "cache")
-        assert not list((tmp_path / "cache" / "downloads").iterdir())
+        assert not list((tmp_path / "downloads" / "upstream").iterdir())
         assert _open(url, tmp_path / "cache").read_csv(TERMS_FILE).shape == (1, 7)
     finally:
         server.shutdown()

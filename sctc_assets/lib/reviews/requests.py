@@ -9,7 +9,6 @@ from typing import Any, Mapping
 import pandas as pd
 
 from sctc_assets.lib.generation import GenerationRequest
-from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.reviews import pairing, prompts, source, varieties
 from sctc_assets.lib.reviews.prompts import selected_prompts
 
@@ -54,7 +53,7 @@ def review_prompt_table(config: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame
         frame, origin = source.read_hf_dataset(raw["hf_dataset"], split=raw.get("hf_split", "train"),
                                                config_name=raw.get("hf_config"))
     else:
-        frame, origin = source.read_file(raw.get("location") or source.default_location(), default_upstream_cache_dir())
+        frame, origin = source.read_file(raw.get("location") or source.default_location())
     reviews = source.canonical_reviews(frame, origin, raw.get("columns") or {})
     chosen = config.get("review_varieties", {})
     table = varieties.review_varieties(reviews, chosen.get("varieties"), chosen.get("pair"))

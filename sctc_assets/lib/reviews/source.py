@@ -59,9 +59,11 @@ def file_format(path: Path, declared: str | None = None) -> str:
                           "(or give the format)")
 
 
-def read_file(location: str, cache_dir: Path, declared_format: str | None = None) -> tuple[pd.DataFrame, str]:
-    """The raw table of a local file or URL (downloaded once into `cache_dir`) and the name errors should use."""
-    path = download(location, cache_dir) if is_url(location) else Path(location).expanduser()
+def read_file(location: str, download_folder: Path | None = None,
+              declared_format: str | None = None) -> tuple[pd.DataFrame, str]:
+    """The raw table of a local file or URL (downloaded once into `download_folder`, default the machine's download
+    cache) and the name errors should use."""
+    path = download(location, download_folder) if is_url(location) else Path(location).expanduser()
     if not path.is_file():
         raise ReviewDataError(f"review file not found: {path}")
     kind = file_format(path, declared_format)
