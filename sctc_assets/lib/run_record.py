@@ -53,6 +53,13 @@ def _walk(folder: Path, into: list) -> None:
             into.append((path, state.st_size, state.st_mtime_ns))
 
 
+def file_states(folder: Path) -> list[tuple[str, int, int]]:
+    """(path, size, modification time) of every file below `folder`, in order; writers' temporaries left out."""
+    found: list = []
+    _walk(folder, found)
+    return found
+
+
 def _checkpoint_databases(folders: Sequence[Path]) -> None:
     """Fold every SQLite write-ahead log below `folders` into its database. A reader that closes last (the UI, a
     script opening the instance) does this on its own, which would change the files without changing any data."""

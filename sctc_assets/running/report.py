@@ -24,9 +24,10 @@ from typing import Any, Sequence
 import dagster as dg
 
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.lib.atomic_files import TEMPORARY_SUFFIX, write_text
+from sctc_assets.lib.atomic_files import write_text
 from sctc_assets.lib.model_registry import overlay_dir
 from sctc_assets.lib.paths import default_outputs_dir
+from sctc_assets.lib.run_record import file_states
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -51,19 +52,7 @@ class ReportRun:
 
 def _files_state(folder: Path) -> list:
     """Relative path, size and modification time of every file below `folder`, writers' temporary files left out."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith(TEMPORARY_SUFFIX) or name == "__pycache__":
-                continue
-            path = os.path.join(root, name)
-            try:
-                state = os.stat(path)
-            except OSError:  # removed meanwhile
-                continue
-            found.append([os.path.relpath(path, folder), state.st_size, state.st_mtime_ns])
-    return found
+    return [[os.path.relpath(path, folder), size, mtime] for path, size, mtime in file_states(folder)]
 
 
 def _file_state(path: Path) -> list | None:
