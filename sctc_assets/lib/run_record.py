@@ -81,40 +81,34 @@ def _checkpoint_databases(folders: Sequence[Path]) -> None:
                     continue
 
 
-def _paths_in(value: Any) -> Iterable[str]:
-    """Every string inside `value` (mappings, sequences, dataclass-like objects) that names an existing local path."""
-    if isinstance(value, (str, os.PathLike)):
-        text = os.fspath(value)
-        if text and "://" not in text and len(text) < 4096 and os.path.exists(text):
-            yield os.path.abspath(text)
-    elif isinstance(value, Mapping):
+def _leaves(value: Any) -> Iterable[Any]:
+    """Every value inside `value` that is not a mapping, a sequence or a dataclass-like object (those are opened)."""
+    if isinstance(value, Mapping):
         for item in value.values():
-            yield from _paths_in(item)
+            yield from _leaves(item)
     elif isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
-            yield from _paths_in(item)
+            yield from _leaves(item)
     elif hasattr(value, "__dataclass_fields__"):
         for name in value.__dataclass_fields__:
-            yield from _paths_in(getattr(value, name))
+            yield from _leaves(getattr(value, name))
+    else:
+        yield value
+
+
+def _paths_in(value: Any) -> Iterable[str]:
+    """Every string inside `value` (mappings, sequences, dataclass-like objects) that names an existing local path."""
+    for leaf in _leaves(value):
+        if isinstance(leaf, (str, os.PathLike)):
+            text = os.fspath(leaf)
+            if text and "://" not in text and len(text) < 4096 and os.path.exists(text):
+                yield os.path.abspath(text)
 
 
 def remote_values(values: Any) -> list[str]:
     """The values in `values` that name something outside this machine's files (a URL): their state cannot be
     taken cheaply, so a run naming one is never recorded as unchanged."""
-    found: list[str] = []
-    if isinstance(values, str):
-        if "://" in values:
-            found.append(values)
-    elif isinstance(values, Mapping):
-        for item in values.values():
-            found += remote_values(item)
-    elif isinstance(values, (list, tuple, set, frozenset)):
-        for item in values:
-            found += remote_values(item)
-    elif hasattr(values, "__dataclass_fields__"):
-        for name in values.__dataclass_fields__:
-            found += remote_values(getattr(values, name))
-    return found
+    return [leaf for leaf in _leaves(values) if isinstance(leaf, str) and "://" in leaf]
 
 
 def command_digest(argv: Sequence[str], environment: Mapping[str, str]) -> str:
