@@ -122,10 +122,14 @@ def command_digest(argv: Sequence[str], environment: Mapping[str, str]) -> str:
 def state_digest(folders: Sequence[Path], watched: Sequence[str]) -> str:
     """The state of `folders` (every file below them), of the `watched` paths, and of the code that runs."""
     files: list = []
-    for folder in sorted({os.path.abspath(folder) for folder in folders}):
+    walked = sorted({os.path.abspath(folder) for folder in folders})
+    for folder in walked:
         if os.path.isdir(folder):
             _walk(Path(folder), files)
+    inside = tuple(folder.rstrip(os.sep) + os.sep for folder in walked)
     for path in sorted(set(watched)):
+        if path in walked or path.startswith(inside):  # its files are below a folder walked above
+            continue
         if os.path.isdir(path):
             _walk(Path(path), files)
         else:
