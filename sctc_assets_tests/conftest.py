@@ -4,7 +4,8 @@ which case its absence is a failure.
 
 Downloads (the joined embedded model, tokenizer distributions, URL downloads) go to `$SCTC_DOWNLOAD_CACHE`; unless
 it is set, the session uses a temporary one of its own, removed at its end, so no test writes into ~/.cache and
-every test of the session shares one join of the embedded model."""
+every test of the session shares one join of the embedded model; its `weights/` links to the checkout's
+`data/cache/weights/`, so the embedded model is de-quantized once per checkout."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[DOWNLOAD_CACHE_ENV_VAR] = str(folder)
         config.stash[_SESSION_DOWNLOADS] = folder
         _link_joined_models(folder / "models")
+        # The checkout's converted weights (backends/gguf_cache.py): converted once per checkout, not per session.
+        shipped_weights = REPO / "data" / "cache" / "weights"
+        shipped_weights.mkdir(parents=True, exist_ok=True)
+        (folder / "weights").symlink_to(shipped_weights)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -171,13 +176,8 @@ def csld_location() -> Path:
 
 @pytest.fixture
 def embedded_offline(isolated_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the shipped registry in use, offline. The embedded model file comes from the session's download
-    cache (joined once per session)."""
-    # The repository's converted weights (backends/gguf_cache.py), instead of converting and writing 2 GB per test.
-    shipped_weights = REPO / "data" / "cache" / "weights"
-    shipped_weights.mkdir(parents=True, exist_ok=True)
-    (isolated_data_dir / "cache").mkdir(exist_ok=True)
-    (isolated_data_dir / "cache" / "weights").symlink_to(shipped_weights)
+    """A copy of the shipped registry in use, offline. The embedded model file and its converted weights come from
+    the session's download cache (joined once per session, converted once per checkout)."""
     registry = tmp_path / "shipped-registry" / "models.yaml"
     registry.parent.mkdir()
     registry.write_text((REPO / "data" / "models.yaml").read_text(encoding="utf-8"), encoding="utf-8")

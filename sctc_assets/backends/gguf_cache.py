@@ -2,9 +2,11 @@
 
 `transformers` de-quantizes a GGUF file into full-precision tensors at every `from_pretrained` and rebuilds the
 tokenizer from the GGUF vocabulary (for the embedded 0.5B model about 40 CPU-s, with the file parsed once: see
-`lib/gguf_reading.py`). The first start saves the converted model (safetensors) and tokenizer into
-`<data dir>/cache/weights/<folder>/`, named after the GGUF file's verified sha256, the transformers version (its
-conversion code) and the dtype; later starts load that folder (memory-mapped, a few seconds). The saved tensors are
+`lib/gguf_reading.py`). The first start on a machine saves the converted model (safetensors) and tokenizer into
+`weights/<folder>/` of the machine's download cache (`$SCTC_DOWNLOAD_CACHE`, beside the GGUF it comes from), named
+after the GGUF file's verified sha256, the transformers version (its conversion code) and the dtype; later starts,
+in any data folder, load that folder (memory-mapped, a few seconds). `sctc fetch` converts ahead of the run. A
+folder an earlier version kept in `<data dir>/cache/weights/` is still read. The saved tensors are
 the very ones the conversion produced (checked by loading the copy back once), so answers do not change. A folder
 counts only once its manifest is written, last, and the folder is renamed into place atomically; a failure to write
 the cache (a full disk) costs only the speed-up, never the run.
@@ -22,14 +24,19 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from sctc_assets.lib.file_lock import file_lock
-from sctc_assets.lib.paths import default_cache_path
+from sctc_assets.lib.paths import default_cache_path, download_dir
 
 MANIFEST = "sctc-gguf-cache.json"
 logger = logging.getLogger(__name__)
 
 
 def default_weights_dir() -> Path:
-    """`<data dir>/cache/weights`, next to the response cache."""
+    """`weights/` of the machine's download cache: one conversion per machine, shared by every data folder."""
+    return download_dir("weights")
+
+
+def data_folder_weights_dir() -> Path:
+    """`<data dir>/cache/weights`, where versions before the download cache kept the converted weights."""
     return default_cache_path().parent / "weights"
 
 
@@ -54,10 +61,21 @@ def is_complete(folder: Path, identity: dict[str, str]) -> bool:
 
 
 def cached_folder(gguf_sha256: str, gguf_name: str, dtype: str, root: Optional[Path] = None) -> Optional[Path]:
-    """The complete cache folder for this GGUF, transformers version and dtype, if one exists."""
+    """The complete cache folder for this GGUF, transformers version and dtype, if one exists (without `root`: in
+    the download cache, else in the data folder)."""
     identity = cache_identity(gguf_sha256, gguf_name, dtype)
-    folder = folder_for(identity, root or default_weights_dir())
-    return folder if is_complete(folder, identity) else None
+    if root is not None:
+        candidates = [root]
+    else:
+        try:
+            candidates = [default_weights_dir(), data_folder_weights_dir()]
+        except ValueError:  # an unusable download cache costs the speed-up, never the run (`store` warns)
+            candidates = [data_folder_weights_dir()]
+    for candidate in candidates:
+        folder = folder_for(identity, candidate)
+        if is_complete(folder, identity):
+            return folder
+    return None
 
 
 def save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
@@ -117,9 +135,9 @@ def store(model: Any, tokenizer: Any, gguf_sha256: str, gguf_name: str, dtype: s
     Returns the folder, or None (with a warning) when it could not be written or did not load back identical.
     """
     identity = cache_identity(gguf_sha256, gguf_name, dtype)
-    root = root or default_weights_dir()
-    folder = folder_for(identity, root)
     try:
+        root = root or default_weights_dir()
+        folder = folder_for(identity, root)
         root.mkdir(parents=True, exist_ok=True)
         with file_lock(root / f".{folder.name}.lock"):
             if is_complete(folder, identity):

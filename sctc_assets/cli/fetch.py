@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from sctc_assets.backends.transformers_backend import TransformersBackend
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.cli.selection import chosen_benchmarks, print_problems, select
 from sctc_assets.lib.fetching import fetch_all, model_downloads, unique
@@ -28,6 +29,18 @@ def _hub_models(entries: dict, keys: list[str]) -> list[str]:
     return hub
 
 
+def _conversions(entries: dict, keys: list[str]) -> list:
+    """The weights the embedded model's first start would de-quantize: done here, once per machine."""
+    found = []
+    for key in keys:
+        entry = entries.get(key)
+        if entry is not None and entry.backend == "transformers" and entry.settings.get("embedded"):
+            download = TransformersBackend(**entry.settings).converted_weights_download(key)
+            if download is not None:
+                found.append(download)
+    return found
+
+
 def main(args: argparse.Namespace) -> int:
     args.benchmarks = chosen_benchmarks(args.benchmarks)
     selection = select(args, check_keys=False)
@@ -37,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
     running = selection.running(args.benchmarks)
     try:
         downloads = unique([*(item for name in args.benchmarks for item in SPECS[name].downloads(options)),
-                            *model_downloads(selection.entries, running)])
+                            *model_downloads(selection.entries, running),
+                            *_conversions(selection.entries, running)])
         fetched = fetch_all(downloads, emit=print)
     except DownloadCacheError as exc:
         return print_problems([str(exc)])
