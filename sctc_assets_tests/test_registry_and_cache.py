@@ -462,3 +462,25 @@ def test_temperature_zero_trials_are_flagged_as_repeats():
     assert sampling.generation_notes() == []
     greedy.generate(requests[:1])
     assert greedy.generation_notes() == []  # one trial: nothing to say
+
+
+def test_a_registry_file_rewritten_in_place_is_read_again(tmp_path):
+    import os
+
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  a: {backend: replay, model: one}\n", encoding="utf-8")
+    assert load_registry(path)["a"].settings["model"] == "one"
+    first = path.stat()
+    # The same size, the same modification time: the parse kept from the first read.
+    path.write_text("models:\n  a: {backend: replay, model: two}\n", encoding="utf-8")
+    os.utime(path, ns=(first.st_atime_ns, first.st_mtime_ns))
+    assert load_registry(path)["a"].settings["model"] == "one"
+    # A new modification time (any edit gets one), or a new size: read again.
+    os.utime(path, ns=(first.st_atime_ns, first.st_mtime_ns + 1_000_000))
+    assert load_registry(path)["a"].settings["model"] == "two"
+    path.write_text("models:\n  a: {backend: replay, model: three}\n", encoding="utf-8")
+    os.utime(path, ns=(first.st_atime_ns, first.st_mtime_ns))
+    assert load_registry(path)["a"].settings["model"] == "three"
+    # A caller that adds to what it got changes no later read.
+    load_registry(path)["b"] = None
+    assert set(load_registry(path)) == {"a"}

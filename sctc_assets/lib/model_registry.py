@@ -99,8 +99,25 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
     return entries
 
 
+# Parsed files by (path, inode, size, modification time): every stage of a run asks for the registry, and parsing
+# the YAML again each time cost seconds of a re-analysis. A rewritten file has a new size or time.
+_PARSED: dict[tuple, dict[str, ModelEntry]] = {}
+
+
 def _load_file(path: Path) -> dict[str, ModelEntry]:
-    return parse_registry(load_yaml(path, what="model registry", error=RegistryError), source=str(path))
+    try:
+        status = path.stat()
+        key = (str(path.absolute()), status.st_ino, status.st_size, status.st_mtime_ns)
+    except OSError:
+        key = None  # load_yaml names the file and why it cannot be read
+    if key is None or key not in _PARSED:
+        entries = parse_registry(load_yaml(path, what="model registry", error=RegistryError), source=str(path))
+        if key is None:
+            return entries
+        if len(_PARSED) > 64:
+            _PARSED.clear()
+        _PARSED[key] = entries
+    return dict(_PARSED[key])
 
 
 def overlay_dir(registry_path: str | Path) -> Path:

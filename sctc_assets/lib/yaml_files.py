@@ -9,6 +9,9 @@ import yaml
 
 from sctc_assets.lib.text_files import read_utf8
 
+# libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents, parsed ~10× faster.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def load_yaml(path: str | Path, *, what: str, error: type[Exception]) -> Any:
     """The parsed document of `path`; an unreadable file, a file that is not UTF-8 or invalid YAML raises `error`
@@ -19,6 +22,6 @@ def load_yaml(path: str | Path, *, what: str, error: type[Exception]) -> Any:
     except OSError as exc:
         raise error(f"{path}: cannot read the {what} ({exc})") from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise error(f"{path}: invalid YAML ({exc})") from exc
