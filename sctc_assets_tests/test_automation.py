@@ -70,6 +70,7 @@ def _settle(instance, cursor) -> tuple[dict[str, set], object, int]:
     raise AssertionError(f"automation did not settle: {seen}")
 
 
+@pytest.mark.slow
 def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_date(registry):
     calls = registry
     with dg.instance_for_test() as instance:

@@ -45,6 +45,7 @@ def _processes_mentioning(text: str, where: str = "cmdline") -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_suite_started_in_the_background_reaps_dagsters_compute_log_helpers(tmp_path):
     probe_dir = tmp_path / "instances"
     env = {**os.environ, "SCTC_PROBE_DIR": str(probe_dir), "SCTC_PROBE_OUT": str(tmp_path / "probe.json"),

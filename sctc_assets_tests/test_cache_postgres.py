@@ -118,6 +118,7 @@ class Slow(ModelBackend):
         return 2
 
 
+@pytest.mark.slow
 def test_a_database_restart_mid_generate_ends_calls_in_flight_as_errors_and_a_rerun_completes(
         postgres_server, postgres_url, monkeypatch):
     monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "2")  # the claims it could not release lapse by then

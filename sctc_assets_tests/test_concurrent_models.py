@@ -107,6 +107,7 @@ def test_the_stages_per_endpoint_setting_is_checked(monkeypatch):
         stages_per_endpoint()
 
 
+@pytest.mark.slow
 def test_two_models_behind_two_endpoints_ask_at_the_same_time(environment, monkeypatch):
     # 0.5 s per answer: each model asks for ~7 s, long next to a stage's start (its staleness check, the run's
     # creation), which a loaded machine can stretch to a second or two and which the models take in turn.

@@ -132,6 +132,7 @@ def test_the_site_is_served_offline(served, site):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install chromium; "
                                              ".ci/run installs it)")
+@pytest.mark.slow
 def test_every_page_loads_draws_its_images_and_links_inside_the_site(served, site):
     pages = sorted(path.relative_to(site).as_posix() for path in site.rglob("*.html") if path.name != "404.html")
     assert len(pages) >= len(_nav_pages())

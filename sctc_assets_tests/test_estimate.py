@@ -158,6 +158,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(fakes, isolated_data_dir, ca
     ("name", ["--name-experiments", "same_name_script", "gender_balanced", "--name-lists", "1", "--name-shuffles",
               "2"]),
 ])
+@pytest.mark.slow
 def test_the_plan_predicts_the_calls_the_run_makes_and_then_finds_them_cached(fakes, benchmark, argv, tmp_path):
     options = {"prompt_variants": [1]} if benchmark == "term" else {
         "name_experiments": ["same_name_script", "gender_balanced"], "name_lists": 1, "name_shuffles": 2}
@@ -198,6 +199,7 @@ def test_a_benchmark_plan_takes_extra_lines_from_its_hooks(fakes, monkeypatch):
     assert seen[0].partitions[0].settings == (1, [1])
 
 
+@pytest.mark.slow
 def test_a_halted_run_says_what_is_left_and_a_rerun_continues(fakes, capsys, tmp_path):
     status = main(["run", "--models", "halting", "--trials", "1", "--prompt-variants", "1", "--out",
                    str(tmp_path / "out")])

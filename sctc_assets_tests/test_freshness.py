@@ -124,6 +124,7 @@ def materialize_stale_until_fresh(instance: dg.DagsterInstance, max_rounds: int 
                                   resources=shared_resources()).success
     raise AssertionError(f"still stale after {max_rounds} rounds of 'Materialize stale': {rounds}")
 
+@pytest.mark.slow
 def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     calls = tmp_path / "calls.log"
     runner = Runner(defs, instance, shared_resources(), log=lambda line: None)

@@ -50,6 +50,7 @@ def _matrix(out: Path, name: str) -> dict[tuple[str, str], float]:
     return {(row.variety, row.answered_region): row.pct for row in matrix.itertuples()}
 
 
+@pytest.mark.slow
 def test_the_csld_list_through_the_stub_openai_server(defined_items, tmp_path, monkeypatch, capfd):
     """A model that always answers Hong Kong's first form, asked with the `stated` cue (each variety its own
     prompt): every answer is stored once, zh-HK is 100 % aligned, and every variety's answers hold Hong Kong's form."""

@@ -58,6 +58,7 @@ def taiwan_model(isolated_data_dir, items_file, tmp_path, monkeypatch) -> Path:
     return calls
 
 
+@pytest.mark.slow
 def test_a_model_answering_taiwan_forms_gives_the_exact_matrix_for_every_variety(taiwan_model, items_file, tmp_path,
                                                                                  capfd):
     out = tmp_path / "out"
@@ -240,6 +241,7 @@ def _judge_answers(items_file: Path) -> dict[str, str]:
             for row in prompts.itertuples()}
 
 
+@pytest.mark.slow
 def test_a_judge_labels_an_item_set_by_the_region_it_names_and_is_asked_once(taiwan_model, items_file, tmp_path,
                                                                            isolated_data_dir, monkeypatch, capfd):
     judge_calls = tmp_path / "judge_calls.log"

@@ -207,12 +207,14 @@ def _statuses(frame: pd.DataFrame, keys) -> dict:
     return {key: set(group) for key, group in frame.groupby(keys)["status"]}
 
 
+@pytest.mark.slow
 def test_the_run_succeeds_with_refusals_and_errors(refused_run):
     reports = refused_run[0]
     assert {name: [failure.message for failure in report.failures] for name, report in reports.items()} == \
         {plan.name: [] for plan, _ in PLANS}
 
 
+@pytest.mark.slow
 def test_term_counts_a_refusal_as_incorrect_and_on_its_own(refused_run):
     table = refused_run[1]
     responses = table("term_responses")
@@ -239,6 +241,7 @@ def test_term_counts_a_refusal_as_incorrect_and_on_its_own(refused_run):
     assert (tests["model"] == MODEL).sum() == 2 * tests["label_source"].nunique() * tests["subset"].nunique()
 
 
+@pytest.mark.slow
 def test_names_count_a_refusal_in_the_refusal_class(refused_run):
     table = refused_run[1]
     responses = table("name_responses")
@@ -260,6 +263,7 @@ def test_names_count_a_refusal_in_the_refusal_class(refused_run):
     assert {MODEL, "paper-qwen"} <= set(table("name_choice_tests", model=None)["model"])
 
 
+@pytest.mark.slow
 def test_sovereignty_scores_refusals_and_errors_by_the_documented_rules(refused_run):
     table = refused_run[1]
     responses = table("sovereignty_responses")
@@ -280,6 +284,7 @@ def test_sovereignty_scores_refusals_and_errors_by_the_documented_rules(refused_
     assert paper["passed_a"] == passed and paper["n_a"] == (responses["lang"] == "zh_hant").sum()
 
 
+@pytest.mark.slow
 def test_reviews_leave_refusals_and_errors_out_of_the_pairs(refused_run):
     table = refused_run[1]
     keys = ["format", "review_id", "version"]
@@ -344,6 +349,7 @@ def _is_count(column: str) -> bool:
 SOURCE_VALUES = {("raw_reviews", "nationality"), ("review_varieties", "nationality")}
 
 
+@pytest.mark.slow
 def test_every_exported_table_has_integer_counts_and_consistent_labels(refused_run):
     exported = refused_run[2]
     assert {"term_choice_rates", "name_choice_rates", "sovereignty_summary", "review_metrics"} <= set(exported)
@@ -363,6 +369,7 @@ def test_every_exported_table_has_integer_counts_and_consistent_labels(refused_r
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_errors_left_over_are_the_last_line_and_fail_the_run_on_request(isolated_data_dir, extracted_upstream,
                                                                          tmp_path, monkeypatch, capsys):
     """A model some of whose calls end in an error after retries: the run exits 0 but its last line counts them;

@@ -90,6 +90,7 @@ def test_replay_backend_reads_name_answers_and_names_missing_files(extracted_ups
     assert absent.outcome == "missing" and "raw/taiwan-llm_simplified_0.csv" in absent.message
 
 
+@pytest.mark.slow
 def test_sctc_run_name_reproduces_the_published_rates(registry, extracted_upstream, tmp_path, capsys):
     path, calls, chosen = registry
     out = tmp_path / "out"
@@ -179,6 +180,7 @@ def test_sctc_run_name_reproduces_the_published_rates(registry, extracted_upstre
     assert set(judged.loc[judged["rule"] == "substring", "selected_name"]) == {chosen}
 
 
+@pytest.mark.slow
 def test_rules_agree_with_the_published_extraction(sctc_source):
     """The deterministic extractor on every upstream answer with raw text, against the authors' regions."""
     names = parse_names(sctc_source.read_csv(NAMES_FILE, NAME_COLUMNS))

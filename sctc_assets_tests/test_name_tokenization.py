@@ -123,6 +123,7 @@ def test_two_independent_qwen_vocabularies_agree_on_every_name(registry, names):
     assert [dashscope(text) for text in texts] == [list(quicktok(text)) for text in texts]
 
 
+@pytest.mark.slow
 def test_gguf_vocabulary_gives_llama_cpps_reference_ids():
     """llama.cpp ships, next to each vocab GGUF, test strings and the ids the original tokenizer gives them."""
     archive = tk.download_distribution(SDIST, tk.default_download_dir() / "downloads", sdist=True)
@@ -259,6 +260,7 @@ def _llama_cpp_vocab(member: str) -> Path:
     return tk.extract_member(archive, f"{LLAMA_CPP_VOCABS}/{member}", tk.default_download_dir() / "extracted")
 
 
+@pytest.mark.slow
 def test_header_path_on_the_llama_spm_vocabulary(tmp_path):
     """The default registry's Llama-2 vocabulary (llama-cpp-python's sdist, as above)."""
     path = _llama_cpp_vocab("ggml-vocab-llama-spm.gguf")

@@ -77,6 +77,7 @@ def test_registry_sensor_adds_partitions(environment):
         assert model_registry_sensor(context).skip_reason
 
 
+@pytest.mark.slow
 def test_materialize_partitions_rerun_one_model_and_the_backfill_path(environment):
     calls = environment
     with dg.DagsterInstance.ephemeral() as instance:
@@ -122,6 +123,7 @@ def test_materialize_partitions_rerun_one_model_and_the_backfill_path(environmen
         assert {"t_p_bh", "z_p_bh", "ci_low_s", "cohens_h"} <= set(tests.columns)
 
 
+@pytest.mark.slow
 def test_cli_run_writes_tables_and_reports_failures(environment, tmp_path, capsys, monkeypatch):
     # An endpoint nobody listens on: every call fails at run time (a missing key is refused before the run starts).
     registry = _registry(tmp_path, environment, extra="  down: {backend: openai, model: m, api_key_env: '', base_url:"
@@ -150,6 +152,7 @@ def test_cli_run_writes_tables_and_reports_failures(environment, tmp_path, capsy
     assert set(labels.label) <= {"correct", "misaligned", "incorrect"}
 
 
+@pytest.mark.slow
 def test_judge_labels_through_a_registered_judge(environment, tmp_path, monkeypatch):
     registry = _registry(tmp_path, environment,
                          extra="  judge: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: judge, default_answer: '1'}\n")

@@ -119,6 +119,7 @@ def test_per_model_tables_carry_numeric_headlines_and_link_their_chart_files(iso
     assert all(len(str(value.value)) < 20_000 for value in summary.asset_materialization.metadata.values())
 
 
+@pytest.mark.slow
 def test_a_models_kind_comes_from_its_stored_answers_not_todays_registry(isolated_data_dir, extracted_upstream,
                                                                         tmp_path, monkeypatch):
     """Answers made by a replay under one registry; the report built under another that lacks the entry still
@@ -147,6 +148,7 @@ def _report_materializations(data: Path) -> int:
         return len(instance.fetch_materializations(dg.AssetKey("audit_report"), limit=100).records)
 
 
+@pytest.mark.slow
 def test_an_unchanged_report_is_skipped_and_a_changed_input_or_option_rebuilds_it(audit_data, tmp_path, capsys):
     data, _ = audit_data
     out = tmp_path / "out"

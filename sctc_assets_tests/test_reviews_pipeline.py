@@ -58,6 +58,7 @@ def test_without_models_only_the_inputs_run(calls, tmp_path, capsys):
     assert count_calls(calls) == 0
 
 
+@pytest.mark.slow
 def test_models_answer_every_format_through_partitions_and_the_cache(calls):
     with dg.DagsterInstance.ephemeral() as instance:
         runner = Runner(defs, instance, shared_resources(), log=lambda message: None)

@@ -253,6 +253,7 @@ def test_stages_run_as_the_benchmark_s_named_jobs_with_model_and_lang_tags(mini)
     assert len(answers) == 2  # the op config reached the asset
 
 
+@pytest.mark.slow
 def test_rows_this_run_wrote_are_never_called_an_earlier_run_s(mini, tmp_path):
     defs, instance, io_manager = mini
     runner = Runner(defs, instance, {"io_manager": io_manager}, log=lambda line: None)
@@ -349,6 +350,7 @@ V_PLAN = BenchmarkSpec.of_stages(name="v", langs=(), inputs=("vroot", "vderived"
                        per_model=(), cross_model=(), config=lambda options: {"vroot": {"seed": options.get("seed", 0)}})
 
 
+@pytest.mark.slow
 def test_unchanged_inputs_are_skipped_and_changed_ones_run_with_what_depends_on_them(monkeypatch, tmp_path):
     monkeypatch.setitem(VERSIONS, "root", "1")
     monkeypatch.setenv("SCTC_SOMETHING_UPSTREAM", str(tmp_path))

@@ -113,6 +113,7 @@ def small_run(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch):
     return isolated_data_dir
 
 
+@pytest.mark.slow
 def test_stored_name_review_and_corpus_tables_match_their_schemas(small_run):
     resources = shared_resources()
     with dg.instance_for_test() as instance:

@@ -72,6 +72,7 @@ def test_a_dry_run_writes_nothing_and_says_what_it_would_import(command, registr
     assert "tsb-claude-3.5-sonnet" in printed.split("would import", 1)[1].split("\n", 1)[1]
 
 
+@pytest.mark.slow
 def test_published_results_import_score_export_and_import_again(registry: Path, tmp_path: Path, capsys):
     out = tmp_path / "out"
     assert main(["run", "--benchmarks", "sovereignty", "--tsb-results", "--out", str(out)]) == 0
@@ -123,6 +124,7 @@ def test_a_malformed_result_file_stops_the_import(registry: Path, tmp_path: Path
     assert "broken_20260101_000000_bilingual.json: responses[0].zh: expected an object" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_judge_samples_and_the_review_round_trip(registry: Path, isolated_data_dir: Path, tmp_path: Path):
     command = ["run", "--benchmarks", "sovereignty", "--models", "fake-tw", "--sovereignty-judge", "judge",
                "--sovereignty-samples", "2", "--out", str(tmp_path / "out")]

@@ -183,6 +183,7 @@ def _summary(printed: str) -> str:
     return printed[printed.index("\nRegional term choice"):]
 
 
+@pytest.mark.slow
 def test_an_unchanged_rerun_prints_the_stored_summary_and_any_change_runs_the_stages_again(
         fake_model, isolated_data_dir, tmp_path, capsys):
     out = tmp_path / "out"
