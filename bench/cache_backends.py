@@ -4,7 +4,10 @@
   look-ups in batches of 500 (`get_many`, as `generate()` reads a partition) and one by one (`get`);
   goal: PostgreSQL ≥ 0.5 × SQLite;
 - claim overhead per request at concurrency 64: 64 threads, each claiming its key, storing its answer (which drops
-  the claim), as the backends do per request, against the same stores without claims; goal ≤ 1 ms.
+  the claim), as the backends do per request, against the same stores without claims; goal ≤ 1 ms;
+- the floor under any one-key operation on a server: `SELECT 1` round trips per second on one connection (TCP, as
+  the cache connects, and the server's Unix socket), and the highest ratio to SQLite that this floor allows for
+  `get` and `store`, measured in the same run.
 
 Starts its own throwaway PostgreSQL server (`sctc_assets_tests/postgres.py`, as the tests do) and prints the
 numbers and the load average.
@@ -54,6 +57,19 @@ def stores_and_lookups(cache, keys: list[str]) -> dict[str, float]:
     return {"stores/s": stores, "look-ups/s (get_many 500)": batched, "look-ups/s (get)": single}
 
 
+def round_trips_per_s(url: str, count: int, **connect) -> float:
+    """`SELECT 1` statements per second on one autocommit connection: a server's floor for any one-key operation."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, **connect) as connection:
+        for _ in range(200):
+            connection.execute("SELECT 1").fetchall()
+        started = time.perf_counter()
+        for _ in range(count):
+            connection.execute("SELECT 1").fetchall()
+        return _rate(count, time.perf_counter() - started)
+
+
 def per_request_ms(cache, prefix: str, requests: int, concurrency: int, claim: bool) -> float:
     """Wall time per request of `concurrency` threads each storing (and, with `claim`, first claiming) its keys."""
     per_thread = requests // concurrency
@@ -97,6 +113,13 @@ def main() -> int:
             for measure in numbers["sqlite"]:
                 sqlite, postgres = numbers["sqlite"][measure], numbers["postgresql"][measure]
                 print(f"{measure:28} {sqlite:12,.0f} {postgres:12,.0f} {postgres / sqlite:7.2f}")
+            url = server.url()
+            floor = {"TCP": round_trips_per_s(url, 20_000),
+                     "Unix socket": round_trips_per_s(url, 20_000, host=str(server.folder))}
+            print("\nthe floor of one round trip (`SELECT 1` on one connection), and the ratio it allows at best:")
+            for how, rate in floor.items():
+                print(f"{how:12} {rate:10,.0f}/s; at best get {min(1.0, rate / numbers['sqlite']['look-ups/s (get)']):.2f}"
+                      f" and store {min(1.0, rate / numbers['sqlite']['stores/s']):.2f} of SQLite")
             print(f"\nclaim overhead per request, {args.concurrency} threads, {args.claim_requests} requests:")
             for name, cache in stores.items():
                 plain = per_request_ms(cache, "plain", args.claim_requests, args.concurrency, claim=False)
