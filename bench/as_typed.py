@@ -40,10 +40,11 @@ from reanalysis_run import PAPER_MODELS, _run
 REPO = Path(__file__).resolve().parents[1]
 # What the documentation states (docs/performance.md) and what issue #28 asks, per measurement.
 STATED = {
-    "main job": "264 s wall, first answer 28 s (AMD EPYC with AVX-512, weights converted by sctc fetch); 325 s "
-                "with --isa avx2 (2026-12-04); 393 s on the AVX2-only AMD EPYC of issue #28, conversion included",
-    "re-analysis, cold": "77.7 s wall (AMD EPYC with AVX-512, load 1.3–1.9, 2026-12-04)",
-    "re-analysis, unchanged rerun": "6.8 s = 8.7 % of cold (before the run record)",
+    "main job": "264 s wall, first answer 28 s (AMD EPYC with AVX-512, weights converted by sctc fetch); 281 s, "
+                "first answer 34 s with --isa avx2, idle (325 s at load 1.4; 2026-12-04); 393 s on the AVX2-only AMD "
+                "EPYC of issue #28, conversion included",
+    "re-analysis, cold": "79.9 s wall, 133.9 CPU-s (AMD EPYC, --isa avx2, idle, 2026-12-04)",
+    "re-analysis, unchanged rerun": "0.9 s = 1.1 % of cold (the run record)",
 }
 GOALS = {"main job": "≤ 300 s wall, first answer ≤ 60 s", "re-analysis, cold": "≤ 60 s wall (analysis only)",
          "re-analysis, unchanged rerun": "≤ 5 % of cold, report included"}
