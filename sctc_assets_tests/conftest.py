@@ -141,6 +141,15 @@ def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def machine_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own download cache (`$SCTC_DOWNLOAD_CACHE`), empty: what it downloads or converts is not the
+    session's."""
+    folder = tmp_path / "machine-cache"
+    monkeypatch.setenv(DOWNLOAD_CACHE_ENV_VAR, str(folder))
+    return folder
+
+
+@pytest.fixture
 def extracted_upstream(sctc_source: UpstreamSource, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point `$SCTC_UPSTREAM` at the already extracted data folder, so no test extracts the archive twice."""
     monkeypatch.setenv(SCTC_ENV_VAR, str(sctc_source.root))

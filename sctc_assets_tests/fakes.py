@@ -1,4 +1,5 @@
-"""Backends for tests only: deterministic answers and a call log that survives process boundaries."""
+"""Fakes for tests only: backends with deterministic answers and a call log that survives process boundaries, and
+an embedded artifact whose parts live in made-up packages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
 from sctc_assets.backends.base import ModelBackend, ResultCallback
+from sctc_assets.lib import embedded_model as emb
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 
@@ -130,3 +132,20 @@ class DefinitionBackend(ModelBackend):
             text = f"释义：一种日常所见之物，编号{number}。"
             on_result(index, GenerationResult(text=text, outcome="ok", input_tokens=len(request.prompt),
                                               output_tokens=len(text)))
+
+
+def fake_artifact(site: Path, chunks: Sequence[bytes], *, prefix: str = "sctc_fake_part",
+                  sha: Optional[str] = None) -> emb.EmbeddedArtifact:
+    """An embedded artifact named "fake" joined from `chunks`, one made-up part package each under `site` (importing
+    one raises), with the joined bytes' sha256 unless `sha` says otherwise."""
+    members = []
+    for number, chunk in enumerate(chunks, start=1):
+        package = site / f"{prefix}{number}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("raise RuntimeError('part packages must never be imported')\n")
+        (package / "data" / f"part0{number}.bin").write_bytes(chunk)
+        members.append((f"{prefix}{number}", f"data/part0{number}.bin"))
+    joined = b"".join(chunks)
+    return emb.EmbeddedArtifact(name="fake", parts=tuple(members), size=len(joined),
+                                sha256=sha or hashlib.sha256(joined).hexdigest(), hub_repo_id="example/fake-GGUF",
+                                hub_filename="fake-q4.gguf")

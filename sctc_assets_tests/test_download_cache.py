@@ -4,7 +4,6 @@ an unusable cache named in one line. No network: PyPI is a fake `pip download`, 
 
 from __future__ import annotations
 
-import hashlib
 import http.server
 import io
 import subprocess
@@ -20,25 +19,12 @@ from sctc_assets.lib import paths
 from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_MARKERS, TERMS_FILE
 from sctc_assets.lib.upstream_source import UpstreamSource
+from sctc_assets_tests.fakes import fake_artifact
 from sctc_assets_tests.servers import serve_bodies
 
 CHUNKS = [b"GGUF" + bytes(range(60)), b"second part", b"third"]
 WHEEL = "tinytok==1.0"
 MEMBER = "tinytok/vocab.txt"
-
-
-def _fake_artifact(site: Path, prefix: str) -> emb.EmbeddedArtifact:
-    members = []
-    for number, chunk in enumerate(CHUNKS, start=1):
-        package = site / f"{prefix}{number}"
-        (package / "data").mkdir(parents=True)
-        (package / "__init__.py").write_text("raise RuntimeError('part packages must never be imported')\n")
-        (package / "data" / f"part0{number}.bin").write_bytes(chunk)
-        members.append((f"{prefix}{number}", f"data/part0{number}.bin"))
-    joined = b"".join(CHUNKS)
-    return emb.EmbeddedArtifact(name="fake", parts=tuple(members), size=len(joined),
-                                sha256=hashlib.sha256(joined).hexdigest(), hub_repo_id="example/fake-GGUF",
-                                hub_filename="fake-q4.gguf")
 
 
 class FakePip:
@@ -63,13 +49,6 @@ def fake_pip(monkeypatch: pytest.MonkeyPatch) -> FakePip:
     pip = FakePip()
     monkeypatch.setattr(tk.subprocess, "run", pip)
     return pip
-
-
-@pytest.fixture
-def machine_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "machine-cache"
-    monkeypatch.setenv(paths.DOWNLOAD_CACHE_ENV_VAR, str(folder))
-    return folder
 
 
 def _serve_archive(tmp_path: Path, requests: list[str]) -> http.server.ThreadingHTTPServer:
@@ -123,7 +102,7 @@ def test_an_unusable_cache_is_one_line_naming_the_setting(tmp_path, monkeypatch,
 def test_two_data_folders_share_one_join_one_pip_download_and_one_url_download(tmp_path, monkeypatch, machine_cache,
                                                                                  fake_pip, capsys):
     site = tmp_path / "site"
-    artifact = _fake_artifact(site, "sctc_shared_part")
+    artifact = fake_artifact(site, CHUNKS, prefix="sctc_shared_part")
     monkeypatch.syspath_prepend(str(site))
     joins = []
     real_join = emb.join_and_verify
@@ -154,7 +133,7 @@ def test_two_data_folders_share_one_join_one_pip_download_and_one_url_download(t
 
 def test_a_verified_model_in_an_old_data_folder_is_used_where_it_is(tmp_path, monkeypatch, machine_cache):
     site = tmp_path / "site"
-    artifact = _fake_artifact(site, "sctc_legacy_part")
+    artifact = fake_artifact(site, CHUNKS, prefix="sctc_legacy_part")
     monkeypatch.syspath_prepend(str(site))
     data = tmp_path / "old-data"
     monkeypatch.setenv("SCTC_DATA_DIR", str(data))
@@ -166,7 +145,7 @@ def test_a_verified_model_in_an_old_data_folder_is_used_where_it_is(tmp_path, mo
 def test_sctc_fetch_fetches_once_then_says_it_is_all_there(tmp_path, monkeypatch, machine_cache, fake_pip,
                                                            isolated_data_dir, capsys):
     site = tmp_path / "site"
-    monkeypatch.setitem(emb.ARTIFACTS, "fake", _fake_artifact(site, "sctc_fetch_part"))
+    monkeypatch.setitem(emb.ARTIFACTS, "fake", fake_artifact(site, CHUNKS, prefix="sctc_fetch_part"))
     monkeypatch.syspath_prepend(str(site))
     tokenizers = tmp_path / "tokenizers.yaml"
     tokenizers.write_text("tokenizers:\n"

@@ -28,6 +28,7 @@ from sctc_assets.lib import embedded_model as emb
 from sctc_assets.lib.cache import ResponseCache, cache_key
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.paths import DOWNLOAD_CACHE_ENV_VAR
+from sctc_assets_tests.fakes import fake_artifact
 
 SPECIAL = ["<pad>", "<unk>", "<bos>", "<eos>", "<|system|>", "<|user|>", "<|assistant|>"]
 CHARS = list("\n 甲乙丙好鼠标滑鼠問问答用一个词回么是什abcxyz123")
@@ -629,20 +630,12 @@ def _refuse_gguf_conversion(monkeypatch):
 TINY_PROMPTS = ["abc 定义", "abc 是什么", "x", "用一个词回答 ab", "請問'\uf900'是指什麼"]
 
 
-def _own_download_cache(tmp_path: Path, monkeypatch) -> Path:
-    """This test's own download cache: the converted weights it writes are not the session's."""
-    downloads = tmp_path / "downloads"
-    monkeypatch.setenv(DOWNLOAD_CACHE_ENV_VAR, str(downloads))
-    return downloads
-
-
-def test_a_gguf_is_converted_once_per_machine_then_loaded_from_safetensors(tiny_gguf, isolated_data_dir, tmp_path,
-                                                                           monkeypatch):
+def test_a_gguf_is_converted_once_per_machine_then_loaded_from_safetensors(tiny_gguf, machine_cache, isolated_data_dir,
+                                                                           tmp_path, monkeypatch):
     import torch
 
     from sctc_assets.backends import gguf_cache
 
-    downloads = _own_download_cache(tmp_path, monkeypatch)
     requests = [GenerationRequest.user(p) for p in TINY_PROMPTS]
     tb.clear_model_cache()
     converting = TransformersBackend(model=str(tiny_gguf), max_new_tokens=6, device="cpu")
@@ -650,7 +643,7 @@ def test_a_gguf_is_converted_once_per_machine_then_loaded_from_safetensors(tiny_
     assert first.info["weights"].startswith("converted from GGUF, kept in")
     answers = [(r.text, r.output_tokens) for r in converting.generate(requests)]
     [folder] = [p for p in gguf_cache.default_weights_dir().iterdir() if p.is_dir()]
-    assert folder.parent == downloads / "weights"  # the machine's, not the data folder's
+    assert folder.parent == machine_cache / "weights"  # the machine's, not the data folder's
     assert not (isolated_data_dir / "cache" / "weights").exists()
     assert emb.sha256_file(tiny_gguf)[:16] in folder.name and folder.name.endswith("-float32")
     assert (folder / "model.safetensors").is_file() and (folder / gguf_cache.MANIFEST).is_file()
@@ -702,16 +695,15 @@ def test_a_conversion_parses_the_gguf_once_and_converts_what_separate_parses_con
     tb.clear_model_cache()
 
 
-def test_sctc_fetch_converts_the_embedded_models_weights_once_per_machine(tiny_gguf, isolated_data_dir, tmp_path,
-                                                                          monkeypatch, capsys):
+def test_sctc_fetch_converts_the_embedded_models_weights_once_per_machine(tiny_gguf, machine_cache, isolated_data_dir,
+                                                                          tmp_path, monkeypatch, capsys):
     from sctc_assets.cli import main
 
-    downloads = _own_download_cache(tmp_path, monkeypatch)
     monkeypatch.setitem(emb.ARTIFACTS, "tiny", emb.EmbeddedArtifact(
         name="tiny", parts=(), size=tiny_gguf.stat().st_size, sha256=emb.sha256_file(tiny_gguf),
         hub_repo_id="example/tiny-GGUF", hub_filename=tiny_gguf.name))
-    (downloads / "models").mkdir(parents=True)
-    shutil.copy(tiny_gguf, downloads / "models" / tiny_gguf.name)  # as if joined from its part packages
+    (machine_cache / "models").mkdir(parents=True)
+    shutil.copy(tiny_gguf, machine_cache / "models" / tiny_gguf.name)  # as if joined from its part packages
     registry = tmp_path / "models.yaml"
     registry.write_text("models:\n  tiny:\n    backend: transformers\n    embedded: tiny\n    device: cpu\n",
                         encoding="utf-8")
@@ -720,7 +712,7 @@ def test_sctc_fetch_converts_the_embedded_models_weights_once_per_machine(tiny_g
     tb.clear_model_cache()
     assert main(command) == 0
     first = capsys.readouterr().out.splitlines()
-    [folder] = [p for p in (downloads / "weights").iterdir() if p.is_dir()]
+    [folder] = [p for p in (machine_cache / "weights").iterdir() if p.is_dir()]
     assert f"fetched: tiny: the embedded model tiny de-quantized to float32 (about 40 CPU-s): {folder}" in first
     assert main(command) == 0
     second = capsys.readouterr().out.splitlines()
@@ -736,8 +728,8 @@ def test_sctc_fetch_converts_the_embedded_models_weights_once_per_machine(tiny_g
     tb.clear_model_cache()
 
 
-def test_weights_an_earlier_version_kept_in_the_data_folder_are_still_read(tiny_gguf, isolated_data_dir, tmp_path,
-                                                                          monkeypatch):
+def test_weights_an_earlier_version_kept_in_the_data_folder_are_still_read(tiny_gguf, machine_cache, isolated_data_dir,
+                                                                          tmp_path, monkeypatch):
     earlier = tmp_path / "earlier-downloads"
     monkeypatch.setenv(DOWNLOAD_CACHE_ENV_VAR, str(earlier))
     tb.clear_model_cache()
@@ -746,21 +738,20 @@ def test_weights_an_earlier_version_kept_in_the_data_folder_are_still_read(tiny_
     legacy.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(earlier / "weights", legacy)
 
-    downloads = _own_download_cache(tmp_path, monkeypatch)
+    monkeypatch.setenv(DOWNLOAD_CACHE_ENV_VAR, str(machine_cache))
     tb.clear_model_cache()
     _refuse_gguf_conversion(monkeypatch)
     loaded = TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
     [folder] = [p for p in legacy.iterdir() if p.is_dir()]
     assert loaded.info["weights"] == f"cached safetensors {folder}"
-    assert not any((downloads / "weights").iterdir())
+    assert not any((machine_cache / "weights").iterdir())
     tb.clear_model_cache()
 
 
-def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isolated_data_dir, tmp_path, monkeypatch,
-                                                                caplog):
+def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, machine_cache, isolated_data_dir,
+                                                                monkeypatch, caplog):
     from sctc_assets.backends import gguf_cache
 
-    _own_download_cache(tmp_path, monkeypatch)
     tb.clear_model_cache()
     TransformersBackend(model=str(tiny_gguf), device="cpu")._loaded()
     tb.clear_model_cache()
@@ -785,11 +776,10 @@ def test_the_weights_cache_is_keyed_and_rebuilt_when_unreadable(tiny_gguf, isola
     tb.clear_model_cache()
 
 
-def test_an_unwritable_weights_cache_costs_only_the_speed_up(tiny_gguf, isolated_data_dir, tmp_path, monkeypatch,
+def test_an_unwritable_weights_cache_costs_only_the_speed_up(tiny_gguf, machine_cache, isolated_data_dir, monkeypatch,
                                                              caplog):
     from sctc_assets.backends import gguf_cache
 
-    _own_download_cache(tmp_path, monkeypatch)
 
     def full_disk(model, tokenizer, folder):
         (Path(folder) / "model.safetensors").write_bytes(b"half")
@@ -892,28 +882,9 @@ def test_join_and_verify_accepts_the_right_hash(tmp_path):
     assert sorted(p.name for p in destination.parent.iterdir()) == ["model.gguf", "model.gguf.verified.json"]
 
 
-def _fake_artifact(site: Path, chunks: list[bytes], *, prefix: str = "sctc_fake_part", sha: str | None = None):
-    members = []
-    for number, chunk in enumerate(chunks, start=1):
-        package = site / f"{prefix}{number}"
-        (package / "data").mkdir(parents=True)
-        (package / "__init__.py").write_text("raise RuntimeError('part packages must never be imported')\n")
-        (package / "data" / f"part0{number}.bin").write_bytes(chunk)
-        members.append((f"{prefix}{number}", f"data/part0{number}.bin"))
-    joined = b"".join(chunks)
-    return emb.EmbeddedArtifact(
-        name="fake",
-        parts=tuple(members),
-        size=len(joined),
-        sha256=sha or _sha(joined),
-        hub_repo_id="example/fake-GGUF",
-        hub_filename="fake-q4.gguf",
-    )
-
-
 def test_ensure_artifact_assembles_once_then_reuses_without_rehashing(tmp_path, monkeypatch):
     site = tmp_path / "site"
-    artifact = _fake_artifact(site, CHUNKS)
+    artifact = fake_artifact(site, CHUNKS)
     monkeypatch.syspath_prepend(str(site))
     models = tmp_path / "models"
     path = emb.ensure_artifact(artifact, models)
@@ -928,7 +899,7 @@ def test_ensure_artifact_rechecks_a_file_whose_sidecar_is_stale(tmp_path, monkey
     import os
 
     site = tmp_path / "site"
-    artifact = _fake_artifact(site, CHUNKS)
+    artifact = fake_artifact(site, CHUNKS)
     monkeypatch.syspath_prepend(str(site))
     models = tmp_path / "models"
     path = emb.ensure_artifact(artifact, models)
@@ -945,7 +916,7 @@ def test_ensure_artifact_rechecks_a_file_whose_sidecar_is_stale(tmp_path, monkey
 
 def test_ensure_artifact_refuses_tampered_parts(tmp_path, monkeypatch):
     site = tmp_path / "site"
-    artifact = _fake_artifact(site, CHUNKS, sha=_sha(b"the official file"))
+    artifact = fake_artifact(site, CHUNKS, sha=_sha(b"the official file"))
     monkeypatch.syspath_prepend(str(site))
     models = tmp_path / "models"
     with pytest.raises(emb.ArtifactHashMismatch, match=artifact.sha256):
@@ -1000,7 +971,7 @@ def test_ensure_artifact_falls_back_to_the_hub_and_verifies(tmp_path, monkeypatc
 def test_ensure_artifact_is_safe_when_assembled_concurrently(tmp_path, monkeypatch):
     site = tmp_path / "site"
     chunks = [bytes([n]) * 200_000 for n in range(1, 5)]
-    artifact = _fake_artifact(site, chunks)
+    artifact = fake_artifact(site, chunks)
     monkeypatch.syspath_prepend(str(site))
     models = tmp_path / "models"
     results, errors = [], []
