@@ -35,7 +35,7 @@ def default_weights_dir() -> Path:
     return download_dir("weights")
 
 
-def data_folder_weights_dir() -> Path:
+def legacy_weights_dir() -> Path:
     """`<data dir>/cache/weights`, where versions before the download cache kept the converted weights."""
     return default_cache_path().parent / "weights"
 
@@ -68,9 +68,9 @@ def cached_folder(gguf_sha256: str, gguf_name: str, dtype: str, root: Optional[P
         candidates = [root]
     else:
         try:
-            candidates = [default_weights_dir(), data_folder_weights_dir()]
+            candidates = [default_weights_dir(), legacy_weights_dir()]
         except ValueError:  # an unusable download cache costs the speed-up, never the run (`store` warns)
-            candidates = [data_folder_weights_dir()]
+            candidates = [legacy_weights_dir()]
     for candidate in candidates:
         folder = folder_for(identity, candidate)
         if is_complete(folder, identity):
