@@ -82,7 +82,7 @@ def test_without_the_setting_the_instance_keeps_sqlite(isolated_data_dir, monkey
     home.mkdir()
     write_instance_settings(home)
     with cli_instance(home) as instance:
-        assert type(instance.run_storage).__name__ == "SqliteRunStorage"
+        assert type(instance.run_storage).__name__ == "FastSqliteRunStorage"
         assert type(instance.event_log_storage).__name__ == "FastSqliteEventLogStorage"
 
 

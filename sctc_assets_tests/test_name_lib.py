@@ -439,20 +439,23 @@ def test_upstream_selections_fast_paths_equal_the_cell_by_cell_ones():
 
 
 def test_asked_rows_are_the_rows_the_merge_keeps():
-    """`_asked_rows` marks the rows of the lists that `_asked_lists`' inner merge keeps, duplicated list keys and
-    missing keys included, and none for an empty group."""
+    """`_asked_rows` marks the rows of the lists that `_asked_lists`' inner merge keeps for a group of one
+    experiment and list source, duplicated list keys and a missing row number included, and none for an empty group
+    or a pair the lists lack."""
     import numpy as np
 
     from sctc_assets.lib.name.metrics import _asked_lists, _asked_rows
 
-    lists = pd.DataFrame({"experiment": ["main", "main", "main", None, "main"],
-                          "list_source": ["upstream", "upstream", "generated", "upstream", "upstream"],
-                          "row": [0, 1, 0, 2, 1], "candidates": [["a"], ["b"], ["c"], ["d"], ["e"]]})
-    group = pd.DataFrame({"experiment": pd.Series(["main", "main", None, "main"], dtype="string"),
-                          "list_source": ["upstream", "upstream", "upstream", "upstream"], "row": [1, 1, 2, 5]})
-    for rows in (group, group.iloc[:0], group.iloc[:1]):
+    lists = pd.DataFrame({"experiment": ["main", "main", "main", None, "main", "main"],
+                          "list_source": ["upstream", "upstream", "generated", "upstream", "upstream", "upstream"],
+                          "row": [0, 1, 0, 2, 1, None], "candidates": [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]})
+    group = pd.DataFrame({"experiment": pd.Series(["main"] * 4, dtype="string"),
+                          "list_source": ["upstream"] * 4, "row": [1, 1, None, 5]})
+    asked = _asked_rows(lists)
+    for rows in (group, group.iloc[:0], group.iloc[:1], group.iloc[3:]):
         merged = _asked_lists(rows, lists)
-        kept = lists[_asked_rows(rows, lists)]
+        kept = lists[asked(rows, "main", "upstream")]
         assert kept["candidates"].tolist() == merged["candidates"].tolist()
-    assert _asked_rows(group, lists).tolist() == [False, True, False, True, True]
-    assert not np.any(_asked_rows(group.iloc[:0], lists))
+    assert asked(group, "main", "upstream").tolist() == [False, True, False, False, True, True]
+    assert not np.any(asked(group.iloc[:0], "main", "upstream"))
+    assert not np.any(asked(group.assign(experiment="popularity"), "popularity", "upstream"))

@@ -15,6 +15,7 @@ from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.running.runner import Runner, export_tables
 from sctc_assets.running.event_log import FastSqliteEventLogStorage
+from sctc_assets.running.run_storage import FastSqliteRunStorage
 from sctc_assets.running.instance import cli_instance
 
 LANGS = model_lang_partitions(("zh_hans", "zh_hant"))
@@ -213,10 +214,13 @@ def test_sctc_run_writes_dagster_s_own_event_log_and_keeps_configured_storage(tm
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     cli = cli_instance(tmp_path)
     assert isinstance(cli.event_log_storage, FastSqliteEventLogStorage)
+    assert isinstance(cli.run_storage, FastSqliteRunStorage)
     result = dg.materialize([re_prompts], instance=cli)
     ui = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path)))
     assert type(ui.event_log_storage).__name__ == "SqliteEventLogStorage"
     assert [run.run_id for run in ui.get_runs()] == [result.run_id]
+    assert ui.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.SUCCESS  # run storage: Dagster's file
+    assert type(ui.run_storage).__name__ == "SqliteRunStorage"
     assert ui.get_latest_materialization_event(dg.AssetKey("re_prompts")).run_id == result.run_id
     assert len(ui.all_logs(result.run_id)) == len(cli.all_logs(result.run_id)) > 5
     # Later run shards are created from the first one's schema and stamp: the same as Dagster creates.
@@ -229,6 +233,7 @@ def test_sctc_run_writes_dagster_s_own_event_log_and_keeps_configured_storage(tm
     configured.mkdir()
     (configured / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {configured / 'elsewhere'}\n")
     assert not isinstance(cli_instance(configured).event_log_storage, FastSqliteEventLogStorage)
+    assert not isinstance(cli_instance(configured).run_storage, FastSqliteRunStorage)
 
 
 def test_the_settings_digest_sees_every_file_below_an_upstream_folder_but_not_the_data_folder(tmp_path):

@@ -7,8 +7,9 @@ Python `watch_orphans` process for every step to copy stdout/stderr into files, 
 replayed partition's work; what `sctc run` prints is on its terminal and in its log file anyway. Runs launched
 from the UI keep the instance's own compute-log manager, so their step logs stay viewable there. Where the
 instance keeps Dagster's default SQLite storage, `sctc run` writes its event log through
-`FastSqliteEventLogStorage` (the same files; one open connection per shard instead of a new engine and connection
-per event, see `sctc_assets.running.event_log`); an instance configured with other storage (Postgres) keeps it.
+`FastSqliteEventLogStorage` and its runs through `FastSqliteRunStorage` (the same files; open connections instead
+of a new engine and connection per event or call, see `sctc_assets.running.event_log` and
+`sctc_assets.running.run_storage`); an instance configured with other storage (Postgres) keeps it.
 
 A `sctc run` killed with SIGKILL leaves its current run in state STARTED for ever (no process is left to report
 the end, and Dagster's run monitoring only watches runs its run launcher started). Each run therefore carries
@@ -24,8 +25,8 @@ from typing import Any
 
 import dagster as dg
 
-from sctc_assets.running.dagster_internals import (NOOP_COMPUTE_LOG_MANAGER, SQLITE_RUN_STORAGE,
-                                                   SQLITE_SCHEDULE_STORAGE, InstanceRef, dagster_instance_config)
+from sctc_assets.running.dagster_internals import (NOOP_COMPUTE_LOG_MANAGER, SQLITE_SCHEDULE_STORAGE, InstanceRef,
+                                                   dagster_instance_config)
 
 NO_COMPUTE_LOGS = NOOP_COMPUTE_LOG_MANAGER
 # Process bookkeeping, kept out of the Runs page's tag list (the UI hides keys under `.dagster/`); runs of earlier
@@ -42,9 +43,11 @@ UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.
 
 
 def _fast_sqlite_storage(base: str) -> dict:
-    """The instance's default SQLite storage, its event log written by `FastSqliteEventLogStorage`."""
+    """The instance's default SQLite storage, its runs and event log written by `FastSqliteRunStorage` and
+    `FastSqliteEventLogStorage` (the same files)."""
     history = os.path.join(base, "history")
-    return {"run_storage": {**SQLITE_RUN_STORAGE, "config": {"base_dir": history}},
+    return {"run_storage": {"module": "sctc_assets.running.run_storage", "class": "FastSqliteRunStorage",
+                            "config": {"base_dir": history}},
             "event_log_storage": {"module": "sctc_assets.running.event_log", "class": "FastSqliteEventLogStorage",
                                   "config": {"base_dir": os.path.join(history, "runs")}},
             "schedule_storage": {**SQLITE_SCHEDULE_STORAGE, "config": {"base_dir": os.path.join(base, "schedules")}}}

@@ -33,7 +33,7 @@ from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
 from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
-from sctc_assets.running.dagster_internals import default_job_io_manager
+from sctc_assets.running.dagster_internals import default_job_io_manager, execute_in_process_reusing
 from sctc_assets.running.instance import process_tags
 from sctc_assets.running.logs import LOGGER_KEY, RunLog
 from sctc_assets.running.signals import in_worker_thread
@@ -224,6 +224,7 @@ class Runner:
         self.run_log = run_log or RunLog(None, log)
         self._graph = defs.resolve_asset_graph()
         self._jobs: dict[tuple[str, tuple[str, ...]], dg.JobDefinition] = {}
+        self._ephemeral_jobs: dict = {}  # what Dagster builds to run a job's selection, kept for its next run
         self._jobs_lock = threading.Lock()
         self._staleness_lock = threading.Lock()
         self._resolvers: dict[str, Staleness] = {}
@@ -277,8 +278,8 @@ class Runner:
         # Resources the definitions bind stay theirs (Dagster refuses a second object for the same key).
         bound = {key for key, resource in job.resource_defs.items() if resource is not default_job_io_manager}
         resources = {key: value for key, value in self.resources.items() if key not in bound}
-        return in_worker_thread(lambda: job.execute_in_process(
-            run_config=run_config, instance=self.instance, partition_key=partition_key, raise_on_error=False,
+        return in_worker_thread(lambda: execute_in_process_reusing(
+            job, self._ephemeral_jobs, run_config=run_config, instance=self.instance, partition_key=partition_key,
             asset_selection=[dg.AssetKey(name) for name in selection], resources=resources,
             tags={**self._tags, **tags}))
 

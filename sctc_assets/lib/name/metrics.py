@@ -89,12 +89,22 @@ def _asked_lists(group: pd.DataFrame, lists: pd.DataFrame) -> pd.DataFrame:
     return lists.merge(asked, on=LIST_KEYS, how="inner")
 
 
-def _asked_rows(group: pd.DataFrame, lists: pd.DataFrame) -> np.ndarray:
-    """Which rows of `lists` `_asked_lists` keeps (an inner merge with the group's distinct list keys keeps the
-    rows of `lists` whose keys the group has, in order), without copying them."""
-    from sctc_assets.lib.name.selections import _positions_in
+def _asked_rows(lists: pd.DataFrame):
+    """`asked(group, experiment, list_source)`: which rows of `lists` `_asked_lists` keeps for a selection group of
+    that (never missing) experiment and list source, as a mask over `lists` (no copy). Only the group's list rows
+    need matching, among the rows of that pair (positions found once per table, not per group); a missing row
+    number matches a missing one, as in the merge."""
+    positions_of = lists.groupby(["experiment", "list_source"], sort=False).indices
+    list_rows = lists["row"]
 
-    return _positions_in(group[LIST_KEYS].drop_duplicates(), lists, LIST_KEYS) >= 0
+    def asked(group: pd.DataFrame, experiment: str, list_source: str) -> np.ndarray:
+        mask = np.zeros(len(lists), dtype=bool)
+        positions = positions_of.get((experiment, list_source))
+        if positions is not None:
+            mask[positions[list_rows.iloc[positions].isin(group["row"].unique()).to_numpy()]] = True
+        return mask
+
+    return asked
 
 
 TOP_COLUMNS = ["model", "lang", "experiment", "extraction_source", "rank", "name", "region", "selections",
@@ -111,8 +121,9 @@ def selection_frequencies(selections: pd.DataFrame, lists: pd.DataFrame) -> tupl
     keys = ["model", "lang", "experiment", "list_source", "extraction_source"]
     counted: dict[bytes, tuple[Counter, set, set]] = {}  # the extraction sources of one answer set ask the same lists
     columns = {name: lists[name].to_numpy(dtype=object) for name in ("candidates", "mainland_names", "taiwan_names")}
+    asked_rows = _asked_rows(lists)
     for (model, lang, experiment, list_source, source), group in selections.groupby(keys, sort=True):
-        asked = _asked_rows(group, lists)  # the rows `_asked_lists` keeps, as a mask over `lists`
+        asked = asked_rows(group, experiment, list_source)  # the rows `_asked_lists` keeps, as a mask over `lists`
         if not asked.any():
             skipped.append((experiment, list_source))
             continue
