@@ -149,3 +149,39 @@ def fake_artifact(site: Path, chunks: Sequence[bytes], *, prefix: str = "sctc_fa
     return emb.EmbeddedArtifact(name="fake", parts=tuple(members), size=len(joined),
                                 sha256=sha or hashlib.sha256(joined).hexdigest(), hub_repo_id="example/fake-GGUF",
                                 hub_filename="fake-q4.gguf")
+
+
+def write_vocab_gguf(path: Path, architecture: str, model: str, name: str = "tiny") -> Path:
+    """A vocabulary-only GGUF (no tensors, as llama.cpp's ggml-vocab-*.gguf): a sentencepiece vocabulary with
+    scores (`llama`) or a byte-level one with merges (`gpt2`), with control and user-defined tokens."""
+    import gguf
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(path), architecture)
+    writer.add_name(name)
+    writer.add_tokenizer_model(model)
+    if model == "llama":
+        tokens = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "名", "字", "名字",
+                  "<think>"]
+        writer.add_token_scores([0.0, 0.0, 0.0, *(-float(rank) for rank in range(len(tokens) - 3))])
+        writer.add_token_types([2, 3, 3, *[1] * (len(tokens) - 4), 4])
+        writer.add_unk_token_id(0)
+        writer.add_add_bos_token(True)
+    else:
+        spelled = [bytes_to_unicode()[byte] for byte in "名字".encode()]
+        merges = ["a b", "\u0120 a", f"{spelled[0]} {spelled[1]}", f"{spelled[0]}{spelled[1]} {spelled[2]}"]
+        tokens = [*bytes_to_unicode().values(), *(merge.replace(" ", "") for merge in merges),
+                  "<|endoftext|>", "<|im_start|>", "<think>"]
+        writer.add_tokenizer_pre("qwen2" if architecture == "qwen2" else "gpt-2")
+        writer.add_token_merges(merges)
+        writer.add_token_types([*[1] * (len(tokens) - 3), 3, 3, 4])
+        writer.add_pad_token_id(len(tokens) - 3)
+    writer.add_token_list(tokens)
+    writer.add_bos_token_id(1 if model == "llama" else len(tokens) - 3)
+    writer.add_eos_token_id(2 if model == "llama" else len(tokens) - 3)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

