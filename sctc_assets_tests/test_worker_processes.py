@@ -136,6 +136,20 @@ def _runner(defs, instance, io_manager, lines=None):
                   log=(lines.append if lines is not None else lambda line: None))
 
 
+def test_a_process_forked_from_a_worker_keeps_every_ancestor_s_instance(persistent):
+    """`after_fork` in a worker and again in a process forked from it: both ancestors' instances stay referenced (a
+    copied SQLite connection closed there would drop that process's locks on the file), and each process gets an
+    instance of its own on the same files."""
+    defs, instance, io_manager, _ = persistent
+    runner = _runner(defs, instance, io_manager)
+    assert instance.get_runs() == []  # the run storage's connection is open now
+    runner.after_fork()
+    worker = runner.instance
+    runner.after_fork()
+    assert [id(kept) for kept in runner._inherited_instances] == [id(instance), id(worker)]
+    assert runner.instance not in (instance, worker) and runner.instance.get_runs() == []
+
+
 def test_replayed_models_run_in_worker_processes_and_the_others_in_this_one(persistent):
     defs, instance, io_manager, tmp_path = persistent
     assert workers_for(instance) == 2

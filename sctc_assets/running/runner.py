@@ -235,9 +235,10 @@ class Runner:
 
     def after_fork(self) -> None:
         """In a forked worker process: its own instance (connections) from the same instance ref, runs that name this
-        process (so a killed worker's runs are marked failed later), its own staleness resolvers. The parent's
-        instance stays referenced: closing a copied SQLite connection would drop this process's locks on the file."""
-        self._inherited_instance = self.instance
+        process (so a killed worker's runs are marked failed later), its own staleness resolvers. Every ancestor's
+        instance stays referenced (a process forked from a worker inherits two): closing a copied SQLite connection
+        would drop this process's locks on the file."""
+        self._inherited_instances = [*getattr(self, "_inherited_instances", ()), self.instance]
         self.instance = dg.DagsterInstance.from_ref(self.instance.get_ref())
         share_yaml_log_handlers(self.instance)
         self._tags.update(process_tags())
