@@ -1,9 +1,9 @@
 """Every private Dagster name the project uses, in one place.
 
 The project pins `dagster>=1.13,<1.14` because it reaches past Dagster's public API: it subclasses the SQLite event
-log storage, builds its instance from Dagster's config and instance ref, asks the stale-status resolver which
-inputs are unchanged, reads the metadata Dagster attaches to log records, and names Dagster's storage classes in
-instance config. None of these is promised to stay put between minor versions; with all of them imported here,
+log and run storages, builds its instance from Dagster's config and instance ref, asks the stale-status resolver
+which inputs are unchanged, reads the metadata Dagster attaches to log records, names Dagster's storage classes in
+instance config, and runs `execute_in_process`'s own steps (`execute_in_process_reusing`, below). None of these is promised to stay put between minor versions; with all of them imported here,
 moving past the pin means checking and changing this one file (`sctc_assets_tests/test_import_structure.py` fails
 if another module imports `dagster._…`).
 
@@ -22,8 +22,8 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._core.definitions.job_base import InMemoryJob
 from dagster._core.definitions.job_definition import default_job_io_manager
 from dagster._core.definitions.observe import observe
-from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.definitions.partitions.context import partition_loading_context
+from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.events import DagsterEventType
 from dagster._core.execution.execute_in_process import (core_execute_in_process, merge_run_tags,
                                                           type_check_and_normalize_args)
