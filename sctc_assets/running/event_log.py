@@ -42,18 +42,28 @@ def _schema_of(path: str) -> tuple[list[str], str] | None:
     return (statements, versions[0]) if len(versions) == 1 and statements else None
 
 
-def write_pragmas(connection: Any, _record: Any) -> None:
+def _pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
-    connection.isolation_level = None  # transactions are begun by `begin_immediate`, not by the driver
+    connection.isolation_level = None  # transactions are begun by `_begin_immediate`, not by the driver
 
 
-def begin_immediate(connection: Any) -> None:
+def _begin_immediate(connection: Any) -> None:
     """Every transaction takes the write lock when it begins, waiting up to the busy timeout for it. A deferred
     one that read first and then writes fails at once ("database is locked") when another process wrote in between,
     since its read snapshot is stale: worker processes of `sctc run` share these files."""
     connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def shared_sqlite_engine(url: str) -> db.engine.Engine:
+    """An engine holding one SQLite connection, kept open and shared by the process's threads (every use under the
+    caller's lock), committing with `synchronous=NORMAL` and beginning every transaction IMMEDIATE."""
+    engine = db.create_engine(url, poolclass=StaticPool,
+                              connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False})
+    db.event.listen(engine, "connect", _pragmas)
+    db.event.listen(engine, "begin", _begin_immediate)
+    return engine
 
 
 class FastSqliteEventLogStorage(SqliteEventLogStorage):
@@ -76,10 +86,7 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         # One connection per shard, kept open and shared by the threads of concurrent models' runs; every use holds
         # `_db_lock`. (A connection per thread let one thread's connection keep a read snapshot that another's
         # write made stale, and its next write failed at once with "database is locked".)
-        engine = db.create_engine(self.conn_string_for_shard(shard), poolclass=StaticPool,
-                                  connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False})
-        db.event.listen(engine, "connect", write_pragmas)
-        db.event.listen(engine, "begin", begin_immediate)
+        engine = shared_sqlite_engine(self.conn_string_for_shard(shard))
         if shard not in self._initialized_dbs:
             self._init_shard(shard, engine)
             self._initialized_dbs.add(shard)

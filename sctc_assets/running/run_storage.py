@@ -16,10 +16,9 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import sqlalchemy as db
-from sqlalchemy.pool import StaticPool
 
-from sctc_assets.running.dagster_internals import SQLITE_BUSY_TIMEOUT_SECONDS, SqliteRunStorage
-from sctc_assets.running.event_log import begin_immediate, write_pragmas
+from sctc_assets.running.dagster_internals import SqliteRunStorage
+from sctc_assets.running.event_log import shared_sqlite_engine
 
 
 class FastSqliteRunStorage(SqliteRunStorage):
@@ -38,12 +37,7 @@ class FastSqliteRunStorage(SqliteRunStorage):
 
     def _engine(self) -> db.engine.Engine:
         if self._fast_engine is None:
-            engine = db.create_engine(self._conn_string, poolclass=StaticPool,
-                                      connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS,
-                                                    "check_same_thread": False})
-            db.event.listen(engine, "connect", write_pragmas)
-            db.event.listen(engine, "begin", begin_immediate)
-            self._fast_engine = engine
+            self._fast_engine = shared_sqlite_engine(self._conn_string)
         return self._fast_engine
 
     @contextmanager

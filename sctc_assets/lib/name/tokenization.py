@@ -363,10 +363,16 @@ def cached_gguf_vocabulary(path: Path, files_dir: Path, *, sha256: str | None = 
     return _atomic_write(target, lambda handle: handle.write(backend.to_str().encode("utf-8")))
 
 
-def gguf_sha256(entry: TokenizerEntry) -> str | None:
-    """The sha256 the registry gives for a tokenizer's file, if any."""
+def gguf_vocabulary(entry: TokenizerEntry, path: Path, files_dir: Path, *, convert: bool = True) -> Path | None:
+    """The `tokenizer.json` of `entry`'s GGUF file `path`: `cached_gguf_vocabulary` with the registry's sha256 and
+    `trust_remote_code`, a conversion an earlier version kept in the data folder used as it is. With `convert`
+    false, only where a conversion already is (None before there is one)."""
     source = entry.settings.get("file")
-    return source.get("sha256") if isinstance(source, Mapping) else None
+    sha256 = source.get("sha256") if isinstance(source, Mapping) else None
+    if not convert:
+        return converted_gguf_vocabulary(path, files_dir, sha256=sha256, earlier=[legacy_files_dir()])
+    return cached_gguf_vocabulary(path, files_dir, sha256=sha256, earlier=[legacy_files_dir()],
+                                  trust_remote_code=bool(entry.settings.get("trust_remote_code", False)))
 
 
 def _json_tokenizer(location: str) -> Encode:
@@ -383,16 +389,15 @@ def _json_tokenizer(location: str) -> Encode:
 def _transformers(entry: TokenizerEntry, files_dir: Path, download_dir: Path | None) -> Encode:
     location = resolve_source(entry.settings["file"], files_dir, where=f"tokenizer {entry.key}",
                               download_dir=download_dir)
-    kwargs: dict[str, Any] = {"trust_remote_code": bool(entry.settings.get("trust_remote_code", False))}
     try:
         if location.endswith(".gguf"):
-            location = str(cached_gguf_vocabulary(Path(location), files_dir, sha256=gguf_sha256(entry),
-                                                  earlier=[legacy_files_dir()], **kwargs))
+            location = str(gguf_vocabulary(entry, Path(location), files_dir))
         if location.endswith(".json"):
             return _json_tokenizer(location)
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(
+            location, trust_remote_code=bool(entry.settings.get("trust_remote_code", False)))
     except TokenizerUnavailable:
         raise
     except Exception as exc:  # the tokenizers library raises its own Exception for a file it cannot read
