@@ -91,3 +91,37 @@ def test_a_run_reads_each_unchanged_file_once_and_no_asset_changes_another_s_inp
     io._read_stored(path)
     assert len(reads) == 3
     io.forget_reads()
+
+
+def test_model_independent_tables_stay_read_across_runs_of_model_partitions(tmp_path, monkeypatch):
+    """The runner keeps the unpartitioned tables read (`lasting`) after a run of model partitions, which writes
+    none: the next model's run takes them from the memo. A run that could have written one drops them, and a
+    file written again is read again in any case."""
+    import sctc_assets.resources.io_manager as io
+
+    if not io._COPY_ON_WRITE:
+        pytest.skip("the memo is kept only where pandas copies on write (pandas 3)")
+    inputs, partition = tmp_path / "prompts.parquet", tmp_path / "answers.parquet"
+    pd.DataFrame({"prompt": ["p"]}).to_parquet(inputs, index=False)
+    pd.DataFrame({"answer": ["a"]}).to_parquet(partition, index=False)
+    reads = []
+    monkeypatch.setattr(io, "read_table", lambda p: reads.append(p) or pd.read_parquet(p))
+    io.forget_reads()
+    try:
+        io._read_stored(inputs, lasting=True)
+        io._read_stored(partition)
+        io.forget_reads(keep_lasting=True)
+        io._read_stored(inputs, lasting=True)
+        io._read_stored(partition)
+        assert reads == [inputs, partition, partition]
+
+        pd.DataFrame({"prompt": ["changed", "rows"]}).to_parquet(inputs, index=False)
+        assert io._read_stored(inputs, lasting=True)["prompt"].tolist() == ["changed", "rows"]
+        assert reads[-1] == inputs and len(reads) == 4
+
+        io.forget_reads()
+        io._read_stored(inputs, lasting=True)
+        assert len(reads) == 5
+    finally:
+        io.forget_reads()
+

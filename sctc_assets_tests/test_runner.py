@@ -557,3 +557,24 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
     statuses = {run.run_id: run.status for run in cli_instance(tmp_path).get_runs()}
     assert statuses == {"dead-run": dg.DagsterRunStatus.FAILURE, "dead-legacy-run": dg.DagsterRunStatus.FAILURE,
                         "ui-run": dg.DagsterRunStatus.STARTED}
+
+
+def test_model_stages_read_a_model_independent_table_once_per_process(mini, monkeypatch):
+    """The runs of model partitions write no unpartitioned table, so the prompts the first one read serve the
+    others (four answer runs, one read); the tables come out as before."""
+    import sctc_assets.resources.io_manager as io
+
+    if not io._COPY_ON_WRITE:
+        pytest.skip("the memo is kept only where pandas copies on write (pandas 3)")
+    defs, instance, io_manager = mini
+    prompts = io_manager.path_for(dg.AssetKey("mini_prompts"))
+    reads = []
+    real_read = io.read_table
+    monkeypatch.setattr(io, "read_table", lambda path: reads.append(str(path)) or real_read(path))
+    report = Runner(defs, instance, {"io_manager": io_manager}, log=lambda line: None).run(MINI_PLAN, ["a", "b"], {})
+    assert report.ok, report.failures
+    assert reads.count(str(prompts)) == 1
+    answers = [pd.read_parquet(io_manager.path_for(dg.AssetKey("mini_answers"), TWO_LANGS, key))
+               for key in ("zh_hans|a", "zh_hant|a", "zh_hans|b", "zh_hant|b")]
+    assert [len(frame) for frame in answers] == [1, 1, 1, 1]
+    io.forget_reads()

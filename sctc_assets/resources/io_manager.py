@@ -68,15 +68,18 @@ def read_table(path: str | StorePath) -> pd.DataFrame:
 
 # The tables one Dagster run has read, by file (path, inode, size, time): the assets of a stage read the same
 # partitions several times (six per-model name tables read each language's selections). Kept only where pandas
-# copies on write (pandas 3), so an asset that changes its input cannot change another's; cleared after each run.
-_READ_MEMO: "OrderedDict[tuple, tuple[pd.DataFrame, int]]" = OrderedDict()
+# copies on write (pandas 3), so an asset that changes its input cannot change another's; cleared after each run,
+# except the model-independent tables (`lasting`), which every model's runs read again (33 name runs each read the
+# 157,080 prompts) and which a run of model partitions does not write: those go when a run could have written one.
+_READ_MEMO: "OrderedDict[tuple, tuple[pd.DataFrame, int, bool]]" = OrderedDict()
 _READ_MEMO_BYTES = 256 * 1024 * 1024
 _READ_MEMO_LOCK = threading.Lock()  # the stages of API models run on threads of one process
 _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
-def _read_stored(path: StorePath) -> pd.DataFrame:
-    """`read_table(path)`, from this run's memo when the file is unchanged since it was read."""
+def _read_stored(path: StorePath, *, lasting: bool = False) -> pd.DataFrame:
+    """`read_table(path)`, from the memo when the file is unchanged since it was read (`lasting`: the table of an
+    unpartitioned asset, kept by `forget_reads(keep_lasting=True)`)."""
     if not _COPY_ON_WRITE:
         return read_table(path)
     key = change_marker(path)
@@ -90,16 +93,18 @@ def _read_stored(path: StorePath) -> pd.DataFrame:
     size = int(frame.memory_usage(index=False).sum())
     if size <= _READ_MEMO_BYTES // 2:
         with _READ_MEMO_LOCK:
-            _READ_MEMO[key] = (frame, size)
-            while sum(kept for _, kept in _READ_MEMO.values()) > _READ_MEMO_BYTES:
+            _READ_MEMO[key] = (frame, size, lasting)
+            while sum(kept for _, kept, _ in _READ_MEMO.values()) > _READ_MEMO_BYTES:
                 _READ_MEMO.popitem(last=False)
     return frame.copy(deep=False)
 
 
-def forget_reads() -> None:
-    """Drop the memo of `_read_stored` (at the end of a Dagster run: the next one may read other files)."""
+def forget_reads(*, keep_lasting: bool = False) -> None:
+    """Drop the memo of `_read_stored` (at the end of a Dagster run: the next one may read other files);
+    `keep_lasting` keeps the unpartitioned tables, after a run that wrote none."""
     with _READ_MEMO_LOCK:
-        _READ_MEMO.clear()
+        for key in [key for key, (_, _, lasting) in _READ_MEMO.items() if not (keep_lasting and lasting)]:
+            del _READ_MEMO[key]
 
 
 def _unstorable(frame: pd.DataFrame) -> str | None:
@@ -239,7 +244,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                     context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
                     return pd.DataFrame()
                 raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({shown(path)})")
-            return _read_stored(path)
+            return _read_stored(path, lasting=True)
         partitions_def = context.asset_partitions_def
         keys = list(context.asset_partition_keys)
         paths = {key: self.path_for(asset_key, partitions_def, key) for key in keys}

@@ -305,7 +305,9 @@ class Runner:
         try:
             result = self._execute(job, selection, partition_key=partition_key, run_config=run_config, tags=tags)
         finally:
-            forget_reads()
+            # A run that wrote no model-independent table leaves those it read for the next model's run.
+            forget_reads(keep_lasting=all(self._graph.get(dg.AssetKey(name)).partitions_def is not None
+                                          for name in selection))
         report.run_ids.append(result.run_id)
         for event in result.get_asset_materialization_events():
             report.materialized.add((event.asset_key.to_user_string(), model, lang))

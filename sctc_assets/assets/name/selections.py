@@ -26,7 +26,7 @@ def published_selections(source: UpstreamSource, responses: pd.DataFrame, *, mod
                          lang: str) -> tuple[pd.DataFrame, list[str]]:
     """The authors' extraction of the rows a replay was asked, and the final files the upstream copy lacks."""
     frames, missing = [], []
-    for name, asked in responses.groupby("experiment"):
+    for name, asked in responses.groupby("experiment")["row"]:  # the rows alone: not the prompts and answers
         spec = EXPERIMENTS[name]
         relative = name_response_file(upstream_name, lang, spec.prompt_id, stage="final")
         try:
@@ -35,7 +35,7 @@ def published_selections(source: UpstreamSource, responses: pd.DataFrame, *, mod
             missing.append(relative)
             continue
         frames.append(upstream_selections(final, model=model, lang=lang, experiment=name, shuffles=spec.shuffles,
-                                          rows=set(asked["row"]), source_name=relative))
+                                          rows=set(asked), source_name=relative))
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SELECTION_COLUMNS)), missing
 
 
