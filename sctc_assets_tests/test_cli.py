@@ -286,3 +286,16 @@ def test_started_in_the_background_sctc_gives_sigint_its_default_handler(tmp_pat
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert done.stderr.strip().endswith("True"), done.stderr
+
+
+@pytest.mark.parametrize("argv, status, stream, text", [
+    (["plan", "--benchmarks", "term", "--models", "paper-qwen"], 0, "stdout", "paper-qwen"),
+    (["plan", "--benchmarks", "nosuchbenchmark"], 2, "stderr", "nosuchbenchmark"),
+])
+def test_the_program_exits_with_main_s_status_and_all_it_printed(argv, status, stream, text):
+    """`python -m sctc_assets.cli` (and the `sctc` script) end through `program`, which skips Python's last
+    collection: the status and every line printed, piped, must still arrive."""
+    done = subprocess.run([sys.executable, "-m", "sctc_assets.cli", *argv], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == status, done.stderr
+    assert text in getattr(done, stream)

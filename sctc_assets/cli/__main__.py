@@ -1,8 +1,6 @@
 """`python -m sctc_assets.cli`: the `sctc` command."""
 
-import sys
-
-from sctc_assets.cli import main
+from sctc_assets.cli import program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    program()
