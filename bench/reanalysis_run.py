@@ -27,7 +27,7 @@ TC-Bench archive or folder).
 `sctc run` spreads the stages over worker processes (`$SCTC_WORKER_PROCESSES`, default the usable cores, at most
 4), so memory is printed twice: the peak RSS of the largest single process (the kernel's accounting) and the peak
 of the whole process tree's proportional set size (PSS: pages shared by the forked workers counted once, sampled
-every 0.2 s from /proc). `--one-process` adds a third run, cold again in a fresh folder with
+every second from /proc). `--one-process` adds a third run, cold again in a fresh folder with
 `SCTC_WORKER_PROCESSES=1`, for the ratio of the two cold runs. `--baseline`'s code (from before the download cache)
 keeps downloads in the data folder: its folder gets links to the warm cache's model and tokenizer downloads, so
 both checkouts start equally warm.
@@ -106,6 +106,12 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
+# Reading a process's PSS walks its page tables: some 17 ms per gigabyte, under the lock its page faults and
+# allocations need. Sampled every 0.2 s, the three gigabyte-sized processes of a re-analysis lost a quarter of a core
+# to it and ran 20 % slower (83.8 s and 138 CPU-s against 64.4 s and 115 CPU-s unsampled, one after the other).
+PSS_SAMPLE_S = 1.0
+
+
 def _run(command: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -> dict[str, float]:
     """CPU seconds, wall seconds and peak RSS of one child process and its workers, from the kernel's accounting
     (`rss_gb`: the largest single process), and the peak PSS of the whole tree (`pss_gb`), sampled."""
@@ -116,7 +122,7 @@ def _run(command: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -
         done = threading.Event()
 
         def sample() -> None:
-            while not done.wait(0.2):
+            while not done.wait(PSS_SAMPLE_S):
                 peak[0] = max(peak[0], sum(_pss_kb(pid) for pid in _tree(child.pid)))
 
         sampler = threading.Thread(target=sample, daemon=True)

@@ -340,3 +340,43 @@ def test_before_cross_is_called_once_per_benchmark_when_every_model_stage_is_don
 
     assert report.ok
     assert seen == [("mini", True)]
+
+
+def test_the_export_before_a_cross_stage_leaves_the_dispatcher_free_and_runs_one_at_a_time():
+    """`sctc run` exports a benchmark's model tables while its cross-model stage runs, on a thread: `start`
+    returns at once, two exports never overlap (they share the folder's manifest), a failed one is left to the
+    export after the run, and `join` waits for all."""
+    import threading
+    import time
+
+    from sctc_assets.running.cli_run import BackgroundExports
+
+    release, events, running = threading.Event(), [], [0]
+
+    def export(work):
+        running[0] += 1
+        events.append((work, "start", running[0]))
+        if work == "term":
+            assert release.wait(30)
+        if work == "broken":
+            running[0] -= 1
+            raise OSError("disk full")
+        time.sleep(0.05)
+        running[0] -= 1
+        events.append((work, "end"))
+
+    exports = BackgroundExports(export)
+    started = time.perf_counter()
+    exports.start("term")
+    deadline = time.monotonic() + 30
+    while not events and time.monotonic() < deadline:  # the term export holds the turn
+        time.sleep(0.01)
+    exports.start("broken")
+    exports.start("name")
+    assert time.perf_counter() - started < 5  # the dispatcher was not held by the term export
+    assert [event for event in events if event[0] != "term"] == []  # the others wait for it
+    release.set()
+    exports.join()
+    assert {event[0] for event in events} == {"term", "broken", "name"}
+    assert all(event[2] == 1 for event in events if event[1] == "start")  # never two at once
+    assert ("name", "end") in events

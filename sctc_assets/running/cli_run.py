@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import threading
 import time
 import traceback
 import warnings
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Sequence
 
 from sctc_assets.lib.cache import database_url, open_cache
@@ -105,6 +106,34 @@ class _TablesOnDemand(Mapping):
         return len(self._paths)
 
 
+class BackgroundExports:
+    """`export(work)` on a thread per call, one at a time (they share the folder's manifest), so the dispatcher
+    that calls `start` goes on handing out stages meanwhile: a name export takes seconds, and Parquet's reads and
+    writes let go of the GIL. A failed export is left to the export after the run, which writes what is missing
+    and reports what fails."""
+
+    def __init__(self, export: Callable[[Any], None]):
+        self._export = export
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def _run(self, work: Any) -> None:
+        with self._lock:
+            try:
+                self._export(work)
+            except Exception:
+                pass
+
+    def start(self, work: Any) -> None:
+        thread = threading.Thread(target=self._run, args=(work,), name="sctc-export", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+
 def _project() -> Any:
     from types import SimpleNamespace
 
@@ -153,7 +182,12 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
                       names=[name for name in work.spec.tables if name not in work.spec.cross_model])
         give_back_memory()  # the joined answer tables, while the workers still run
 
-    for work, report in zip(works, run_all(runner, works, export_before_cross)):
+    early_exports = BackgroundExports(export_before_cross)
+    try:
+        reports = run_all(runner, works, early_exports.start)
+    finally:
+        early_exports.join()  # before the export below, and before the report forks its figure workers
+    for work, report in zip(works, reports):
         name, spec, served = work.spec.name, work.spec, work.models
         failures += report.failures
         call_errors.update(report.call_errors)
