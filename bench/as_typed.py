@@ -40,11 +40,11 @@ from reanalysis_run import PAPER_MODELS, _run
 REPO = Path(__file__).resolve().parents[1]
 # What the documentation states (docs/performance.md) and what issue #28 asks, per measurement.
 STATED = {
-    "main job": "264 s wall, first answer 28 s (AMD EPYC with AVX-512, weights converted by sctc fetch); 255 s, "
-                "first answer 22 s with --isa avx2, idle (296 s, first answer 49 s, at load 0.7; 2026-12-04); "
-                "393 s on the AVX2-only AMD EPYC of issue #28, conversion included",
-    "re-analysis, cold": "73.8 s wall, 123.5 CPU-s (AMD EPYC, --isa avx2, 2026-12-04, 5c5c7cb)",
-    "re-analysis, unchanged rerun": "0.6 s = 0.9 % of cold (the run record)",
+    "main job": "210 s wall, first answer 23 s with --isa avx2 (AMD EPYC with AVX-512, weights converted by sctc "
+                "fetch; 264 s and 28 s natively, earlier that day); 393 s on the AVX2-only AMD EPYC of issue "
+                "#28, conversion included",
+    "re-analysis, cold": "57.9 s wall, 101.6 CPU-s (AMD EPYC, --isa avx2, 2026-12-04 evening)",
+    "re-analysis, unchanged rerun": "0.5 s = 0.9 % of cold (the run record)",
 }
 GOALS = {"main job": "≤ 300 s wall, first answer ≤ 60 s", "re-analysis, cold": "≤ 60 s wall (analysis only)",
          "re-analysis, unchanged rerun": "≤ 5 % of cold, report included"}
