@@ -152,7 +152,8 @@ class ReplayBackend(ModelBackend):
             texts = values.take(pa.array(rows[inside]))
             text_codes, uniques = pd.factorize(texts.to_pandas(types_mapper={pa.large_string(): pd.StringDtype()}.get),
                                                use_na_sentinel=True)
-            answers = [GenerationResult(text=stored_text(text), outcome="ok") for text in uniques.to_numpy(dtype=object)]
+            answers = [GenerationResult(text=stored_text(text), outcome="ok")
+                       for text in uniques.to_numpy(dtype=object)]
             missing_text = len(answers)
             if (text_codes < 0).any():
                 answers.append(GenerationResult(text=None, outcome="ok"))

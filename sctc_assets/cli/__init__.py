@@ -278,4 +278,3 @@ def program() -> None:
     sys.stderr.flush()
     gc.freeze()
     sys.exit(status)
-
