@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 # Instance config names Dagster's classes by module and class; these are its defaults for a SQLite instance.
 NOOP_COMPUTE_LOG_MANAGER = {"module": "dagster._core.storage.noop_compute_log_manager",
                             "class": "NoOpComputeLogManager"}
-SQLITE_RUN_STORAGE = {"module": "dagster._core.storage.runs", "class": "SqliteRunStorage"}
 SQLITE_SCHEDULE_STORAGE = {"module": "dagster._core.storage.schedules", "class": "SqliteScheduleStorage"}
 
 _LAZY = {"INDEX_SHARD_NAME": "dagster._core.storage.event_log.sqlite.sqlite_event_log",
@@ -50,7 +49,7 @@ _LAZY = {"INDEX_SHARD_NAME": "dagster._core.storage.event_log.sqlite.sqlite_even
 
 __all__ = ["AssetGraphView", "AssetKeyPartitionKey", "CachingStaleStatusResolver", "DagsterEventType",
            "INDEX_SHARD_NAME", "InstanceRef", "LOG_RECORD_METADATA_ATTR", "NOOP_COMPUTE_LOG_MANAGER",
-           "PartitionKeyFilter", "SQLITE_BUSY_TIMEOUT_SECONDS", "SQLITE_RUN_STORAGE", "SQLITE_SCHEDULE_STORAGE",
+           "PartitionKeyFilter", "SQLITE_BUSY_TIMEOUT_SECONDS", "SQLITE_SCHEDULE_STORAGE",
            "SqliteEventLogStorage", "SqliteRunStorage", "StaleStatus", "TemporalContext", "dagster_instance_config",
            "default_job_io_manager", "execute_in_process_reusing", "get_current_datetime", "observe"]
 
@@ -74,7 +73,7 @@ def execute_in_process_reusing(job: Any, ephemeral_jobs: MutableMapping[Any, Any
         run_config=run_config, partition_key=partition_key, asset_selection=asset_selection, resources=resources)
     key = (id(job), frozenset(asset_selection), tuple(sorted(resource_defs)))
     kept = ephemeral_jobs.get(key)
-    if kept is None:
+    if kept is None:  # the job is kept with it: while it lives, no other object takes its id in the key
         kept = ephemeral_jobs[key] = (job, job.as_ephemeral_job(resource_defs=resource_defs, input_values=input_values,
                                                                  asset_selection=asset_selection))
     ephemeral_job = kept[1]
