@@ -141,11 +141,14 @@ def _sctc(argv: list[str]) -> int:
     return main(argv)
 
 
-def _registry(folder: Path, answers: dict[str, str], *, default_answer: str = "", budget: str | None = None) -> Path:
-    """A registry with one fake model, `drafter`, answering each prompt from `answers` (else `default_answer`) and
-    logging its uncached calls to folder/calls.log."""
+def _registry(folder: Path, answers: dict[str, str], *, default_answer: str = "", budget: str | None = None,
+              delay_s: float = 0.0) -> Path:
+    """A registry with one fake model, `drafter`, answering each prompt from `answers` (else `default_answer`),
+    `delay_s` after each call, and logging its uncached calls to folder/calls.log."""
     entry = {"backend": FAKE_BACKEND, "name": "drafter", "calls_file": str(folder / "calls.log"),
              "default_answer": default_answer, "answers": answers}
+    if delay_s:
+        entry["delay_s"] = delay_s
     if budget:
         entry["budget"] = yaml.safe_load(budget)
     path = folder / "models.yaml"
@@ -214,6 +217,20 @@ def test_define_exits_0_when_everything_was_drafted_and_writes_out(items, tmp_pa
     assert "drafted: 3" in capsys.readouterr().out
     assert not missing_definitions(read_item_csv(out, require_definitions=False))
     read_item_csv(out)  # runnable as it is, once reviewed
+
+
+def test_define_on_a_model_slower_than_a_claim_renewal_writes_its_file(items, tmp_path, isolated_data_dir, capsys,
+                                                                       monkeypatch):
+    """The embedded model took longer than a claim's renewal period over 12 concepts: the claim-renewal thread then
+    had a connection to the response cache, and closing the cache from the main thread crashed the command before
+    it wrote its file. The same thread pattern, with a fake model slower than a (shortened) renewal period."""
+    monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "0.15")  # renewed every 0.05 s
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts[key]: answer for key, answer in ANSWERS.items()}, delay_s=0.2)
+    status = _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry)])
+    assert status == 1 and "drafted: 2" in capsys.readouterr().out  # m1 refused, as without the delay
+    drafted = read_item_csv(tmp_path / "items.defined.csv", require_definitions=False)
+    assert drafted.concept("m2").definition_source == "model:drafter"
 
 
 def test_define_in_traditional_asks_in_traditional(items, tmp_path, isolated_data_dir, capsys):

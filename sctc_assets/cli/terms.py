@@ -21,7 +21,7 @@ from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.model_registry import RegistryError
 from sctc_assets.lib.term.definitions import (apply_definitions, definition_request, missing_definitions,
                                               parse_definition)
-from sctc_assets.lib.term.items import ItemSetError, read_item_csv, write_item_csv
+from sctc_assets.lib.term.items import Concept, ItemSet, ItemSetError, read_item_csv, write_item_csv
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.validation import key_problem
 
@@ -111,7 +111,7 @@ def define(args: argparse.Namespace) -> int:
                                        concept_id=concept.concept_id) for concept in missing]
     cache = registry.cache()
     halted: str | None = None
-    try:
+    try:  # the cache is closed last, once the file is written: a failure there loses nothing computed
         already = sum(result is not None for result in _stored(backend, requests, cache))
         try:
             results: list[GenerationResult | None] = list(backend.generate(requests, cache=cache))
@@ -122,9 +122,15 @@ def define(args: argparse.Namespace) -> int:
             from_cache = already
         except BackendUnavailable as exc:
             return _error(f"model {args.model!r}: {exc}")
+        return _write_drafts(args, item_set, missing, results, from_cache, halted, out)
     finally:
         cache.close()
 
+
+def _write_drafts(args: argparse.Namespace, item_set: ItemSet, missing: Sequence[Concept],
+                  results: Sequence[GenerationResult | None], from_cache: int, halted: str | None, out: Path) -> int:
+    """The new item file with the definitions read from `results`, and what happened, printed."""
+    items = args.items
     drafts: dict[str, str] = {}
     refused: list[tuple[str, str]] = []
     for concept, result in zip(missing, results):
