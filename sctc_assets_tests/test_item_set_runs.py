@@ -127,6 +127,20 @@ def test_bad_item_files_are_refused_before_any_model_is_asked(taiwan_model, item
     assert "bad" not in registered_sets()  # nothing kept of a refused set
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--trials", "0"], "error: --trials: must be in [1, 15], got 0"),
+    (["--models", "nosuch"], "nosuch (see `sctc models`)"),
+])
+def test_a_run_rejected_for_its_options_says_so_once_and_keeps_nothing(taiwan_model, items_file, isolated_data_dir,
+                                                                       capfd, extra, message):
+    status = main(["run", "--benchmarks", "term", "--term-items", str(items_file), "--models", "always-tw", *extra])
+    err = capfd.readouterr().err
+    assert status == 2 and err.count(message) == 1, err
+    assert "street_words" not in registered_sets()
+    assert not (isolated_data_dir / "item_sets.yaml").exists()
+    assert count_calls(taiwan_model) == 0
+
+
 def test_the_set_is_a_benchmark_with_its_own_keys_and_the_default_set_keeps_its_own(items_file, tmp_path,
                                                                                   monkeypatch):
     registry = tmp_path / "sets.yaml"

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.benchmarks.item_sets import ITEM_SETS
+from sctc_assets.cli.selection import chosen_benchmarks, select
 from sctc_assets.lib.term.item_sources import (DEFAULT_SET, ENTRY_ENV_VAR, ItemSetEntry, entry_json, load_entry,
                                                name_for_source, remember, set_name_problem, variety_problems)
 from sctc_assets.lib.term.items import ItemSetError
@@ -79,6 +80,12 @@ def resolve(args: argparse.Namespace, argv: list[str]) -> int | None:
     if os.environ.get(ENTRY_ENV_VAR):  # this is the child already: never start another
         print(f"error: item set {entry.name}: not made a benchmark in this process (${ENTRY_ENV_VAR})", file=sys.stderr)
         return 2
+    # Everything the run checks before a stage (options, registry, models, storage) is checked before the set is
+    # kept: a rejected run keeps nothing. The child process checks it again, finding nothing to print.
+    checked = select(argparse.Namespace(**{**vars(args), "benchmarks": chosen_benchmarks(args.benchmarks)}),
+                     check_keys=args.command == "run" and not args.dry_run)
+    if isinstance(checked, int):
+        return checked
     if args.command == "run" and not args.dry_run:
         print(f"item set {entry.name}: kept in {remember(entry)} (its assets: {entry.prefix}_…)")
     environment = {**os.environ, ENTRY_ENV_VAR: entry_json(entry)}
