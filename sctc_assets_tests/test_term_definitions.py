@@ -206,6 +206,26 @@ def test_define_drafts_the_missing_definitions_through_the_cache(items, tmp_path
     assert written.read_bytes() == first
 
 
+def test_define_counts_the_refusals_per_reason_and_suggests_a_stronger_model(items, tmp_path, isolated_data_dir,
+                                                                             capsys):
+    """A small model that names the term in every answer drafts nothing: the summary says so in numbers."""
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts["m1"]: "公交车。", prompts["m2"]: "就是出租车。"}, default_answer="")
+    assert _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry)]) == 1
+    out = capsys.readouterr().out
+    assert "drafted: 0 of 3 (2 named the term, 1 empty)" in out
+    assert "3 of drafter's answers named the term or were empty" in out and "another --model" in out
+
+
+def test_define_halted_by_its_budget_counts_what_was_not_asked(items, tmp_path, isolated_data_dir, capsys):
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts[key]: answer for key, answer in ANSWERS.items()})
+    assert _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry),
+                  "--max-calls", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "drafted: 1 of 3 (1 named the term, 1 not asked)" in out
+
+
 def test_define_exits_0_when_everything_was_drafted_and_writes_out(items, tmp_path, isolated_data_dir, capsys):
     prompts = _prompts(items)
     answers = {prompts[key]: answer for key, answer in ANSWERS.items()}

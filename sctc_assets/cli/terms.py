@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -19,8 +20,8 @@ from sctc_assets.backends.base import BackendUnavailable, GenerationHalted, Mode
 from sctc_assets.lib.cache import Cache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.model_registry import RegistryError
-from sctc_assets.lib.term.definitions import (apply_definitions, definition_request, missing_definitions,
-                                              parse_definition)
+from sctc_assets.lib.term.definitions import (EMPTY, EMPTY_ANSWER, NAMED_THE_TERM, apply_definitions,
+                                              definition_request, missing_definitions, parse_definition, problem_kind)
 from sctc_assets.lib.term.items import Concept, ItemSet, ItemSetError, read_item_csv, write_item_csv
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.validation import key_problem
@@ -60,15 +61,15 @@ def _stored(backend: ModelBackend, requests: Sequence[GenerationRequest],
     return [hits.get(key) for key in keys]
 
 
-def _problem(result: GenerationResult | None) -> str:
-    """Why a call gave no text to read a definition from."""
+def _problem(result: GenerationResult | None) -> tuple[str, str]:
+    """Why a call gave no text to read a definition from, and the reason it is counted under."""
     if result is None:
-        return "not asked"
+        return "not asked", "not asked"
     if result.outcome == "refusal":
-        return f"the model refused ({result.message or 'no reason given'})"
+        return f"the model refused ({result.message or 'no reason given'})", "refused by the model"
     if result.outcome == "error":
-        return f"the call failed ({result.message or 'no message'}); a rerun asks again"
-    return f"no answer ({result.message or result.outcome})"
+        return f"the call failed ({result.message or 'no message'}); a rerun asks again", "call failed"
+    return f"no answer ({result.message or result.outcome})", "no answer"
 
 
 def define(args: argparse.Namespace) -> int:
@@ -133,23 +134,32 @@ def _write_drafts(args: argparse.Namespace, item_set: ItemSet, missing: Sequence
     items = args.items
     drafts: dict[str, str] = {}
     refused: list[tuple[str, str]] = []
+    reasons: Counter[str] = Counter()
     for concept, result in zip(missing, results):
         if result is None or result.outcome != "ok":
-            refused.append((concept.concept_id, _problem(result)))
-            continue
-        definition, why = parse_definition(result.text, concept)
-        if definition is None:
-            refused.append((concept.concept_id, why or "unusable answer"))
+            why, kind = _problem(result)
         else:
-            drafts[concept.concept_id] = definition
+            definition, why = parse_definition(result.text, concept)
+            if definition is not None:
+                drafts[concept.concept_id] = definition
+                continue
+            why = why or EMPTY_ANSWER
+            kind = problem_kind(why)
+        refused.append((concept.concept_id, why))
+        reasons[kind] += 1
     write_item_csv(apply_definitions(item_set, drafts, args.model, args.script), out)
 
     print(f"{items}: {len(missing)} of {len(item_set)} concepts had no definition; asked {args.model} "
           f"({args.script})")
-    print(f"drafted: {len(drafts)}")
+    counted = ", ".join(f"{count} {kind}" for kind, count in reasons.most_common())
+    print(f"drafted: {len(drafts)} of {len(missing)}" + (f" ({counted})" if counted else ""))
     print(f"refused: {len(refused)}")
     for concept_id, why in refused:
         print(f"  {concept_id}: {why}")
+    unusable = reasons[NAMED_THE_TERM] + reasons[EMPTY]
+    if unusable:
+        print(f"{unusable} of {args.model}'s answers named the term or were empty, against the instruction: a "
+              "stronger model follows it better; try another --model (`sctc models` lists the registry)")
     new_calls = len(missing) - from_cache - sum(result is None for result in results)
     print(f"answers from the response cache: {from_cache} (new model calls: {new_calls})")
     if halted:
