@@ -6,6 +6,7 @@ written to the test's temporary folder only)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -361,3 +362,44 @@ def test_define_drafts_the_first_csld_concepts(csld_location, tmp_path, isolated
             assert concept.definition_zh_hant == to_traditional(answer)
         else:
             assert concept.definition_zh_hans is None and concept.definition_source is None
+
+
+def test_the_csld_path_plan_then_define_then_plan_again(csld_location, tmp_path, isolated_data_dir, capfd,
+                                                        monkeypatch):
+    """`sctc plan --term-items csld` names what is missing and the `sctc terms define` line that drafts it, which
+    takes the same names, files and subsets as `--term-items`; the drafted file then plans. The csld list is read
+    where it is; the drafted part goes to the test's temporary folder only."""
+    monkeypatch.setenv("SCTC_CSLD_UPSTREAM", str(csld_location))
+    registry = tmp_path / "drafter.yaml"
+    registry.write_text("models:\n  drafter: {backend: 'sctc_assets_tests.fakes:DefinitionBackend'}\n",
+                        encoding="utf-8")
+    total = len(from_csld(csld_location / CSLD_THREE_PLACES))
+    plan = ["plan", "--benchmarks", "term", "--models", "drafter", "--registry", str(registry), "--trials", "1"]
+
+    assert _sctc([*plan, "--term-items", "csld"]) == 2
+    err = capfd.readouterr().err
+    assert f"{total} of {total} concepts have no definition (rows 2–{total + 1};" in err
+    assert "`sctc terms define --items csld --model KEY` drafts them" in err
+    assert _sctc([*plan, "--term-items", "csld", "--term-limit", "3"]) == 2
+    assert ("3 of 3 concepts have no definition (rows 2–4;" in (err := capfd.readouterr().err)
+            and "`sctc terms define --items csld --term-limit 3 --model KEY`" in err)
+
+    define = ["terms", "define", "--model", "drafter", "--registry", str(registry), "--term-limit", "3"]
+    with contextlib.chdir(tmp_path):  # a named source's file goes to the current folder, named after the set
+        assert _sctc([*define, "--items", "csld"]) == 0
+    drafted = read_item_csv(tmp_path / "csld_first3.defined.csv")  # every definition there: runnable
+    assert [c.concept_id for c in drafted.concepts] == ["1", "2", "3"]
+    assert "drafted: 3 of 3" in capfd.readouterr().out
+    # the csld file itself, and a set registered under a name, as --term-items takes them
+    assert _sctc([*define, "--items", str(csld_location / CSLD_THREE_PLACES), "--out", str(tmp_path / "a.csv")]) == 0
+    sets = tmp_path / "sets.yaml"
+    sets.write_text("item_sets:\n  first_two: {source: csld, limit: 2}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_ITEM_SETS", str(sets))
+    assert _sctc(["terms", "define", "--model", "drafter", "--registry", str(registry), "--items", "first_two",
+                  "--out", str(tmp_path / "b.csv")]) == 0
+    assert "answers from the response cache: 2 (new model calls: 0)" in capfd.readouterr().out
+    assert read_item_csv(tmp_path / "a.csv").concepts == drafted.concepts  # the same concepts and (cached) drafts
+    assert len(read_item_csv(tmp_path / "b.csv")) == 2
+
+    monkeypatch.delenv("SCTC_ITEM_SETS")  # first_two has no definitions: a run checks every registered set
+    assert _sctc([*plan, "--term-items", str(tmp_path / "csld_first3.defined.csv")]) == 0, capfd.readouterr()

@@ -1,4 +1,7 @@
-"""`sctc terms define`: draft the missing definitions of an item file with a registered model, for a person to review.
+"""`sctc terms define`: draft the missing definitions of an item set with a registered model, for a person to review.
+
+The set is named as `sctc run --term-items` names it (`lib/term/item_sources.resolve_items`: a file, a URL, csld /
+csld-straits, a registered set), and `--term-limit`/`--concepts` choose a part of it as they do there.
 
 Every call goes through the model's backend, the shared response cache and the budget (`--max-calls`/`--max-cost`,
 `$SCTC_MAX_CALLS`/`$SCTC_MAX_COST_USD`, the entry's own `budget:`), exactly as `sctc run`'s assets call it; a rerun
@@ -22,7 +25,9 @@ from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.model_registry import RegistryError
 from sctc_assets.lib.term.definitions import (EMPTY, EMPTY_ANSWER, NAMED_THE_TERM, apply_definitions,
                                               definition_request, missing_definitions, parse_definition, problem_kind)
-from sctc_assets.lib.term.items import Concept, ItemSet, ItemSetError, read_item_csv, write_item_csv
+from sctc_assets.lib.term.item_sources import load_entry, registered_sets, resolve_items, source_file
+from sctc_assets.lib.term.items import Concept, ItemSet, ItemSetError, write_item_csv
+from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.validation import key_problem
 
@@ -31,9 +36,13 @@ OPTION_NAMES = {"max_calls": "--max-calls", "max_cost_usd": "--max-cost"}
 REQUEST_KIND = "define"  # the requests' `ref`: what a log or a replay would see; not part of the cache key
 
 
-def default_out(items: Path) -> Path:
-    """`<stem>.defined.csv` next to the item file."""
-    return items.with_name(items.stem + DEFINED_SUFFIX)
+def default_out(items: str, set_name: str) -> Path:
+    """`<stem>.defined.csv` next to an item file; for a named set, a URL or a csld name, `<set name>.defined.csv` in
+    the current folder (never beside the upstream data)."""
+    path = Path(items).expanduser()
+    if not items.startswith(("http://", "https://")) and path.is_file():
+        return path.with_name(path.stem + DEFINED_SUFFIX)
+    return Path(set_name + DEFINED_SUFFIX)
 
 
 def _error(message: str) -> int:
@@ -73,15 +82,19 @@ def _problem(result: GenerationResult | None) -> tuple[str, str]:
 
 
 def define(args: argparse.Namespace) -> int:
-    items: Path = args.items
-    try:
-        item_set = read_item_csv(items, require_definitions=False)
-    except ItemSetError as exc:
+    items: str = args.items
+    try:  # the set as `sctc run --term-items` reads it: a file, a URL, a named source or a registered set
+        item_entry = resolve_items(items, registered_sets(), limit=args.term_limit, concepts=args.concepts)
+        item_set = load_entry(item_entry, require_definitions=False).item_set
+    except (ItemSetError, UpstreamError) as exc:
         return _error(str(exc))
+    except KeyError as exc:
+        return _error(str(exc.args[0]))
     except OSError as exc:
         return _error(f"{items}: {exc.strerror or exc}")
-    out: Path = args.out or default_out(items)
-    if _same_file(out, items):
+    out: Path = args.out or default_out(items, item_entry.name)
+    read_from = source_file(item_entry.source)
+    if read_from is not None and _same_file(out, read_from):
         return _error(f"{out}: is the item file itself; choose another --out (the input is never overwritten)")
 
     try:
