@@ -254,6 +254,20 @@ def test_define_on_a_model_slower_than_a_claim_renewal_writes_its_file(items, tm
     assert drafted.concept("m2").definition_source == "model:drafter"
 
 
+def test_a_model_that_fails_midway_loses_none_of_its_answers(items, tmp_path, isolated_data_dir, capsys):
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts[key]: answer for key, answer in ANSWERS.items()})
+    entry = yaml.safe_load(registry.read_text(encoding="utf-8"))
+    entry["models"]["drafter"]["fail_after"] = 2  # crashes after two answers of its one chunk
+    registry.write_text(yaml.safe_dump(entry, allow_unicode=True), encoding="utf-8")
+    assert _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry)]) == 1
+    captured = capsys.readouterr()
+    assert "RuntimeError: simulated crash after 2 answers" in captured.err and "rerun" in captured.err
+    assert "drafted: 1 of 3 (1 named the term, 1 not asked)" in captured.out
+    drafted = read_item_csv(tmp_path / "items.defined.csv", require_definitions=False)
+    assert drafted.concept("m2").definition_source == "model:drafter"  # the answer that arrived is in the file
+
+
 def test_define_in_traditional_asks_in_traditional(items, tmp_path, isolated_data_dir, capsys):
     prompts = _prompts(items, "traditional")
     answers = {prompts["m2"]: "一種供人臨時僱用、按里程計費的汽車。"}

@@ -125,6 +125,7 @@ def define(args: argparse.Namespace) -> int:
                                        concept_id=concept.concept_id) for concept in missing]
     cache = registry.cache()
     halted: str | None = None
+    failed: str | None = None
     try:  # the cache is closed last, once the file is written: a failure there loses nothing computed
         already = sum(result is not None for result in _stored(backend, requests, cache))
         try:
@@ -136,7 +137,16 @@ def define(args: argparse.Namespace) -> int:
             from_cache = already
         except BackendUnavailable as exc:
             return _error(f"model {args.model!r}: {exc}")
-        return _write_drafts(args, item_set, missing, results, from_cache, halted, out)
+        except Exception as exc:  # noqa: BLE001 - the answers that arrived are stored: the file gets them too
+            failed = f"{type(exc).__name__}: {exc}"
+            results = _stored(backend, requests, cache)
+            from_cache = already
+        status = _write_drafts(args, item_set, missing, results, from_cache, halted, out)
+        if failed:
+            print(f"error: the model failed before every concept was asked ({failed}); the answers that arrived are "
+                  f"stored and in {out}: rerun the same command to ask the rest", file=sys.stderr)
+            return 1
+        return status
     finally:
         cache.close()
 
