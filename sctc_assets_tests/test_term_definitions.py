@@ -417,3 +417,27 @@ def test_the_csld_path_plan_then_define_then_plan_again(csld_location, tmp_path,
 
     monkeypatch.delenv("SCTC_ITEM_SETS")  # first_two has no definitions: a run checks every registered set
     assert _sctc([*plan, "--term-items", str(tmp_path / "csld_first3.defined.csv")]) == 0, capfd.readouterr()
+
+
+@pytest.mark.slow
+def test_define_with_the_embedded_model_past_a_claim_renewal(csld_location, embedded_offline, tmp_path, capsys,
+                                                             monkeypatch):
+    """The real embedded model on the CPU (about 3 s an answer) outlives a shortened claim renewal period, as its 12
+    concepts outlived the default 20 s one: the command ends normally, counts its refusals per reason and writes
+    its file."""
+    three = from_csld(csld_location / CSLD_THREE_PLACES)
+    items = write_item_csv(ItemSet(name="csld3", regions=three.regions, concepts=three.concepts[:3]),
+                           tmp_path / "csld3.csv")  # in the test's temporary folder only
+    monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "0.3")  # renewed every 0.1 s
+    out = tmp_path / "csld3.defined.csv"
+    status = _sctc(["terms", "define", "--items", str(items), "--model", "qwen2.5-coder-0.5b-instruct"])
+    printed = capsys.readouterr().out
+    drafted = re.search(r"drafted: (\d) of 3(?: \((.*)\))?\n", printed)
+    assert drafted, printed
+    counted = sum(int(part.split()[0]) for part in (drafted.group(2) or "").split(", ") if part)
+    assert int(drafted.group(1)) + counted == 3
+    assert status == (0 if drafted.group(1) == "3" else 1)
+    written = read_item_csv(out, require_definitions=False)
+    assert [c.concept_id for c in written.concepts] == ["1", "2", "3"]
+    assert sum(c.definition_source == "model:qwen2.5-coder-0.5b-instruct" for c in written.concepts) == \
+        int(drafted.group(1))
