@@ -96,8 +96,9 @@ def table_store_problems() -> list[str]:
 
 def option_problems(options: Mapping[str, Any]) -> list[str]:
     """The `sctc run` options that are out of range or otherwise wrong, one line each (argparse has checked their
-    types): every benchmark's (its spec's checks), then the run's."""
-    problems = [problem for spec in SPECS.values() for problem in spec.option_problems(options)]
+    types): every benchmark's (its spec's checks), then the run's. An option several benchmarks share (`--trials`:
+    the term benchmark's and every item set's) is named once."""
+    problems = list(dict.fromkeys(problem for spec in SPECS.values() for problem in spec.option_problems(options)))
     problems += [problem for problem in (entry.problem(options) for entry in RUN_OPTION_RANGES) if problem]
     # A dry run (`sctc plan`) opens the response cache but not the Dagster instance.
     storage = database_problems() if options.get("dry_run") else storage_problems()

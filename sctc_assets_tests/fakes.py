@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
@@ -18,7 +19,8 @@ class ScriptedBackend(ModelBackend):
     """Answers from a fixed mapping (prompt → answer), else the benchmark's answer (`benchmark_answers`, by the
     request's `benchmark`), else a default; logs each uncached call to `calls_file`.
 
-    `fail_after` raises after that many answers, to simulate a crash in the middle of a partition.
+    `fail_after` raises after that many answers, to simulate a crash in the middle of a partition; `delay_s` waits
+    that long before each answer, as a slow local model does.
     """
 
     backend_name: ClassVar[str] = "scripted"
@@ -29,6 +31,7 @@ class ScriptedBackend(ModelBackend):
     default_answer: str = "不知道"
     calls_file: Optional[str] = None
     fail_after: Optional[int] = None
+    delay_s: float = 0.0
 
     def identity(self) -> dict[str, Any]:
         params: dict[str, Any] = {"default": self.default_answer}
@@ -47,6 +50,8 @@ class ScriptedBackend(ModelBackend):
             if self.fail_after is not None and index >= self.fail_after:
                 raise RuntimeError(f"simulated crash after {self.fail_after} answers")
             self._log_call(request)
+            if self.delay_s:
+                time.sleep(self.delay_s)
             text = self.answers[request.prompt] if request.prompt in self.answers else self.benchmark_answers.get(
                 str(request.ref.get("benchmark")), self.default_answer)  # "" is an answer (an empty one)
             on_result(index, GenerationResult(text=text, outcome="ok", input_tokens=len(request.prompt),

@@ -121,10 +121,42 @@ def test_bad_item_files_are_refused_before_any_model_is_asked(taiwan_model, item
         refused(ITEMS, "--varieties", "zh-TW", "zh-MO")
     assert "row 3: not UTF-8" in refused(ITEMS.encode("utf-8")[:200] + "書".encode("big5") + b"\n")
     no_definition = ITEMS.replace("一种两人并排骑的车", "")
-    assert "concept 'k1' (item 1) has no definition; `sctc terms define` can draft" in refused(no_definition)
+    assert (f"bad.csv: row 2, columns definition_zh_hans/definition_zh_hant: concept 'k1' has no definition (1 of 4 "
+            f"concepts); `sctc terms define --items {tmp_path / 'bad.csv'} --model KEY` drafts them") in \
+        refused(no_definition)
     assert "--varieties: unknown prompting variety 'zh-XX'" in refused(ITEMS, "--varieties", "zh-XX")
     assert count_calls(taiwan_model) == 0
     assert "bad" not in registered_sets()  # nothing kept of a refused set
+
+
+def test_a_part_of_a_set_runs_under_its_own_name_and_is_kept_with_its_subset(taiwan_model, items_file, tmp_path,
+                                                                             capfd):
+    out = tmp_path / "out"
+    assert main(["run", "--benchmarks", "term", "--term-items", str(items_file), "--concepts", "k4", "k2", "k1",
+                 "--term-limit", "2", "--varieties", "zh-CN", "--models", "always-tw", "--trials", "1",
+                 "--prompt-variants", "1", "--out", str(out), "--no-report"]) == 0, capfd.readouterr()
+    name = next(name for name in registered_sets() if name.startswith("street_words_c"))
+    assert name.endswith("_first2")
+    entry = registered_sets()[name]
+    assert (entry.concepts, entry.limit) == (("k4", "k2", "k1"), 2)
+    responses = pd.read_parquet(out / f"terms_{name}_responses.parquet")
+    assert sorted(responses.concept_id.unique()) == ["k1", "k2"]  # the set's order: k1, k2 of k1, k2, k4
+    assert count_calls(taiwan_model) == 2
+    assert [c.concept_id for c in load_entry(entry).item_set.concepts] == ["k1", "k2"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--trials", "0"], "error: --trials: must be in [1, 15], got 0"),
+    (["--models", "nosuch"], "nosuch (see `sctc models`)"),
+])
+def test_a_run_rejected_for_its_options_says_so_once_and_keeps_nothing(taiwan_model, items_file, isolated_data_dir,
+                                                                       capfd, extra, message):
+    status = main(["run", "--benchmarks", "term", "--term-items", str(items_file), "--models", "always-tw", *extra])
+    err = capfd.readouterr().err
+    assert status == 2 and err.count(message) == 1, err
+    assert "street_words" not in registered_sets()
+    assert not (isolated_data_dir / "item_sets.yaml").exists()
+    assert count_calls(taiwan_model) == 0
 
 
 def test_the_set_is_a_benchmark_with_its_own_keys_and_the_default_set_keeps_its_own(items_file, tmp_path,

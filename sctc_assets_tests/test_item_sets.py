@@ -5,13 +5,15 @@ stored in the repository, not even here)."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from sctc_assets.lib.term.items import (CSLD_STRAITS, CSLD_THREE_PLACES, Concept, ItemSet, ItemSetError,
                                         check_definitions, check_varieties, extend_from, from_csld, from_sctc_upstream,
-                                        read_item_csv, write_item_csv)
+                                        read_item_csv, subset, write_item_csv)
 from sctc_assets.lib.varieties import (ALL_REGIONS, MAINLAND, PROMPTING_VARIETIES, TAIWAN, VarietiesFileError,
                                        load_catalog, prompting_variety, region)
 
@@ -54,8 +56,8 @@ def test_the_documented_schema_is_read_with_definitions_made_by_script_conversio
         (HAND_CSV.replace("term_hk", "term_HK"), r"items\.csv: row 1, column term_HK: .*lowercase: term_hk"),
         (HAND_CSV.replace("concept_id,", "id,"), r"items\.csv: row 1: no `concept_id` column"),
         (HAND_CSV.replace("k3,日用,用来擦桌子的布,用來擦桌子的布", "k3,日用,,"),
-         r"items\.csv: row 4, columns definition_zh_hans/definition_zh_hant: concept 'k3' has no definition; "
-         r"`sctc terms define` can draft"),
+         r"items\.csv: row 4, columns definition_zh_hans/definition_zh_hant: concept 'k3' has no definition \(1 of 3 "
+         r"concepts\); `sctc terms define --items \S+items\.csv --model KEY` drafts them"),
         (HAND_CSV.replace("definition_source,", "source,"), r"items\.csv: row 1, column 'source': not a column"),
         (HAND_CSV + ",,x,,,书,書,\n", r"items\.csv: row 5, column concept_id: blank concept_id"),
         (HAND_CSV + "k4,,x,,,,,\n", r"items\.csv: row 5, columns term_cn, term_tw, term_hk: concept 'k4' has no form"),
@@ -83,9 +85,52 @@ def test_a_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
 def test_definitions_can_be_left_for_sctc_terms_define(tmp_path):
     text = HAND_CSV.replace("k3,日用,用来擦桌子的布,用來擦桌子的布", "k3,日用,,")
     items = read_item_csv(_write(tmp_path, text), require_definitions=False)
-    with pytest.raises(ItemSetError,
-                       match=r"items\.csv: concept 'k3' \(item 3\) has no definition; `sctc terms define`"):
+    with pytest.raises(ItemSetError, match=r"items\.csv: row 4, columns definition_zh_hans/definition_zh_hant: "
+                                           r"concept 'k3' has no definition \(1 of 3 concepts\); `sctc terms define`"):
         check_definitions(items)
+
+
+def test_the_refusal_counts_every_concept_without_a_definition_by_its_file_row(tmp_path):
+    text = HAND_CSV.replace("k3,日用,用来擦桌子的布,用來擦桌子的布", "k3,日用,,").replace(
+        "k1,交通,一种两人并排骑的车,", "k1,交通,,")
+    path = _write(tmp_path, text)
+    message = rf"{re.escape(str(path))}: 2 of 3 concepts have no definition \(rows 2, 4; columns "
+    with pytest.raises(ItemSetError, match=message + r".*`sctc terms define --items \S+ --model KEY` drafts them"):
+        read_item_csv(path)
+    items = read_item_csv(path, require_definitions=False)
+    with pytest.raises(ItemSetError, match=message + r".*--items street\.csv --term-limit 2 --model KEY"):
+        check_definitions(items, "street.csv", " --term-limit 2")
+    # a set not read from rows (built in code) names its concepts instead
+    many = replace(items, concepts=tuple(replace(items.concepts[0], concept_id=f"c{n}", definition_zh_hans=None,
+                                                 definition_zh_hant=None, row=None) for n in range(10)))
+    with pytest.raises(ItemSetError, match=r"10 of 10 concepts have no definition \(concepts 'c0', 'c1', .*'c7' and "
+                                           r"2 more;"):
+        check_definitions(many)
+
+
+def test_the_csld_lists_concepts_are_refused_by_their_rows_in_the_csld_file(csld_location):
+    three = from_csld(csld_location / CSLD_THREE_PLACES)
+    assert [concept.row for concept in three.concepts[:3]] == [2, 3, 4]
+    with pytest.raises(ItemSetError, match=rf"{CSLD_THREE_PLACES}: {len(three)} of {len(three)} concepts have no "
+                                           rf"definition \(rows 2–{len(three) + 1}; .*--items csld --model KEY"):
+        check_definitions(three, "csld")
+    straits = from_csld(csld_location / CSLD_STRAITS)
+    lines = (csld_location / CSLD_STRAITS).read_text(encoding="utf-8-sig").splitlines()
+    for concept in straits.concepts[:20]:  # the row holds the concept's first Taiwan form
+        assert concept.forms_of("tw")[0] in lines[concept.row - 1]
+
+
+def test_a_subset_is_chosen_by_concept_ids_then_a_limit(tmp_path):
+    items = read_item_csv(_write(tmp_path, HAND_CSV))
+    assert [c.concept_id for c in subset(items, limit=2).concepts] == ["k1", "k2"]
+    assert [c.concept_id for c in subset(items, concepts=["k3", "k1"]).concepts] == ["k1", "k3"]  # the set's order
+    assert [c.concept_id for c in subset(items, concepts=["k3", "k2"], limit=1).concepts] == ["k2"]
+    assert subset(items) is items
+    with pytest.raises(ItemSetError, match=r"items\.csv: --concepts: no concept 'k9' in the set \(its concept_ids: "
+                                           r"'k1', 'k2', 'k3'"):
+        subset(items, concepts=["k1", "k9"])
+    with pytest.raises(ItemSetError, match="--term-limit: must be at least 1, got 0"):
+        subset(items, limit=0)
 
 
 def test_a_variety_needs_its_regions_column(tmp_path):

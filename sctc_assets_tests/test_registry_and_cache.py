@@ -150,6 +150,33 @@ def test_cache_stores_answers_and_refusals_but_never_errors(cache_location):
     assert cache.get(cache_key(identity, requests[2])) is None
 
 
+def test_the_cache_closes_connections_other_threads_opened(cache_location):
+    """`close()` closes every thread's connection from the thread that calls it: a `generate()` that outlives a
+    claim's renewal has a connection in the claim-renewal thread (`sctc terms define` failed there at `close()`)."""
+    cache = open_cache(cache_location)
+    identity, request = {"backend": "b", "model": "m"}, GenerationRequest.user("q")
+    worker = threading.Thread(target=lambda: cache.put(cache_key(identity, request), identity, request,
+                                                       GenerationResult("A")))
+    worker.start()
+    worker.join()
+    cache.close()
+    assert open_cache(cache_location).get(cache_key(identity, request)).text == "A"
+
+
+def test_a_generate_that_outlives_a_claim_renewal_closes_its_cache(tmp_path, cache_location, monkeypatch):
+    monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "0.15")  # renewed every 0.05 s, from the claim-renewal thread
+    renewals = threading.Event()
+    cache = open_cache(cache_location)
+    renew = cache.renew_claims
+    monkeypatch.setattr(cache, "renew_claims", lambda *args, **kwargs: (renewals.set(), renew(*args, **kwargs))[1])
+    requests = [GenerationRequest.user(f"q{i}") for i in range(3)]
+    results = ScriptedBackend(delay_s=0.2).generate(requests, cache=cache)
+    assert renewals.is_set() and [result.text for result in results] == ["不知道"] * 3
+    cache.close()
+    again = ScriptedBackend().generate(requests, cache=open_cache(cache_location))
+    assert all(result.cached for result in again)  # every answer was stored as it arrived
+
+
 def _writer(path: str, worker: int, count: int) -> None:  # a SQLite path or a PostgreSQL URL
     cache = open_cache(path)
     identity = {"backend": "b", "model": "m"}

@@ -6,6 +6,7 @@ written to the test's temporary folder only)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -141,11 +142,14 @@ def _sctc(argv: list[str]) -> int:
     return main(argv)
 
 
-def _registry(folder: Path, answers: dict[str, str], *, default_answer: str = "", budget: str | None = None) -> Path:
-    """A registry with one fake model, `drafter`, answering each prompt from `answers` (else `default_answer`) and
-    logging its uncached calls to folder/calls.log."""
+def _registry(folder: Path, answers: dict[str, str], *, default_answer: str = "", budget: str | None = None,
+              delay_s: float = 0.0) -> Path:
+    """A registry with one fake model, `drafter`, answering each prompt from `answers` (else `default_answer`),
+    `delay_s` after each call, and logging its uncached calls to folder/calls.log."""
     entry = {"backend": FAKE_BACKEND, "name": "drafter", "calls_file": str(folder / "calls.log"),
              "default_answer": default_answer, "answers": answers}
+    if delay_s:
+        entry["delay_s"] = delay_s
     if budget:
         entry["budget"] = yaml.safe_load(budget)
     path = folder / "models.yaml"
@@ -203,6 +207,26 @@ def test_define_drafts_the_missing_definitions_through_the_cache(items, tmp_path
     assert written.read_bytes() == first
 
 
+def test_define_counts_the_refusals_per_reason_and_suggests_a_stronger_model(items, tmp_path, isolated_data_dir,
+                                                                             capsys):
+    """A small model that names the term in every answer drafts nothing: the summary says so in numbers."""
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts["m1"]: "公交车。", prompts["m2"]: "就是出租车。"}, default_answer="")
+    assert _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry)]) == 1
+    out = capsys.readouterr().out
+    assert "drafted: 0 of 3 (2 named the term, 1 empty)" in out
+    assert "3 of drafter's answers named the term or were empty" in out and "another --model" in out
+
+
+def test_define_halted_by_its_budget_counts_what_was_not_asked(items, tmp_path, isolated_data_dir, capsys):
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts[key]: answer for key, answer in ANSWERS.items()})
+    assert _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry),
+                  "--max-calls", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "drafted: 1 of 3 (1 named the term, 1 not asked)" in out
+
+
 def test_define_exits_0_when_everything_was_drafted_and_writes_out(items, tmp_path, isolated_data_dir, capsys):
     prompts = _prompts(items)
     answers = {prompts[key]: answer for key, answer in ANSWERS.items()}
@@ -214,6 +238,34 @@ def test_define_exits_0_when_everything_was_drafted_and_writes_out(items, tmp_pa
     assert "drafted: 3" in capsys.readouterr().out
     assert not missing_definitions(read_item_csv(out, require_definitions=False))
     read_item_csv(out)  # runnable as it is, once reviewed
+
+
+def test_define_on_a_model_slower_than_a_claim_renewal_writes_its_file(items, tmp_path, isolated_data_dir, capsys,
+                                                                       monkeypatch):
+    """The embedded model took longer than a claim's renewal period over 12 concepts: the claim-renewal thread then
+    had a connection to the response cache, and closing the cache from the main thread crashed the command before
+    it wrote its file. The same thread pattern, with a fake model slower than a (shortened) renewal period."""
+    monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "0.15")  # renewed every 0.05 s
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts[key]: answer for key, answer in ANSWERS.items()}, delay_s=0.2)
+    status = _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry)])
+    assert status == 1 and "drafted: 2" in capsys.readouterr().out  # m1 refused, as without the delay
+    drafted = read_item_csv(tmp_path / "items.defined.csv", require_definitions=False)
+    assert drafted.concept("m2").definition_source == "model:drafter"
+
+
+def test_a_model_that_fails_midway_loses_none_of_its_answers(items, tmp_path, isolated_data_dir, capsys):
+    prompts = _prompts(items)
+    registry = _registry(tmp_path, {prompts[key]: answer for key, answer in ANSWERS.items()})
+    entry = yaml.safe_load(registry.read_text(encoding="utf-8"))
+    entry["models"]["drafter"]["fail_after"] = 2  # crashes after two answers of its one chunk
+    registry.write_text(yaml.safe_dump(entry, allow_unicode=True), encoding="utf-8")
+    assert _sctc(["terms", "define", "--items", str(items), "--model", "drafter", "--registry", str(registry)]) == 1
+    captured = capsys.readouterr()
+    assert "RuntimeError: simulated crash after 2 answers" in captured.err and "rerun" in captured.err
+    assert "drafted: 1 of 3 (1 named the term, 1 not asked)" in captured.out
+    drafted = read_item_csv(tmp_path / "items.defined.csv", require_definitions=False)
+    assert drafted.concept("m2").definition_source == "model:drafter"  # the answer that arrived is in the file
 
 
 def test_define_in_traditional_asks_in_traditional(items, tmp_path, isolated_data_dir, capsys):
@@ -324,3 +376,68 @@ def test_define_drafts_the_first_csld_concepts(csld_location, tmp_path, isolated
             assert concept.definition_zh_hant == to_traditional(answer)
         else:
             assert concept.definition_zh_hans is None and concept.definition_source is None
+
+
+def test_the_csld_path_plan_then_define_then_plan_again(csld_location, tmp_path, isolated_data_dir, capfd,
+                                                        monkeypatch):
+    """`sctc plan --term-items csld` names what is missing and the `sctc terms define` line that drafts it, which
+    takes the same names, files and subsets as `--term-items`; the drafted file then plans. The csld list is read
+    where it is; the drafted part goes to the test's temporary folder only."""
+    monkeypatch.setenv("SCTC_CSLD_UPSTREAM", str(csld_location))
+    registry = tmp_path / "drafter.yaml"
+    registry.write_text("models:\n  drafter: {backend: 'sctc_assets_tests.fakes:DefinitionBackend'}\n",
+                        encoding="utf-8")
+    total = len(from_csld(csld_location / CSLD_THREE_PLACES))
+    plan = ["plan", "--benchmarks", "term", "--models", "drafter", "--registry", str(registry), "--trials", "1"]
+
+    assert _sctc([*plan, "--term-items", "csld"]) == 2
+    err = capfd.readouterr().err
+    assert f"{total} of {total} concepts have no definition (rows 2–{total + 1};" in err
+    assert "`sctc terms define --items csld --model KEY` drafts them" in err
+    assert _sctc([*plan, "--term-items", "csld", "--term-limit", "3"]) == 2
+    assert ("3 of 3 concepts have no definition (rows 2–4;" in (err := capfd.readouterr().err)
+            and "`sctc terms define --items csld --term-limit 3 --model KEY`" in err)
+
+    define = ["terms", "define", "--model", "drafter", "--registry", str(registry), "--term-limit", "3"]
+    with contextlib.chdir(tmp_path):  # a named source's file goes to the current folder, named after the set
+        assert _sctc([*define, "--items", "csld"]) == 0
+    drafted = read_item_csv(tmp_path / "csld_first3.defined.csv")  # every definition there: runnable
+    assert [c.concept_id for c in drafted.concepts] == ["1", "2", "3"]
+    assert "drafted: 3 of 3" in capfd.readouterr().out
+    # the csld file itself, and a set registered under a name, as --term-items takes them
+    assert _sctc([*define, "--items", str(csld_location / CSLD_THREE_PLACES), "--out", str(tmp_path / "a.csv")]) == 0
+    sets = tmp_path / "sets.yaml"
+    sets.write_text("item_sets:\n  first_two: {source: csld, limit: 2}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_ITEM_SETS", str(sets))
+    assert _sctc(["terms", "define", "--model", "drafter", "--registry", str(registry), "--items", "first_two",
+                  "--out", str(tmp_path / "b.csv")]) == 0
+    assert "answers from the response cache: 2 (new model calls: 0)" in capfd.readouterr().out
+    assert read_item_csv(tmp_path / "a.csv").concepts == drafted.concepts  # the same concepts and (cached) drafts
+    assert len(read_item_csv(tmp_path / "b.csv")) == 2
+
+    monkeypatch.delenv("SCTC_ITEM_SETS")  # first_two has no definitions: a run checks every registered set
+    assert _sctc([*plan, "--term-items", str(tmp_path / "csld_first3.defined.csv")]) == 0, capfd.readouterr()
+
+
+@pytest.mark.slow
+def test_define_with_the_embedded_model_past_a_claim_renewal(csld_location, embedded_offline, tmp_path, capsys,
+                                                             monkeypatch):
+    """The real embedded model on the CPU (about 3 s an answer) outlives a shortened claim renewal period, as its 12
+    concepts outlived the default 20 s one: the command ends normally, counts its refusals per reason and writes
+    its file."""
+    three = from_csld(csld_location / CSLD_THREE_PLACES)
+    items = write_item_csv(ItemSet(name="csld3", regions=three.regions, concepts=three.concepts[:3]),
+                           tmp_path / "csld3.csv")  # in the test's temporary folder only
+    monkeypatch.setenv("SCTC_CLAIM_LEASE_S", "0.3")  # renewed every 0.1 s
+    out = tmp_path / "csld3.defined.csv"
+    status = _sctc(["terms", "define", "--items", str(items), "--model", "qwen2.5-coder-0.5b-instruct"])
+    printed = capsys.readouterr().out
+    drafted = re.search(r"drafted: (\d) of 3(?: \((.*)\))?\n", printed)
+    assert drafted, printed
+    counted = sum(int(part.split()[0]) for part in (drafted.group(2) or "").split(", ") if part)
+    assert int(drafted.group(1)) + counted == 3
+    assert status == (0 if drafted.group(1) == "3" else 1)
+    written = read_item_csv(out, require_definitions=False)
+    assert [c.concept_id for c in written.concepts] == ["1", "2", "3"]
+    assert sum(c.definition_source == "model:qwen2.5-coder-0.5b-instruct" for c in written.concepts) == \
+        int(drafted.group(1))

@@ -6,6 +6,8 @@ term_misalignment_by_term → the cross-model tests, correlations, summaries and
 
 from __future__ import annotations
 
+import argparse
+
 from typing import Any, Mapping
 
 import pandas as pd
@@ -85,6 +87,29 @@ def term_arguments(parser: Any) -> None:
                             "(e.g. --extend-from csld: the 110 terms with Hong Kong and Macau forms)")
     items.add_argument("--item-set-name", metavar="NAME",
                        help="the set's name (its assets are terms_<NAME>_…; default: from the source)")
+    subset_arguments(items)
+
+
+def positive_int(text: str) -> int:
+    """argparse's type for a count of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def subset_arguments(group: Any) -> None:
+    """`--term-limit` and `--concepts`: a part of an item set, the same for `sctc run`/`plan --term-items` and
+    `sctc terms define --items`."""
+    group.add_argument("--term-limit", type=positive_int, metavar="N",
+                       help="only the set's first N concepts (of --concepts, when given), to try a large set on a "
+                            "slow model; the set's default name gets _first<N>")
+    group.add_argument("--concepts", nargs="+", metavar="ID",
+                       help="only these concepts (concept_id values; a csld three-places concept's id is its data "
+                            "row's number, 1 under the header); the set's default name gets _c<digest>")
 
 
 def term_config(options: Mapping[str, Any]) -> dict:

@@ -26,6 +26,7 @@ try:
 except ValueError as exc:  # a benchmark module of another package that cannot serve (sctc_assets.benchmarks.plugins)
     print(f"error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
+from sctc_assets.benchmarks.term import subset_arguments
 from sctc_assets.lib.cache_postgres import DATABASE_URL_ENV
 from sctc_assets.lib.dagster_home import SETTINGS_FILE, write_instance_settings
 from sctc_assets.lib.interrupt import restore_interrupt_handler
@@ -49,7 +50,7 @@ BUDGET_SCOPE_ENV_VAR = "SCTC_BUDGET_SCOPE"
 INSTANCE_COMMANDS = ("run", "report", "ui")
 NO_REPORT_ENV_VAR = "SCTC_NO_REPORT"
 # The options that run the term benchmark on another item set (`cli/item_sets.py`).
-ITEM_SET_OPTIONS = ("term_items", "varieties", "cue", "extend_from", "item_set_name")
+ITEM_SET_OPTIONS = ("term_items", "varieties", "cue", "extend_from", "item_set_name", "term_limit", "concepts")
 ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) that never read the report
 # `sctc run`'s shortcut for a rerun on an unchanged folder, tried before the run's own (heavy) module is loaded.
 UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
@@ -194,18 +195,23 @@ def _add_terms_parser(commands: Any) -> None:
     actions = terms.add_subparsers(dest="terms_command", required=True, metavar="ACTION")
     define = actions.add_parser(
         "define", help="draft the missing definitions of an item file with a registered model, for review",
-        description="Ask a registered model for the definition of every concept of the item file that has none "
+        description="Ask a registered model for the definition of every concept of the item set that has none "
                     "(through the response cache and the budget, like every model call), and write a new item file "
                     "with them, marked `definition_source: model:<key>`, for a person to review before it is run. "
-                    "Concepts that have a definition are left as they are; the input file is never overwritten. "
+                    "The set is named as `sctc run --term-items` names it (a file, a URL, csld, a registered set), "
+                    "and --term-limit/--concepts choose a part of it as they do there. Concepts that have a "
+                    "definition are left as they are; the input file is never overwritten. "
                     "Exits with 0 when every missing definition was drafted, 1 when some were refused or not "
-                    "answered (the file is written with them left blank), 2 for bad input (the item file, an "
-                    "unknown model key, the registry).")
-    define.add_argument("--items", type=Path, required=True, metavar="FILE",
-                        help="the item file (CSV, docs/item-sets.md)")
+                    "answered (the file is written with them left blank; the summary counts them per reason), 2 "
+                    "for bad input (the item set, an unknown model key, the registry).")
+    define.add_argument("--items", required=True, metavar="PATH|URL|NAME",
+                        help="the item set, as --term-items takes it: a CSV in the item-set schema "
+                             "(docs/item-sets.md), a csld list, a URL to either, a set named in a registry, or csld "
+                             "/ csld-straits ($SCTC_CSLD_UPSTREAM)")
     define.add_argument("--model", required=True, metavar="KEY", help="registry key of the model that drafts them")
     define.add_argument("--out", type=Path, default=None, metavar="FILE",
-                        help="the new item file (default: <stem>.defined.csv next to --items)")
+                        help="the new item file (default: <stem>.defined.csv next to an --items file, else "
+                             "<set name>.defined.csv in the current folder)")
     define.add_argument("--script", choices=("simplified", "traditional"), default="simplified",
                         help="the script the model is asked in and writes; the other script's definition is made by "
                              "script-only conversion (default: simplified)")
@@ -216,6 +222,7 @@ def _add_terms_parser(commands: Any) -> None:
     define.add_argument("--max-cost", type=float, metavar="USD",
                         help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
                              f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
+    subset_arguments(define.add_argument_group("a part of the set (the new file holds only it)"))
 
 
 def _add_cache_parser(commands: Any) -> None:

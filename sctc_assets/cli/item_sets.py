@@ -1,5 +1,5 @@
-"""`--term-items`, `--varieties`, `--cue`, `--extend-from` of `sctc run` and `sctc plan`: which item set the term
-benchmark runs on.
+"""`--term-items`, `--varieties`, `--cue`, `--extend-from`, `--term-limit`, `--concepts` of `sctc run` and `sctc plan`:
+which item set (or part of one) the term benchmark runs on.
 
 A set is a benchmark of its own (`terms_<set>`, see `sctc_assets.benchmarks.item_sets`), and benchmarks are made when
 the package is imported. A set this process does not know yet is checked here (before any model is asked), kept in
@@ -16,46 +16,30 @@ from dataclasses import replace
 
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.benchmarks.item_sets import ITEM_SETS
+from sctc_assets.cli.selection import chosen_benchmarks, select
 from sctc_assets.lib.term.item_sources import (DEFAULT_SET, ENTRY_ENV_VAR, ItemSetEntry, entry_json, load_entry,
-                                               name_for_source, remember, set_name_problem, variety_problems)
+                                               remember, resolve_items, variety_problems)
 from sctc_assets.lib.term.items import ItemSetError
-from sctc_assets.lib.term.variety_prompts import SCRIPT, identical_prompts_warning
+from sctc_assets.lib.term.variety_prompts import identical_prompts_warning
 from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.lib.varieties import load_catalog
 
 TERM = "term"
 
 
-def _derived_name(source: str, extend: tuple[str, ...]) -> str:
-    name = "_".join([name_for_source(source), *(name_for_source(other) for other in extend)])
-    return (f"{name}_varieties" if name == DEFAULT_SET else name)[:31].rstrip("_")
-
-
 def requested_entry(args: argparse.Namespace) -> ItemSetEntry:
-    """The set the options describe: a registered set by name (the options given replace its own), else a source
-    (default: the paper's 110 terms, which `--varieties` or `--extend-from` alone extend)."""
-    source = args.term_items or DEFAULT_SET
-    registered = ITEM_SETS.get(source)
-    if registered is not None and not args.item_set_name:
-        base = registered
-    else:
-        extend = tuple(args.extend_from or ())
-        name = args.item_set_name or _derived_name(source, extend)
-        problem = set_name_problem(name)
-        if problem:
-            raise ItemSetError(f"--item-set-name: {problem}")
-        base = ItemSetEntry(name=name, source=source, extend_from=extend)
-    return replace(base, varieties=tuple(args.varieties) if args.varieties else base.varieties,
-                   cue=args.cue or base.cue or SCRIPT,
-                   extend_from=tuple(args.extend_from) if args.extend_from else base.extend_from, registry="")
+    """The set the options describe (`resolve_items`): a registered set by name (the options given replace its own),
+    else a source (default: the paper's 110 terms, which `--varieties` or `--extend-from` alone extend)."""
+    return resolve_items(args.term_items or DEFAULT_SET, ITEM_SETS, name=args.item_set_name, varieties=args.varieties,
+                         cue=args.cue, extend_from=args.extend_from, limit=args.term_limit, concepts=args.concepts)
 
 
 def resolve(args: argparse.Namespace, argv: list[str]) -> int | None:
     """For `sctc run`/`plan` with an item-set option: None when the run can go on in this process (with `term` replaced by the set's benchmark), else the exit
     status: 2 for a set refused, or the child process's."""
     if TERM not in (args.benchmarks or []):
-        print("error: --term-items, --varieties, --cue, --extend-from and --item-set-name choose the term "
-              "benchmark's item set: add --benchmarks term", file=sys.stderr)
+        print("error: --term-items, --varieties, --cue, --extend-from, --term-limit, --concepts and --item-set-name "
+              "choose the term benchmark's item set: add --benchmarks term", file=sys.stderr)
         return 2
     catalog = load_catalog()
     try:
@@ -79,6 +63,12 @@ def resolve(args: argparse.Namespace, argv: list[str]) -> int | None:
     if os.environ.get(ENTRY_ENV_VAR):  # this is the child already: never start another
         print(f"error: item set {entry.name}: not made a benchmark in this process (${ENTRY_ENV_VAR})", file=sys.stderr)
         return 2
+    # Everything the run checks before a stage (options, registry, models, storage) is checked before the set is
+    # kept: a rejected run keeps nothing. The child process checks it again, finding nothing to print.
+    checked = select(argparse.Namespace(**{**vars(args), "benchmarks": chosen_benchmarks(args.benchmarks)}),
+                     check_keys=args.command == "run" and not args.dry_run)
+    if isinstance(checked, int):
+        return checked
     if args.command == "run" and not args.dry_run:
         print(f"item set {entry.name}: kept in {remember(entry)} (its assets: {entry.prefix}_…)")
     environment = {**os.environ, ENTRY_ENV_VAR: entry_json(entry)}

@@ -1,4 +1,7 @@
-"""`sctc terms define`: draft the missing definitions of an item file with a registered model, for a person to review.
+"""`sctc terms define`: draft the missing definitions of an item set with a registered model, for a person to review.
+
+The set is named as `sctc run --term-items` names it (`lib/term/item_sources.resolve_items`: a file, a URL, csld /
+csld-straits, a registered set), and `--term-limit`/`--concepts` choose a part of it as they do there.
 
 Every call goes through the model's backend, the shared response cache and the budget (`--max-calls`/`--max-cost`,
 `$SCTC_MAX_CALLS`/`$SCTC_MAX_COST_USD`, the entry's own `budget:`), exactly as `sctc run`'s assets call it; a rerun
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -19,9 +23,11 @@ from sctc_assets.backends.base import BackendUnavailable, GenerationHalted, Mode
 from sctc_assets.lib.cache import Cache, cache_key
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.model_registry import RegistryError
-from sctc_assets.lib.term.definitions import (apply_definitions, definition_request, missing_definitions,
-                                              parse_definition)
-from sctc_assets.lib.term.items import ItemSetError, read_item_csv, write_item_csv
+from sctc_assets.lib.term.definitions import (EMPTY, EMPTY_ANSWER, NAMED_THE_TERM, apply_definitions,
+                                              definition_request, missing_definitions, parse_definition, problem_kind)
+from sctc_assets.lib.term.item_sources import load_entry, registered_sets, resolve_items, source_file
+from sctc_assets.lib.term.items import Concept, ItemSet, ItemSetError, write_item_csv
+from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.validation import key_problem
 
@@ -30,9 +36,13 @@ OPTION_NAMES = {"max_calls": "--max-calls", "max_cost_usd": "--max-cost"}
 REQUEST_KIND = "define"  # the requests' `ref`: what a log or a replay would see; not part of the cache key
 
 
-def default_out(items: Path) -> Path:
-    """`<stem>.defined.csv` next to the item file."""
-    return items.with_name(items.stem + DEFINED_SUFFIX)
+def default_out(items: str, set_name: str) -> Path:
+    """`<stem>.defined.csv` next to an item file; for a named set, a URL or a csld name, `<set name>.defined.csv` in
+    the current folder (never beside the upstream data)."""
+    path = Path(items).expanduser()
+    if not items.startswith(("http://", "https://")) and path.is_file():
+        return path.with_name(path.stem + DEFINED_SUFFIX)
+    return Path(set_name + DEFINED_SUFFIX)
 
 
 def _error(message: str) -> int:
@@ -60,27 +70,31 @@ def _stored(backend: ModelBackend, requests: Sequence[GenerationRequest],
     return [hits.get(key) for key in keys]
 
 
-def _problem(result: GenerationResult | None) -> str:
-    """Why a call gave no text to read a definition from."""
+def _problem(result: GenerationResult | None) -> tuple[str, str]:
+    """Why a call gave no text to read a definition from, and the reason it is counted under."""
     if result is None:
-        return "not asked"
+        return "not asked", "not asked"
     if result.outcome == "refusal":
-        return f"the model refused ({result.message or 'no reason given'})"
+        return f"the model refused ({result.message or 'no reason given'})", "refused by the model"
     if result.outcome == "error":
-        return f"the call failed ({result.message or 'no message'}); a rerun asks again"
-    return f"no answer ({result.message or result.outcome})"
+        return f"the call failed ({result.message or 'no message'}); a rerun asks again", "call failed"
+    return f"no answer ({result.message or result.outcome})", "no answer"
 
 
 def define(args: argparse.Namespace) -> int:
-    items: Path = args.items
-    try:
-        item_set = read_item_csv(items, require_definitions=False)
-    except ItemSetError as exc:
+    items: str = args.items
+    try:  # the set as `sctc run --term-items` reads it: a file, a URL, a named source or a registered set
+        item_entry = resolve_items(items, registered_sets(), limit=args.term_limit, concepts=args.concepts)
+        item_set = load_entry(item_entry, require_definitions=False).item_set
+    except (ItemSetError, UpstreamError) as exc:
         return _error(str(exc))
+    except KeyError as exc:
+        return _error(str(exc.args[0]))
     except OSError as exc:
         return _error(f"{items}: {exc.strerror or exc}")
-    out: Path = args.out or default_out(items)
-    if _same_file(out, items):
+    out: Path = args.out or default_out(items, item_entry.name)
+    read_from = source_file(item_entry.source)
+    if read_from is not None and _same_file(out, read_from):
         return _error(f"{out}: is the item file itself; choose another --out (the input is never overwritten)")
 
     try:
@@ -111,7 +125,8 @@ def define(args: argparse.Namespace) -> int:
                                        concept_id=concept.concept_id) for concept in missing]
     cache = registry.cache()
     halted: str | None = None
-    try:
+    failed: str | None = None
+    try:  # the cache is closed last, once the file is written: a failure there loses nothing computed
         already = sum(result is not None for result in _stored(backend, requests, cache))
         try:
             results: list[GenerationResult | None] = list(backend.generate(requests, cache=cache))
@@ -122,28 +137,52 @@ def define(args: argparse.Namespace) -> int:
             from_cache = already
         except BackendUnavailable as exc:
             return _error(f"model {args.model!r}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the answers that arrived are stored: the file gets them too
+            failed = f"{type(exc).__name__}: {exc}"
+            results = _stored(backend, requests, cache)
+            from_cache = already
+        status = _write_drafts(args, item_set, missing, results, from_cache, halted, out)
+        if failed:
+            print(f"error: the model failed before every concept was asked ({failed}); the answers that arrived are "
+                  f"stored and in {out}: rerun the same command to ask the rest", file=sys.stderr)
+            return 1
+        return status
     finally:
         cache.close()
 
+
+def _write_drafts(args: argparse.Namespace, item_set: ItemSet, missing: Sequence[Concept],
+                  results: Sequence[GenerationResult | None], from_cache: int, halted: str | None, out: Path) -> int:
+    """The new item file with the definitions read from `results`, and what happened, printed."""
+    items = args.items
     drafts: dict[str, str] = {}
     refused: list[tuple[str, str]] = []
+    reasons: Counter[str] = Counter()
     for concept, result in zip(missing, results):
         if result is None or result.outcome != "ok":
-            refused.append((concept.concept_id, _problem(result)))
-            continue
-        definition, why = parse_definition(result.text, concept)
-        if definition is None:
-            refused.append((concept.concept_id, why or "unusable answer"))
+            why, kind = _problem(result)
         else:
-            drafts[concept.concept_id] = definition
+            definition, why = parse_definition(result.text, concept)
+            if definition is not None:
+                drafts[concept.concept_id] = definition
+                continue
+            why = why or EMPTY_ANSWER
+            kind = problem_kind(why)
+        refused.append((concept.concept_id, why))
+        reasons[kind] += 1
     write_item_csv(apply_definitions(item_set, drafts, args.model, args.script), out)
 
     print(f"{items}: {len(missing)} of {len(item_set)} concepts had no definition; asked {args.model} "
           f"({args.script})")
-    print(f"drafted: {len(drafts)}")
+    counted = ", ".join(f"{count} {kind}" for kind, count in reasons.most_common())
+    print(f"drafted: {len(drafts)} of {len(missing)}" + (f" ({counted})" if counted else ""))
     print(f"refused: {len(refused)}")
     for concept_id, why in refused:
         print(f"  {concept_id}: {why}")
+    unusable = reasons[NAMED_THE_TERM] + reasons[EMPTY]
+    if unusable:
+        print(f"{unusable} of {args.model}'s answers named the term or were empty, against the instruction: a "
+              "stronger model follows it better; try another --model (`sctc models` lists the registry)")
     new_calls = len(missing) - from_cache - sum(result is None for result in results)
     print(f"answers from the response cache: {from_cache} (new model calls: {new_calls})")
     if halted:

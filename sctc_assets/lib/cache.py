@@ -124,9 +124,13 @@ class ResponseCache:
             connection.execute(_LEDGER_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
+        """This thread's connection (one per thread, made on its first use). It is used only by its own thread, but
+        made with `check_same_thread=False` so that `close()` can close it from another: a `generate()` that ran
+        past a claim's renewal has a connection in the claim-renewal thread, which `close()` must close too."""
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            connection = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None)
+            connection = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None,
+                                         check_same_thread=False)
             connection.execute("PRAGMA busy_timeout = %d" % int(self._timeout_s * 1000))
             connection.execute("PRAGMA synchronous=NORMAL")
             self._local.connection = connection
@@ -336,7 +340,8 @@ class ResponseCache:
             return connection.total_changes - before
 
     def close(self) -> None:
-        """Close the connections of every thread that used this cache."""
+        """Close the connections of every thread that used this cache, from whichever thread calls it (after those
+        threads have finished with it: the work queue joins its claim-renewal thread first)."""
         with self._connections_lock:
             connections, self._connections = self._connections, []
         for connection in connections:

@@ -10,6 +10,7 @@ dictionary-style sentence about the concept named by all its regions' forms, whi
   the concept's forms in either script: it would give the answer away);
 - `apply_definitions(item_set, drafts, model_key, script)`: the item set with the drafted definitions filled in,
   marked `definition_source: model:<key>`; the other script's definition is made by script-only conversion;
+- `problem_kind(problem)`: the reason a refusal is counted under (`named the term`, `empty`);
 - `missing_definitions(item_set)`: the concepts without a definition in either script.
 
 Every drafted definition is for a person to review before the item set is run.
@@ -38,6 +39,10 @@ _INSTRUCTION = (
 # Labels a model may put before its definition ("定义：", "释义:", "答：" …), in either script.
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:定义|定義|释义|釋義|解释|解釋|答案|回答|答)\s*(?:\*\*)?\s*[:：]"
                     r"\s*(?:\*\*)?")
+EMPTY_ANSWER = "the answer is empty"
+NAMES_A_FORM = "the answer contains the form "
+# The reasons an answer is refused, as the summary counts them ("0 of 12 drafted (12 named the term)").
+NAMED_THE_TERM, EMPTY = "named the term", "empty"
 _QUOTES = "\"'“”‘’「」『』《》〈〉«»`*"
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
@@ -104,11 +109,18 @@ def parse_definition(text: str | None, concept: Concept) -> tuple[str | None, st
     paragraph = _PARAGRAPH_BREAK.split(answer, maxsplit=1)[0] if answer else ""
     definition = _strip_quotes("".join(line.strip() for line in paragraph.splitlines()))
     if not definition:
-        return None, "the answer is empty"
+        return None, EMPTY_ANSWER
     form = form_in(definition, concept)
     if form is not None:
-        return None, f"the answer contains the form {form}"
+        return None, f"{NAMES_A_FORM}{form}"
     return definition, None
+
+
+def problem_kind(problem: str) -> str:
+    """The short reason `parse_definition`'s problem is counted under: `named the term` or `empty`."""
+    if problem.startswith(NAMES_A_FORM):
+        return NAMED_THE_TERM
+    return EMPTY if problem == EMPTY_ANSWER else problem
 
 
 def missing_definitions(item_set: ItemSet) -> list[Concept]:

@@ -3,9 +3,12 @@
 A source is a name (`sctc`: the upstream 110 terms, the default set; `csld`: the csld three-places list;
 `csld-straits`: its two-sided list; both read from `$SCTC_CSLD_UPSTREAM`), a path to a CSV in the documented schema
 or to one of the csld files (recognised by its header), or an http(s) URL to either, downloaded once into the data
-folder. An entry of the registry names a set: its source, the prompting varieties it runs, the region cue and the
-sources whose forms extend it. Registries are YAML files: `$SCTC_ITEM_SETS` (a person's), and the one `sctc run
---term-items` keeps in the data folder so that the UI and `sctc report` see the sets a run used.
+folder. An entry of the registry names a set: its source, the prompting varieties it runs, the region cue, the
+sources whose forms extend it and, to try a large set on a slow model, a subset (`concepts`, `limit`).
+`resolve_items` turns what a person gives an item option (`sctc run`/`plan --term-items`, `sctc terms define
+--items`) into an entry, the same way for every command. Registries are YAML files: `$SCTC_ITEM_SETS` (a
+person's), and the one `sctc run --term-items` keeps in the data folder so that the UI and `sctc report` see the sets
+a run used.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import os
 import re
 import urllib.request
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -24,7 +27,8 @@ import yaml
 from sctc_assets.lib.atomic_files import write_text
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.term.items import (CSLD_STRAITS, CSLD_THREE_PLACES, ItemSet, ItemSetError, check_definitions,
-                                        check_varieties, csld_path, extend_from, from_csld, read_item_csv)
+                                        check_varieties, csld_path, extend_from, from_csld, read_item_csv,
+                                        subset)
 from sctc_assets.lib.term.variety_prompts import CUE_MODES, SCRIPT
 from sctc_assets.lib.varieties import Catalog, load_catalog
 
@@ -38,7 +42,7 @@ REGISTRY_ENV_VAR = "SCTC_ITEM_SETS"
 ENTRY_ENV_VAR = "SCTC_ITEM_SET_ENTRY"
 RUN_REGISTRY_FILE = "item_sets.yaml"
 SET_NAME = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
-_ENTRY_KEYS = {"source", "varieties", "cue", "extend_from", "match_region"}
+_ENTRY_KEYS = {"source", "varieties", "cue", "extend_from", "match_region", "limit", "concepts"}
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,14 @@ class ItemSetEntry:
     cue: str = SCRIPT
     extend_from: tuple[str, ...] = ()
     match_region: str = "tw"
+    limit: int | None = None  # only the first `limit` concepts (of `concepts`, when given)
+    concepts: tuple[str, ...] = ()  # only these concept_ids
     registry: str = field(default="", compare=False)  # the file that declared it, for messages
+
+    def subset_options(self) -> str:
+        """`--concepts …` and `--term-limit N` as a command line spells this entry's subset ('' for none)."""
+        return ((f" --concepts {' '.join(self.concepts)}" if self.concepts else "")
+                + (f" --term-limit {self.limit}" if self.limit is not None else ""))
 
     @property
     def prefix(self) -> str:
@@ -99,9 +110,16 @@ def entry_from_document(name: str, document: object, registry: str) -> ItemSetEn
             raise ItemSetError(f"{where}.{key}: expected a list of strings")
         return tuple(value)
 
+    limit = document.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ItemSetError(f"{where}.limit: expected a whole number of concepts, at least 1 (got {limit!r})")
+    concepts = document.get("concepts") or []
+    if not isinstance(concepts, list) or not all(isinstance(item, (str, int)) and not isinstance(item, bool)
+                                                 for item in concepts):
+        raise ItemSetError(f"{where}.concepts: expected a list of concept_ids")
     return ItemSetEntry(name=name, source=source.strip(), varieties=strings("varieties"), cue=cue,
                         extend_from=strings("extend_from"), match_region=str(document.get("match_region", "tw")),
-                        registry=registry)
+                        limit=limit, concepts=tuple(str(item) for item in concepts), registry=registry)
 
 
 def read_registry(path: str | Path) -> dict[str, ItemSetEntry]:
@@ -160,6 +178,42 @@ def name_for_source(source: str) -> str:
         return source.replace("-", "_")
     stem = Path(source.split("?", 1)[0]).stem.lower().replace("-", "_").replace(".", "_")
     return stem if set_name_problem(stem) is None else f"items_{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+
+
+def derived_name(source: str, extend_from: Sequence[str] = (), limit: int | None = None,
+                 concepts: Sequence[str] = ()) -> str:
+    """The name of a set given by its source alone: the source's (`name_for_source`), joined with its extensions',
+    and a suffix for a subset (`_first12` for `--term-limit 12`, `_c<8 hex digits>` for `--concepts`)."""
+    name = "_".join([name_for_source(source), *(name_for_source(other) for other in extend_from)])
+    suffix = ((f"_c{hashlib.sha256(' '.join(concepts).encode()).hexdigest()[:8]}" if concepts else "")
+              + (f"_first{limit}" if limit is not None else ""))
+    if name == DEFAULT_SET and not suffix:
+        name = f"{name}_varieties"
+    return name[:31 - len(suffix)].rstrip("_") + suffix
+
+
+def resolve_items(source: str, registered: Mapping[str, ItemSetEntry], *, name: str | None = None,
+                  varieties: Sequence[str] | None = None, cue: str | None = None,
+                  extend_from: Sequence[str] | None = None, limit: int | None = None,
+                  concepts: Sequence[str] | None = None) -> ItemSetEntry:
+    """The set an item option names, the same for every command that takes one (`sctc run`/`plan --term-items`,
+    `sctc terms define --items`): a set `registered` under that name, else a source (`load_source`: a path, URL or
+    named source). The options given replace the entry's own; `name` names it (default: the registered name, else
+    `derived_name`)."""
+    if name is not None:
+        problem = set_name_problem(name)
+        if problem:
+            raise ItemSetError(f"--item-set-name: {problem}")
+    extend = tuple(extend_from or ())
+    base = registered.get(source)
+    if base is None:
+        base = ItemSetEntry(name=name or derived_name(source, extend, limit, tuple(concepts or ())), source=source,
+                            extend_from=extend)
+    elif name is not None:
+        base = replace(base, name=name)
+    return replace(base, varieties=tuple(varieties) if varieties else base.varieties, cue=cue or base.cue or SCRIPT,
+                   extend_from=extend or base.extend_from, limit=limit if limit is not None else base.limit,
+                   concepts=tuple(concepts) if concepts else base.concepts, registry="")
 
 
 def _downloaded(url: str) -> Path:
@@ -238,7 +292,7 @@ def default_varieties(item_set: ItemSet, catalog: Catalog) -> tuple[str, ...]:
 _LOADED: dict[tuple, tuple[ItemSet, tuple[tuple[str, int], ...]]] = {}
 
 
-def _source_file(source: str) -> Path | None:
+def source_file(source: str) -> Path | None:
     """The local file `source` is read from; None for the upstream terms, a URL and a name or path without a file."""
     if source == DEFAULT_SET or source.startswith(("http://", "https://")):
         return None
@@ -250,7 +304,7 @@ def _loaded_key(entry: ItemSetEntry, catalog: Catalog) -> tuple | None:
     """What `_LOADED` keeps the entry's set under; None when one of its sources is not a local file."""
     stamps = []
     for source in (entry.source, *entry.extend_from):
-        path = _source_file(source)
+        path = source_file(source)
         if path is None:
             return None
         try:
@@ -258,12 +312,13 @@ def _loaded_key(entry: ItemSetEntry, catalog: Catalog) -> tuple | None:
         except OSError:
             return None
         stamps.append((source, str(path.resolve()), digest))
-    return entry.name, entry.extend_from, entry.match_region, tuple(catalog.regions), tuple(stamps)
+    return (entry.name, entry.extend_from, entry.match_region, entry.limit, entry.concepts, tuple(catalog.regions),
+            tuple(stamps))
 
 
 def _read_entry(entry: ItemSetEntry, catalog: Catalog, open_sctc: Any) -> tuple[ItemSet, tuple[tuple[str, int], ...]]:
-    item_set = load_source(entry.source, name=entry.name, catalog=catalog, require_definitions=False,
-                           open_sctc=open_sctc)
+    item_set = subset(load_source(entry.source, name=entry.name, catalog=catalog, require_definitions=False,
+                                  open_sctc=open_sctc), limit=entry.limit, concepts=entry.concepts)
     extensions = []
     for other_source in entry.extend_from:
         other = load_source(other_source, name=name_for_source(other_source), catalog=catalog,
@@ -276,7 +331,8 @@ def _read_entry(entry: ItemSetEntry, catalog: Catalog, open_sctc: Any) -> tuple[
 
 def load_entry(entry: ItemSetEntry, *, catalog: Catalog | None = None, require_definitions: bool = True,
                open_sctc: Any = None) -> LoadedSet:
-    """The entry's set, extended by its `extend_from` sources, with its varieties checked: each variety's region
+    """The entry's set (its subset: `concepts`, then the first `limit`), extended by its `extend_from` sources,
+    with its varieties checked: each variety's region
     has a column, and (unless `require_definitions` is False) every concept a definition. A set read from local
     files is read once per process while the files stay as they are (`_LOADED`); the checks run every time."""
     catalog = catalog or load_catalog()
@@ -290,7 +346,7 @@ def load_entry(entry: ItemSetEntry, *, catalog: Catalog | None = None, require_d
     varieties = entry.varieties or default_varieties(item_set, catalog)
     check_varieties(item_set, varieties, catalog)
     if require_definitions:
-        check_definitions(item_set)
+        check_definitions(item_set, entry.source, entry.subset_options())
     return LoadedSet(item_set, tuple(varieties), extensions)
 
 

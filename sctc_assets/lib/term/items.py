@@ -45,6 +45,7 @@ class Concept:
     definition_zh_hant: str | None = None
     category: str | None = None
     definition_source: str | None = None
+    row: int | None = field(default=None, compare=False)  # its row in the file it was read from (header: row 1)
 
     def forms_of(self, region: str) -> tuple[str, ...]:
         return tuple(self.forms.get(region, ()))
@@ -161,7 +162,8 @@ def read_item_csv(path: str | Path, *, name: str | None = None, catalog: Catalog
     if not regions:
         raise ItemSetError(f"{path}: row 1: no `term_<region>` column (e.g. term_cn, term_tw)")
     if require_definitions and not set(DEFINITION_COLUMNS) & set(header):
-        raise ItemSetError(f"{path}: row 1: no definition_zh_hans or definition_zh_hant column; {DEFINE_HINT}")
+        raise ItemSetError(f"{path}: row 1: no definition_zh_hans or definition_zh_hant column; "
+                           f"{define_hint(str(path))}")
     concepts, first_row = [], {}
     for row_number, values in enumerate(reader, start=2):
         if not any(value.strip() for value in values):
@@ -182,13 +184,13 @@ def read_item_csv(path: str | Path, *, name: str | None = None, catalog: Catalog
                                f"concept {concept_id!r} has no form in any region")
         hans, hant = _fill_definitions(_blank(record.get("definition_zh_hans")),
                                        _blank(record.get("definition_zh_hant")))
-        if require_definitions and hans is None:
-            raise ItemSetError(f"{path}: row {row_number}, columns definition_zh_hans/definition_zh_hant: concept "
-                               f"{concept_id!r} has no definition; {DEFINE_HINT}")
         concepts.append(Concept(concept_id=concept_id, forms=forms, definition_zh_hans=hans, definition_zh_hant=hant,
                                 category=_blank(record.get("category")),
-                                definition_source=_blank(record.get("definition_source"))))
-    return ItemSet(name=name or path.stem, regions=tuple(regions), concepts=tuple(concepts), source=str(path))
+                                definition_source=_blank(record.get("definition_source")), row=row_number))
+    item_set = ItemSet(name=name or path.stem, regions=tuple(regions), concepts=tuple(concepts), source=str(path))
+    if require_definitions:
+        check_definitions(item_set, str(path))
+    return item_set
 
 
 def write_item_csv(item_set: ItemSet, path: str | Path) -> Path:
@@ -219,12 +221,67 @@ def check_varieties(item_set: ItemSet, varieties: Iterable[PromptingVariety | st
     return rows
 
 
-def check_definitions(item_set: ItemSet) -> None:
-    """Refuse an item set with a concept that cannot be prompted: no definition in either script."""
-    for position, concept in enumerate(item_set.concepts):
-        if concept.definition_zh_hans is None and concept.definition_zh_hant is None:
-            raise ItemSetError(f"{item_set.source or item_set.name}: concept {concept.concept_id!r} (item "
-                               f"{position + 1}) has no definition; {DEFINE_HINT}")
+def _ranges(rows: Sequence[int], most: int = 8) -> str:
+    """Row numbers as ranges, `2–12, 14, 16–988`; past `most` ranges, how many rows are left."""
+    spans: list[list[int]] = []
+    for row in sorted(set(rows)):
+        if spans and row == spans[-1][1] + 1:
+            spans[-1][1] = row
+        else:
+            spans.append([row, row])
+    shown = ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans[:most])
+    rest = sum(b - a + 1 for a, b in spans[most:])
+    return shown + (f" and {rest} more" if rest else "")
+
+
+def define_hint(items: str | None = None, options: str = "") -> str:
+    """What drafts the missing definitions: `sctc terms define`, with the item source it takes when known."""
+    if items is None:
+        return DEFINE_HINT
+    return f"`sctc terms define --items {items}{options} --model KEY` drafts them (docs/item-sets.md)"
+
+
+def check_definitions(item_set: ItemSet, items: str | None = None, options: str = "") -> None:
+    """Refuse an item set with a concept that cannot be prompted: no definition in either script. The message
+    counts every such concept and gives their rows in the file (their concept_ids where the set was not read from
+    rows); `items` (and `options`): the item source (and subset options) `sctc terms define` takes for them."""
+    missing = [concept for concept in item_set.concepts
+               if concept.definition_zh_hans is None and concept.definition_zh_hant is None]
+    if not missing:
+        return
+    where, hint = item_set.source or item_set.name, define_hint(items, options)
+    columns = "columns definition_zh_hans/definition_zh_hant"
+    if len(missing) == 1:
+        concept = missing[0]
+        at = f"row {concept.row}, " if concept.row is not None else ""
+        raise ItemSetError(f"{where}: {at}{columns}: concept {concept.concept_id!r} has no definition (1 of "
+                           f"{len(item_set)} concepts); {hint}")
+    rows = [concept.row for concept in missing if concept.row is not None]
+    named = (f"rows {_ranges(rows)}" if len(rows) == len(missing) else
+             "concepts " + ", ".join(repr(c.concept_id) for c in missing[:8])
+             + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
+    raise ItemSetError(f"{where}: {len(missing)} of {len(item_set)} concepts have no definition ({named}; {columns}); "
+                       f"{hint}")
+
+
+def subset(item_set: ItemSet, *, limit: int | None = None, concepts: Sequence[str] = ()) -> ItemSet:
+    """The concepts named in `concepts` (in the set's order; each must be in the set), then the first `limit` of
+    them: a part of a large set, to try it on a slow model. Without either, the set as it is."""
+    chosen = item_set.concepts
+    if concepts:
+        known = {concept.concept_id for concept in chosen}
+        unknown = [concept_id for concept_id in dict.fromkeys(concepts) if concept_id not in known]
+        if unknown:
+            examples = ", ".join(repr(concept.concept_id) for concept in chosen[:3])
+            raise ItemSetError(f"{item_set.source or item_set.name}: --concepts: no concept "
+                               f"{', '.join(map(repr, unknown))} in the set (its concept_ids: {examples}, …)")
+        wanted = set(concepts)
+        chosen = tuple(concept for concept in chosen if concept.concept_id in wanted)
+    if limit is not None:
+        if limit < 1:
+            raise ItemSetError(f"--term-limit: must be at least 1, got {limit}")
+        chosen = chosen[:limit]
+    return item_set if chosen == item_set.concepts else replace(item_set, concepts=tuple(chosen))
 
 
 def from_sctc_upstream(terms: pd.DataFrame, *, name: str = "sctc") -> ItemSet:
@@ -295,13 +352,14 @@ def _csld_three_places(path: Path, header: list[str], rows: list[list[str]], nam
                  for region, indexes in columns.items()}
         category = "/".join(values[i].strip() for i in (0, 1) if i < len(values) and values[i].strip()) or None
         concepts.append(Concept(concept_id=str(number), forms={r: forms[r] for r in regions}, category=category,
-                                definition_source=None))
+                                definition_source=None, row=number + 1))
     return ItemSet(name=name, regions=regions, concepts=tuple(concepts), source=str(path))
 
 
 def _csld_straits(path: Path, rows: list[list[str]], name: str) -> ItemSet:
-    pairs = [(values[0].strip(), values[1].strip(), values[3].strip()) for values in rows
-             if len(values) >= 4 and values[0].strip() and values[3].strip()]
+    numbered = [(number, values) for number, values in enumerate(rows, start=2)  # the header is row 1
+                if len(values) >= 4 and values[0].strip() and values[3].strip()]
+    pairs = [(values[0].strip(), values[1].strip(), values[3].strip()) for _, values in numbered]
     parent = list(range(len(pairs)))
 
     def root(i: int) -> int:
@@ -326,7 +384,8 @@ def _csld_straits(path: Path, rows: list[list[str]], name: str) -> ItemSet:
         first_taiwan_id = pairs[members[0]][1] or str(members[0] + 1)
         concepts.append(Concept(concept_id=first_taiwan_id,
                                 forms={"tw": _csld_forms((pairs[i][0] for i in members), "tw"),
-                                       "cn": _csld_forms((pairs[i][2] for i in members), "cn")}))
+                                       "cn": _csld_forms((pairs[i][2] for i in members), "cn")},
+                                row=numbered[members[0]][0]))
     ids = [c.concept_id for c in concepts]
     if len(set(ids)) != len(ids):  # one Taiwan word's id heading two concepts: fall back to positions
         concepts = [replace(c, concept_id=str(n)) for n, c in enumerate(concepts, start=1)]
