@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.text import Text
 from scipy import stats as scipy_stats
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
@@ -236,3 +237,48 @@ def test_a_table_missing_a_column_gives_a_section_saying_so(full, tmp_path):
     assert not any(item.startswith("sovereignty:") for item in built.missing)
     live = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {LIVE} "))
     assert live.split(" | ")[1:5] == ["not run"] * 4
+
+
+def _texts_outside(figure) -> list[str]:
+    """The texts of a drawn figure that reach past its edges (what a saved picture cuts off)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width, height = figure.get_size_inches() * figure.dpi
+    outside = []
+    for text in figure.findobj(lambda artist: isinstance(artist, Text)):
+        if not (text.get_visible() and text.get_text()):
+            continue
+        box = text.get_window_extent(renderer)
+        if box.x0 < -0.5 or box.y0 < -0.5 or box.x1 > width + 0.5 or box.y1 > height + 0.5:
+            outside.append(text.get_text())
+    return outside
+
+
+def test_a_long_model_name_is_drawn_whole_inside_the_figure(tmp_path, monkeypatch):
+    """The embedded model's key, rotated under its bars beside the paper's eleven models, was cut at the picture's
+    bottom edge ("…2.5-coder-0.5b-instr"): every figure the report saves keeps all its text inside."""
+    from matplotlib.figure import Figure
+
+    from sctc_assets.lib.report import build
+    from sctc_assets.lib.report.models import PAPER_ORDER
+    from sctc_assets.lib.report.term import stacked_figure
+
+    long_name = "qwen2.5-coder-0.5b-instruct"
+    frame = pd.DataFrame([{"model": model, "lang": lang, "pct_correct": 40.0, "pct_misaligned": 20.0,
+                           "pct_incorrect": 40.0} for model in [*PAPER_ORDER, long_name]
+                          for lang in ("zh_hans", "zh_hant")])
+    saved = []
+    original = Figure.savefig
+
+    def recording(figure, *args, **kwargs):
+        original(figure, *args, **kwargs)
+        saved.append(([text.get_text() for text in figure.findobj(Text)], _texts_outside(figure)))
+
+    monkeypatch.setattr(Figure, "savefig", recording)
+    assert build._render("fig2", lambda: stacked_figure(frame, "Figure 2 — rules labels"), tmp_path) is None
+    assert len(saved) == 2  # PNG and SVG
+    for texts, outside in saved:
+        assert long_name in texts and outside == []
