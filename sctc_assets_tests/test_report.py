@@ -282,3 +282,23 @@ def test_a_long_model_name_is_drawn_whole_inside_the_figure(tmp_path, monkeypatc
     assert len(saved) == 2  # PNG and SVG
     for texts, outside in saved:
         assert long_name in texts and outside == []
+
+
+def test_every_figure_heading_is_its_own_and_names_the_label_source(full):
+    """Figure 2 is drawn once per label source (Figure 3 once per extraction source): each heading says which (the
+    source was only inside the image)."""
+    import re
+
+    result, _ = full
+    html = result.html.read_text()
+    headings = re.findall(r'<figure id="figure-[^"]+" data-figure="([^"]+)">\s*<h3>([^<]+)</h3>', html)
+    assert len(headings) == len(result.figures)
+    titles = [title for _, title in headings]
+    assert len(set(titles)) == len(titles), [title for title in titles if titles.count(title) > 1]
+    term = [(name, title) for name, title in headings if name.startswith("term_fig")]
+    assert {name.rsplit("_", 1)[1] for name, _ in term} == {"upstream", "rules"}
+    for name, title in term:
+        assert f"{name.rsplit('_', 1)[1]} labels" in title, title
+    names = [(name, title) for name, title in headings
+             if name.startswith("name_fig") and not name.startswith(("name_fig6", "name_fig9"))]  # one source
+    assert names and all(f"{name.rsplit('_', 1)[1]} extraction" in title for name, title in names)

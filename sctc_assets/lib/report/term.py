@@ -258,8 +258,8 @@ def section(inputs: ReportInputs) -> Section:
             what = {"all": "all 110 terms", "no_gpt_definitions": "without the 22 GPT-written definitions"}[subset]
             result.add(FigureSpec(
                 name=f"term_{name}_{source}",
-                title=f"{paper_figure}: correct, misaligned and incorrect responses, prompt variant {variant}, "
-                      f"{what}",
+                title=f"{paper_figure}, {source} labels: correct, misaligned and incorrect responses, prompt "
+                      f"variant {variant}, {what}",
                 caption="S and T: the model prompted in Simplified and in Traditional Chinese. Misaligned: the "
                         "other region's term.",
                 draw=partial(stacked_figure, frame,
