@@ -106,7 +106,7 @@ def test_the_scorecard_says_what_was_not_run_and_the_live_model_is_reduced(full)
     result, _ = full
     markdown = result.markdown.read_text()
     tsb_row = next(line for line in markdown.splitlines() if line.startswith(f"| {TSB} "))
-    assert tsb_row.count("not run") == 4 + 3 + 2  # term, names and reviews
+    assert tsb_row.count("not run") == 5 + 3 + 2  # term (its labels and 4 values), names and reviews
     assert "PASS" in tsb_row or "FAIL" in tsb_row
     assert f"{LIVE}: reduced run, 1 trial(s) per prompt (paper: 15)" in markdown
     # Provenance: the served model and fingerprint of the live model, its cost at the registry's prices.
@@ -125,7 +125,7 @@ def test_scorecard_values_are_the_tables(full, tmp_path):
                 & (rates["prompt_variant"] == 1) & (rates["subset"] == "all") & (rates["measure"] == "correct")]
     expected = f"{row['pct_s'].iloc[0]:.1f} [{row['ci_low_s'].iloc[0]:.1f}, {row['ci_high_s'].iloc[0]:.1f}]"
     qwen = next(line for line in result.markdown.read_text().splitlines() if line.startswith("| paper-qwen "))
-    assert qwen.split(" | ")[1] == expected
+    assert qwen.split(" | ")[1:3] == ["upstream n = 1,650", expected]  # the label source, then S correct %
 
 
 def test_an_empty_storage_reports_every_section_missing(tmp_path):
@@ -148,7 +148,7 @@ def test_chosen_models_only_and_a_model_without_results_gets_a_row(full, tmp_pat
     assert chosen.models == [TSB, "unknown-model"]
     assert "| paper-qwen " not in chosen.markdown.read_text()
     unknown = next(line for line in chosen.markdown.read_text().splitlines() if line.startswith("| unknown-model "))
-    assert "not in the registry" in unknown and unknown.count("not run") == 14
+    assert "not in the registry" in unknown and unknown.count("not run") == 15
 
 
 def test_figures_drawn_in_worker_processes_are_the_same_files(full, tmp_path, monkeypatch):
@@ -236,7 +236,7 @@ def test_a_table_missing_a_column_gives_a_section_saying_so(full, tmp_path):
     assert built.figures == ["sovereignty_scores_code", "sovereignty_scores_paper"]
     assert not any(item.startswith("sovereignty:") for item in built.missing)
     live = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {LIVE} "))
-    assert live.split(" | ")[1:5] == ["not run"] * 4
+    assert live.split(" | ")[1:6] == ["not run"] * 5
 
 
 def _texts_outside(figure) -> list[str]:
@@ -302,3 +302,18 @@ def test_every_figure_heading_is_its_own_and_names_the_label_source(full):
     names = [(name, title) for name, title in headings
              if name.startswith("name_fig") and not name.startswith(("name_fig6", "name_fig9"))]  # one source
     assert names and all(f"{name.rsplit('_', 1)[1]} extraction" in title for name, title in names)
+
+
+def test_each_scorecard_row_names_its_term_label_source_and_a_reduced_run(full):
+    """The term cells of replay models use the authors' labels, those of live models the rules': each row says
+    which, with the answers behind it, and a reduced run (1 of the paper's 15 trials) is marked in its row."""
+    result, _ = full
+    lines = result.markdown.read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| Model "))
+    assert header.split(" | ")[1] == "Term choice (prompt variant 1) · labels"
+    cells = {model: next(line for line in lines if line.startswith(f"| {model} ")).split(" | ")[1]
+             for model in (*REPLAYS, LIVE)}
+    assert cells["paper-qwen"] == cells["paper-gpt4o"] == "upstream n = 1,650"
+    assert cells[LIVE] == "rules reduced: 1 of 15 trials · n = 110"
+    html = result.html.read_text()
+    assert '<td class="reduced" data-sort="rules"' in html and html.count('<td class="reduced"') == 1

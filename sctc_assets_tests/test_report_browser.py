@@ -140,3 +140,13 @@ def test_an_empty_audit_says_what_is_missing_without_errors(page, report, tmp_pa
     for section in ("term", "name", "sovereignty"):
         assert page.evaluate(f"document.querySelector('#{section} .missing').innerText")
     _open(page, report[0].html)  # back to the full report for any test after this one
+
+
+def test_the_scorecard_marks_the_label_source_and_a_reduced_run_in_each_row(page):
+    cells = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('#scorecard tbody tr')).map(r => "
+                          "[r.cells[0].getAttribute('data-sort'), [r.cells[1].innerText, r.cells[1].className, "
+                          "getComputedStyle(r.cells[1]).backgroundColor, r.cells[1].title]]))")
+    text, css, background, title = cells["my-gpt"]
+    assert text.splitlines() == ["rules", "reduced: 1 of 15 trials · n = 110"] and css == "reduced"
+    assert background != cells["paper-qwen"][2] and "this platform's rules" in title
+    assert cells["paper-qwen"][0].splitlines() == ["upstream", "n = 1,650"] and cells["paper-qwen"][1] == ""
