@@ -317,3 +317,24 @@ def test_each_scorecard_row_names_its_term_label_source_and_a_reduced_run(full):
     assert cells[LIVE] == "rules reduced: 1 of 15 trials · n = 110"
     html = result.html.read_text()
     assert '<td class="reduced" data-sort="rules"' in html and html.count('<td class="reduced"') == 1
+
+
+def test_every_term_label_source_is_explained(full, tmp_path):
+    """A report with `lexicon` labels (as `sctc run` makes for every model) says what they are, next to the others,
+    and wherever its figure and table name their source."""
+    from sctc_assets.lib.report.term import SOURCE_NOTES
+
+    result, _ = full
+    tables = read_tables(result.folder.parent.parent / "storage", ["term_choice_rates", "term_choice_tests"])
+    for name, frame in tables.items():
+        tables[name] = pd.concat([frame, frame[frame["label_source"] == "rules"].assign(label_source="lexicon")],
+                                 ignore_index=True)
+    built = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(), tables=tables,
+                                      registry=registry()), tmp_path / "out")
+    assert "term_fig2_lexicon" in built.figures
+    markdown = built.markdown.read_text()
+    note = next(line for line in markdown.splitlines() if line.startswith("- Label sources: "))
+    for source in ("upstream", "rules", "lexicon"):
+        assert f"{source}: {SOURCE_NOTES[source]}" in note
+    assert "published verdicts" in SOURCE_NOTES["lexicon"]
+    assert markdown.count(f"label source lexicon: {SOURCE_NOTES['lexicon']}") == 2  # Figure 2's and the table's

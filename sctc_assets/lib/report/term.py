@@ -23,6 +23,9 @@ SOURCE_NOTES = {
     "upstream": "the authors' GPT-4o-mini verdicts with their misalignment rule (replay models; reproduces the paper)",
     "rules": "this platform's rules (expected term in the prompting script; other region's term → misaligned)",
     "judge": "a judge model's verdict, the rules' misalignment test winning",
+    "lexicon": "this platform's deterministic labeller built to agree with the authors' published verdicts: fixed "
+               "rules, then, where at least three other paper models gave the same extracted answer, the authors' "
+               "majority label for it (a paper model never learns from its own labels)",
 }
 # (figure name, paper figure, prompt variant, subset)
 FIGURES = (
@@ -262,6 +265,9 @@ def section(inputs: ReportInputs) -> Section:
     present = model_order.ordered(rates["model"].unique())
     result.data_note = inputs.kinds_note(present)
     reduced = _reduced(rates)
+    result.notes.append("Label sources: " + "; ".join(
+        f"{source}: {SOURCE_NOTES.get(source, 'not described by this version of the report')}"
+        for source in _sources(rates)) + ".")
     result.notes += [f"{model}: reduced run, {what}" for model, what in reduced.items()]
     headline_sources = {headline_source(rates, model) for model in present}
     for source in _sources(rates):
