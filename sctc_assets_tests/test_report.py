@@ -338,3 +338,24 @@ def test_every_term_label_source_is_explained(full, tmp_path):
         assert f"{source}: {SOURCE_NOTES[source]}" in note
     assert "published verdicts" in SOURCE_NOTES["lexicon"]
     assert markdown.count(f"label source lexicon: {SOURCE_NOTES['lexicon']}") == 2  # Figure 2's and the table's
+
+
+def test_the_misaligned_terms_table_says_what_it_counts(full):
+    """Section 3.2.1's table: its last column was headed by a clipped phrase ("terms most models misalign"); it
+    names the count in full, and each row says how many of its models that is."""
+    from sctc_assets.lib.report.term import section
+    from sctc_assets.lib.term.metrics import misalignment_by_term, misalignment_summary
+
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    tables = read_tables(storage, ["term_choice_rates"])
+    rng = np.random.default_rng(5)
+    labels = pd.DataFrame([{"model": model, "lang": "zh_hant", "prompt_variant": 1, "label_source": "rules",
+                            "term_id": term, "trial": trial, "label": rng.choice(["misaligned", "correct"])}
+                           for model in ("a", "b", "c") for term in range(4) for trial in range(3)])
+    terms = pd.DataFrame({"term_id": range(4), "term_mainland": "甲", "term_taiwan": "乙", "category": "c"})
+    tables["term_misalignment_summary"] = misalignment_summary(misalignment_by_term(labels, terms))
+    table = next(block for block in section(ReportInputs(tables=tables)).tables if block.title.startswith(
+        "Misaligned terms per model"))
+    assert table.columns[-1] == "terms misaligned by at least half the models"
+    assert [row[-1].detail for row in table.rows] == ["by ≥ 2 of 3 models"]

@@ -233,6 +233,15 @@ def _tests_table(rates: pd.DataFrame, tests: pd.DataFrame, source: str) -> Table
         source=f"term_choice_rates, term_choice_tests; label source {source}: {SOURCE_NOTES.get(source, source)}")
 
 
+def _majority_cell(row: dict[str, Any]) -> Cell:
+    """`34` over `by ≥ 6 of 12 models`: the terms at least half the models misalign, with that number of models."""
+    if pd.isna(row["n_majority_terms"]):
+        return Cell("–")
+    needed = row.get("majority_models_needed")
+    return Cell(str(int(row["n_majority_terms"])), sort=int(row["n_majority_terms"]),
+                detail=f"by ≥ {int(needed)} of {int(row['n_models'])} models" if pd.notna(needed) else "")
+
+
 def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
     if summary.empty or "rule" not in summary.columns:
         return None
@@ -241,13 +250,16 @@ def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
         return None
     rows = [[Cell(str(r["label_source"])), Cell(_TAGS.get(r["lang"], r["lang"])),
              Cell(str(int(r["n_models"]))), Cell(fixed(r["mean_terms"], 1)), Cell(fixed(r["sd_population"], 1)),
-             Cell(str(int(r["n_majority_terms"])) if pd.notna(r["n_majority_terms"]) else "–")]
+             _majority_cell(r)]
             for r in chosen.sort_values(["label_source", "lang"]).to_dict("records")]
     return TableSpec(
         title="Misaligned terms per model (Section 3.2.1)",
-        columns=["label source", "prompt", "models", "mean terms", "SD (population)", "terms most models misalign"],
+        columns=["label source", "prompt", "models", "mean terms", "SD (population)",
+                 "terms misaligned by at least half the models"],
         rows=rows, caption="A term is misaligned for a model when misaligned in at least 3 of 15 trials (scaled for "
-                           "fewer trials); SD with ddof = 0 as the paper's 37.5 (SD 15.2).",
+                           "fewer trials); SD with ddof = 0 as the paper's 37.5 (SD 15.2). Terms misaligned by at "
+                           "least half the models: each row's count of them, with the number of models that is (the "
+                           "candidates of the paper's Table 18).",
         source="term_misalignment_summary")
 
 
