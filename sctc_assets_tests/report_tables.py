@@ -34,7 +34,9 @@ models:
   paper-gpt4o: {{backend: replay, upstream_name: gpt4o, description: gpt-4o (paper)}}
   {LIVE}:
     backend: openai
-    description: a live endpoint
+    description: >-
+      a live endpoint, gpt-4o-mini behind the team's OpenAI-compatible proxy at temperature 0 (the paper's judge
+      model, asked as a subject)
     model: gpt-4o-mini
     base_url: https://user:{URL_PASSWORD}@api.example.test/v1
     api_key_env: MY_GPT_KEY

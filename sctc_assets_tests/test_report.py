@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.text import Text
 from scipy import stats as scipy_stats
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
@@ -105,7 +106,7 @@ def test_the_scorecard_says_what_was_not_run_and_the_live_model_is_reduced(full)
     result, _ = full
     markdown = result.markdown.read_text()
     tsb_row = next(line for line in markdown.splitlines() if line.startswith(f"| {TSB} "))
-    assert tsb_row.count("not run") == 4 + 3 + 2  # term, names and reviews
+    assert tsb_row.count("not run") == 5 + 3 + 2  # term (its labels and 4 values), names and reviews
     assert "PASS" in tsb_row or "FAIL" in tsb_row
     assert f"{LIVE}: reduced run, 1 trial(s) per prompt (paper: 15)" in markdown
     # Provenance: the served model and fingerprint of the live model, its cost at the registry's prices.
@@ -124,7 +125,7 @@ def test_scorecard_values_are_the_tables(full, tmp_path):
                 & (rates["prompt_variant"] == 1) & (rates["subset"] == "all") & (rates["measure"] == "correct")]
     expected = f"{row['pct_s'].iloc[0]:.1f} [{row['ci_low_s'].iloc[0]:.1f}, {row['ci_high_s'].iloc[0]:.1f}]"
     qwen = next(line for line in result.markdown.read_text().splitlines() if line.startswith("| paper-qwen "))
-    assert qwen.split(" | ")[1] == expected
+    assert qwen.split(" | ")[1:3] == ["upstream n = 1,650", expected]  # the label source, then S correct %
 
 
 def test_an_empty_storage_reports_every_section_missing(tmp_path):
@@ -147,7 +148,7 @@ def test_chosen_models_only_and_a_model_without_results_gets_a_row(full, tmp_pat
     assert chosen.models == [TSB, "unknown-model"]
     assert "| paper-qwen " not in chosen.markdown.read_text()
     unknown = next(line for line in chosen.markdown.read_text().splitlines() if line.startswith("| unknown-model "))
-    assert "not in the registry" in unknown and unknown.count("not run") == 14
+    assert "not in the registry" in unknown and unknown.count("not run") == 15
 
 
 def test_figures_drawn_in_worker_processes_are_the_same_files(full, tmp_path, monkeypatch):
@@ -235,4 +236,126 @@ def test_a_table_missing_a_column_gives_a_section_saying_so(full, tmp_path):
     assert built.figures == ["sovereignty_scores_code", "sovereignty_scores_paper"]
     assert not any(item.startswith("sovereignty:") for item in built.missing)
     live = next(line for line in built.markdown.read_text().splitlines() if line.startswith(f"| {LIVE} "))
-    assert live.split(" | ")[1:5] == ["not run"] * 4
+    assert live.split(" | ")[1:6] == ["not run"] * 5
+
+
+def _texts_outside(figure) -> list[str]:
+    """The texts of a drawn figure that reach past its edges (what a saved picture cuts off)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width, height = figure.get_size_inches() * figure.dpi
+    outside = []
+    for text in figure.findobj(lambda artist: isinstance(artist, Text)):
+        if not (text.get_visible() and text.get_text()):
+            continue
+        box = text.get_window_extent(renderer)
+        if box.x0 < -0.5 or box.y0 < -0.5 or box.x1 > width + 0.5 or box.y1 > height + 0.5:
+            outside.append(text.get_text())
+    return outside
+
+
+def test_a_long_model_name_is_drawn_whole_inside_the_figure(tmp_path, monkeypatch):
+    """The embedded model's key, rotated under its bars beside the paper's eleven models, was cut at the picture's
+    bottom edge ("…2.5-coder-0.5b-instr"): every figure the report saves keeps all its text inside."""
+    from matplotlib.figure import Figure
+
+    from sctc_assets.lib.report import build
+    from sctc_assets.lib.report.models import PAPER_ORDER
+    from sctc_assets.lib.report.term import stacked_figure
+
+    long_name = "qwen2.5-coder-0.5b-instruct"
+    frame = pd.DataFrame([{"model": model, "lang": lang, "pct_correct": 40.0, "pct_misaligned": 20.0,
+                           "pct_incorrect": 40.0} for model in [*PAPER_ORDER, long_name]
+                          for lang in ("zh_hans", "zh_hant")])
+    saved = []
+    original = Figure.savefig
+
+    def recording(figure, *args, **kwargs):
+        original(figure, *args, **kwargs)
+        saved.append(([text.get_text() for text in figure.findobj(Text)], _texts_outside(figure)))
+
+    monkeypatch.setattr(Figure, "savefig", recording)
+    assert build._render("fig2", lambda: stacked_figure(frame, "Figure 2 — rules labels"), tmp_path) is None
+    assert len(saved) == 2  # PNG and SVG
+    for texts, outside in saved:
+        assert long_name in texts and outside == []
+
+
+def test_every_figure_heading_is_its_own_and_names_the_label_source(full):
+    """Figure 2 is drawn once per label source (Figure 3 once per extraction source): each heading says which (the
+    source was only inside the image)."""
+    import re
+
+    result, _ = full
+    html = result.html.read_text()
+    headings = re.findall(r'<figure id="figure-[^"]+" data-figure="([^"]+)">\s*<h3>([^<]+)</h3>', html)
+    assert len(headings) == len(result.figures)
+    titles = [title for _, title in headings]
+    assert len(set(titles)) == len(titles), [title for title in titles if titles.count(title) > 1]
+    term = [(name, title) for name, title in headings if name.startswith("term_fig")]
+    assert {name.rsplit("_", 1)[1] for name, _ in term} == {"upstream", "rules"}
+    for name, title in term:
+        assert f"{name.rsplit('_', 1)[1]} labels" in title, title
+    names = [(name, title) for name, title in headings
+             if name.startswith("name_fig") and not name.startswith(("name_fig6", "name_fig9"))]  # one source
+    assert names and all(f"{name.rsplit('_', 1)[1]} extraction" in title for name, title in names)
+
+
+def test_each_scorecard_row_names_its_term_label_source_and_a_reduced_run(full):
+    """The term cells of replay models use the authors' labels, those of live models the rules': each row says
+    which, with the answers behind it, and a reduced run (1 of the paper's 15 trials) is marked in its row."""
+    result, _ = full
+    lines = result.markdown.read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| Model "))
+    assert header.split(" | ")[1] == "Term choice (prompt variant 1) · labels"
+    cells = {model: next(line for line in lines if line.startswith(f"| {model} ")).split(" | ")[1]
+             for model in (*REPLAYS, LIVE)}
+    assert cells["paper-qwen"] == cells["paper-gpt4o"] == "upstream n = 1,650"
+    assert cells[LIVE] == "rules reduced: 1 of 15 trials · n = 110"
+    html = result.html.read_text()
+    assert '<td class="reduced" data-sort="rules"' in html and html.count('<td class="reduced"') == 1
+
+
+def test_every_term_label_source_is_explained(full, tmp_path):
+    """A report with `lexicon` labels (as `sctc run` makes for every model) says what they are, next to the others,
+    and wherever its figure and table name their source."""
+    from sctc_assets.lib.report.term import SOURCE_NOTES
+
+    result, _ = full
+    tables = read_tables(result.folder.parent.parent / "storage", ["term_choice_rates", "term_choice_tests"])
+    for name, frame in tables.items():
+        tables[name] = pd.concat([frame, frame[frame["label_source"] == "rules"].assign(label_source="lexicon")],
+                                 ignore_index=True)
+    built = build_report(ReportInputs(benchmark_tables=REPORT_INPUTS, sections=report_sections(), tables=tables,
+                                      registry=registry()), tmp_path / "out")
+    assert "term_fig2_lexicon" in built.figures
+    markdown = built.markdown.read_text()
+    note = next(line for line in markdown.splitlines() if line.startswith("- Label sources: "))
+    for source in ("upstream", "rules", "lexicon"):
+        assert f"{source}: {SOURCE_NOTES[source]}" in note
+    assert "published verdicts" in SOURCE_NOTES["lexicon"]
+    assert markdown.count(f"label source lexicon: {SOURCE_NOTES['lexicon']}") == 2  # Figure 2's and the table's
+
+
+def test_the_misaligned_terms_table_says_what_it_counts(full):
+    """Section 3.2.1's table: its last column was headed by a clipped phrase ("terms most models misalign"); it
+    names the count in full, and each row says how many of its models that is."""
+    from sctc_assets.lib.report.term import section
+    from sctc_assets.lib.term.metrics import misalignment_by_term, misalignment_summary
+
+    result, _ = full
+    storage = result.folder.parent.parent / "storage"
+    tables = read_tables(storage, ["term_choice_rates"])
+    rng = np.random.default_rng(5)
+    labels = pd.DataFrame([{"model": model, "lang": "zh_hant", "prompt_variant": 1, "label_source": "rules",
+                            "term_id": term, "trial": trial, "label": rng.choice(["misaligned", "correct"])}
+                           for model in ("a", "b", "c") for term in range(4) for trial in range(3)])
+    terms = pd.DataFrame({"term_id": range(4), "term_mainland": "甲", "term_taiwan": "乙", "category": "c"})
+    tables["term_misalignment_summary"] = misalignment_summary(misalignment_by_term(labels, terms))
+    table = next(block for block in section(ReportInputs(tables=tables)).tables if block.title.startswith(
+        "Misaligned terms per model"))
+    assert table.columns[-1] == "terms misaligned by at least half the models"
+    assert [row[-1].detail for row in table.rows] == ["by ≥ 2 of 3 models"]

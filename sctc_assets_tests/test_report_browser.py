@@ -140,3 +140,27 @@ def test_an_empty_audit_says_what_is_missing_without_errors(page, report, tmp_pa
     for section in ("term", "name", "sovereignty"):
         assert page.evaluate(f"document.querySelector('#{section} .missing').innerText")
     _open(page, report[0].html)  # back to the full report for any test after this one
+
+
+def test_the_registry_settings_keep_their_lines_whole(page):
+    """Each registry entry's settings JSON is shown with no line broken (a long description squeezed its column
+    to a few characters, breaking `"upstream_name": "qwen"` in two), and the table fits the page."""
+    shown = page.evaluate("Array.from(document.querySelectorAll('#registry pre.settings')).map(pre => { "
+                          "const range = document.createRange(); range.selectNodeContents(pre); "
+                          "const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))); "
+                          "return [pre.innerText.split('\\n').length, tops.size]; })")
+    assert len(shown) == 4
+    assert [lines for lines, _ in shown] == [rows for _, rows in shown]
+    width = page.evaluate("[document.querySelector('#registry').getBoundingClientRect().right, "
+                          "document.querySelector('#registry').closest('.table-wrap').getBoundingClientRect().right]")
+    assert width[0] <= width[1] + 0.5
+
+
+def test_the_scorecard_marks_the_label_source_and_a_reduced_run_in_each_row(page):
+    cells = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('#scorecard tbody tr')).map(r => "
+                          "[r.cells[0].getAttribute('data-sort'), [r.cells[1].innerText, r.cells[1].className, "
+                          "getComputedStyle(r.cells[1]).backgroundColor, r.cells[1].title]]))")
+    text, css, background, title = cells["my-gpt"]
+    assert text.splitlines() == ["rules", "reduced: 1 of 15 trials · n = 110"] and css == "reduced"
+    assert background != cells["paper-qwen"][2] and "this platform's rules" in title
+    assert cells["paper-qwen"][0].splitlines() == ["upstream", "n = 1,650"] and cells["paper-qwen"][1] == ""

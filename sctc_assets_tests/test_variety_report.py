@@ -66,9 +66,11 @@ def test_a_heatmap_per_model_and_the_aligned_share_per_variety_in_the_scorecard(
     assert result.figures == ["terms_demo_matrix_model-a", "terms_demo_matrix_model.b-2"]
     for name in result.figures:
         assert (result.folder / "figures" / f"{name}.png").stat().st_size > 1000
-    # The cells are labelled with their percentage (SVG text is text): model-a's zh-HK row holds 33 %.
+    # The cells are labelled with their percentage over its count (SVG text is text): model-a's zh-HK row holds
+    # 33 %, 3 of its 9 answers; a percentage of a handful of answers says little without its n.
     svg = (result.folder / "figures" / f"{result.figures[0]}.svg").read_text()
     assert "100%" in svg and "33%" in svg and "25%" in svg
+    assert "3/9" in svg and "3/12" in svg and "12/12" in svg
     assert json.loads(result.manifest.read_text())["figures"] == result.figures
     assert result.missing == []
     # Scorecard: prompt variant 1, all concepts. model-a: zh-TW 12/12, zh-CN 3/12, zh-HK 3/9, zh-MO 3/9.

@@ -19,6 +19,7 @@ import pandas as pd
 
 from sctc_assets.lib.atomic_files import replacing, write_text
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
+from sctc_assets.lib.report.formatting import keep_text_inside
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.provenance import cost, model_details, platform_info, registry_entry
 from sctc_assets.lib.report.scorecard import scorecard
@@ -51,6 +52,7 @@ def _render(spec_name: str, draw: Callable[[], Any], figures_dir: Path) -> str |
     try:
         with matplotlib.rc_context(FIGURE_STYLE):
             figure = draw()
+            keep_text_inside(figure)  # a long model name widens the picture instead of being cut at its edge
             with replacing(figures_dir / f"{spec_name}.png") as staging:
                 figure.savefig(staging, format="png", dpi=PNG_DPI, pil_kwargs={"compress_level": 3})
             with replacing(figures_dir / f"{spec_name}.svg") as staging:

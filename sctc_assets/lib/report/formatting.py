@@ -67,3 +67,23 @@ def new_figure(width: float, height: float, *, margins: tuple[float, float, floa
     figure.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height,
                            wspace=wspace)
     return figure, axes
+
+
+def keep_text_inside(figure, pad: float = 0.08) -> None:
+    """Grow the figure where any of its text (a long model name rotated under its bars, a legend, a title) reaches
+    past its edges, keeping every axes' size and place in inches: the fixed margins of `new_figure` suit the usual
+    labels, and a longer one must widen the picture, not be cut by it. `pad`: inches of room left beyond it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    width, height = figure.get_size_inches()
+    box = figure.get_tightbbox(FigureCanvasAgg(figure).get_renderer())  # inches, every artist's extent
+    left, bottom = (pad - low if low < 0 else 0.0 for low in (box.x0, box.y0))
+    right, top = (high - size + pad if high > size else 0.0 for high, size in ((box.x1, width), (box.y1, height)))
+    if not (left or bottom or right or top):
+        return
+    grown_width, grown_height = width + left + right, height + bottom + top
+    for axes in figure.axes:
+        place = axes.get_position()
+        axes.set_position([(place.x0 * width + left) / grown_width, (place.y0 * height + bottom) / grown_height,
+                           place.width * width / grown_width, place.height * height / grown_height])
+    figure.set_size_inches(grown_width, grown_height)

@@ -299,7 +299,7 @@ def section(inputs: ReportInputs) -> Section:
                     caption += f" {arrows[0].upper()}{arrows[1:]}: red solid = Mainland rate up, blue dashed = down."
                 result.add(FigureSpec(
                     name=f"name_{name}_{source}",
-                    title=f"{paper_figure}: {EXPERIMENT_TITLES[experiment]}",
+                    title=f"{paper_figure}, {source} extraction: {EXPERIMENT_TITLES[experiment]}",
                     caption=caption,
                     draw=partial(scatter_figure, frame, f"{paper_figure} — {EXPERIMENT_TITLES[experiment]} ({source} "
                                                  f"extraction)", baseline=baseline),

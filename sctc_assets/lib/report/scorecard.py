@@ -22,8 +22,10 @@ def scorecard(inputs: ReportInputs) -> TableSpec:
     return TableSpec(
         title="Scorecard", columns=columns, groups=groups, rows=rows, sortable=True, table_id="scorecard",
         caption="Percentages with 95 % intervals in brackets (hover a cell for the method) and significance "
-                "marks (*** p < .001, ** < .01, * < .05, NS). Term: S/T = prompted in Simplified/Traditional "
-                "Chinese, label source upstream for replay models else rules (or a judge). Names: Mainland share of "
+                "marks (*** p < .001, ** < .01, * < .05, NS). Term: labels = the row's label source (upstream, the "
+                "authors' labels, for replay models; else a judge's, else the rules'; hover it for what it is) over "
+                "n, the answers per script, a reduced run (fewer trials than the paper's 15) marked; S/T = prompted "
+                "in Simplified/Traditional Chinese. Names: Mainland share of "
                 "the valid answers, z-test against 50 %, BH-adjusted. Sovereignty: Pro-study code rule, "
                 "Traditional Chinese vs English, mark on LBS = exact McNemar p (BH). Reviews: Δ = second − first "
                 "variety of the pair (by default Mainland − Taiwan Mandarin reviews; each cell's note names it). "

@@ -23,6 +23,9 @@ SOURCE_NOTES = {
     "upstream": "the authors' GPT-4o-mini verdicts with their misalignment rule (replay models; reproduces the paper)",
     "rules": "this platform's rules (expected term in the prompting script; other region's term → misaligned)",
     "judge": "a judge model's verdict, the rules' misalignment test winning",
+    "lexicon": "this platform's deterministic labeller built to agree with the authors' published verdicts: fixed "
+               "rules, then, where at least three other paper models gave the same extracted answer, the authors' "
+               "majority label for it (a paper model never learns from its own labels)",
 }
 # (figure name, paper figure, prompt variant, subset)
 FIGURES = (
@@ -51,17 +54,25 @@ def headline_source(rates: pd.DataFrame, model: str) -> str | None:
     return next((source for source in SOURCE_PREFERENCE if source in present), None)
 
 
-def _reduced(rates: pd.DataFrame) -> dict[str, str]:
-    """Models with fewer than the paper's 15 trials per prompt (reduced runs) → what they ran."""
+def _reduced_runs(rates: pd.DataFrame) -> dict[str, tuple[list[int], list[int]]]:
+    """Models with fewer than the paper's 15 trials per prompt (reduced runs) → their trials and prompt variants."""
     full = rates[(rates["subset"] == "all")]
     found = {}
     for model, frame in full.groupby("model"):
         trials = sorted({int(n) // N_TERMS for n in frame["n"]})
-        variants = sorted(int(v) for v in frame["prompt_variant"].unique())
         if trials and max(trials) < PAPER_TRIALS:
-            found[str(model)] = (f"{'/'.join(map(str, trials))} trial(s) per prompt (paper: {PAPER_TRIALS}), "
-                                 f"prompt variants {', '.join(map(str, variants))}")
+            found[str(model)] = (trials, sorted(int(v) for v in frame["prompt_variant"].unique()))
     return found
+
+
+def _trials_text(trials: list[int]) -> str:
+    return f"{'/'.join(map(str, trials))} trial(s) per prompt (paper: {PAPER_TRIALS})"
+
+
+def _reduced(rates: pd.DataFrame) -> dict[str, str]:
+    """Reduced runs → what they ran, for the section's notes."""
+    return {model: f"{_trials_text(trials)}, prompt variants {', '.join(map(str, variants))}"
+            for model, (trials, variants) in _reduced_runs(rates).items()}
 
 
 def _data_line(frame: pd.DataFrame, inputs: ReportInputs, reduced: dict[str, str]) -> str:
@@ -162,17 +173,31 @@ def _difference(test: dict | None, rate_s: dict | None, rate_t: dict | None,
     return float(rate_s[f"pct_{measure}"]) - float(rate_t[f"pct_{measure}"]), interval, ""
 
 
-HEADLINE_COLUMNS = ["Term: S correct %", "Term: T correct %", "Term: T misaligned %", "Term: S−T correct (pp)"]
+HEADLINE_COLUMNS = ["Term: labels", "Term: S correct %", "Term: T correct %", "Term: T misaligned %",
+                    "Term: S−T correct (pp)"]
+
+
+def _labels_cell(source: str, rate: dict[str, Any] | None, reduced: tuple[list[int], list[int]] | None) -> Cell:
+    """The row's label source (what it is on hover) over the answers per script behind the values, a reduced run
+    marked: `rules` over `reduced: 1 of 15 trials · n = 110`."""
+    answers = f"n = {int(rate['n']):,}" if rate is not None else ""
+    trials = f"reduced: {'/'.join(map(str, reduced[0]))} of {PAPER_TRIALS} trials" if reduced else ""
+    return Cell(source, sort=source, css="reduced" if reduced else "",
+                detail=" · ".join(part for part in (trials, answers) if part),
+                title=f"label source {source}: {SOURCE_NOTES.get(source, source)}; n: answers per script (prompt "
+                      f"variant 1, all terms)" + (f"; a reduced run: {_trials_text(reduced[0])}" if reduced else ""))
 
 
 def headline(inputs: ReportInputs, model: str) -> list[Cell]:
-    """Scorecard cells: correct % S and T, misaligned % T, S − T (prompt variant 1, all terms)."""
+    """Scorecard cells: the label source (a reduced run marked), correct % S and T, misaligned % T, S − T (prompt
+    variant 1, all terms)."""
     rates, tests = inputs.table("term_choice_rates"), inputs.table("term_choice_tests")
     if rates.empty or model not in set(rates["model"]):
         return [not_run() for _ in HEADLINE_COLUMNS]
     source = headline_source(rates, model)
     rate_s, rate_t = (_rate_row(rates, model, source, lang) for lang in (SIMPLIFIED.code, TRADITIONAL.code))
     correct, misaligned = (_test_row(tests, model, source, measure) for measure in ("correct", "misaligned"))
+    reduced = _reduced_runs(rates[rates["model"] == model]).get(model)
     note = f"label source {source}, prompt variant 1, all terms"
     s_value, s_ci = _share(correct, rate_s, "s", "correct")
     t_value, t_ci = _share(correct, rate_t, "t", "correct")
@@ -180,7 +205,8 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
     m_mark = str(misaligned.get("sig_t_bh") or "") if misaligned else ""
     d_value, d_ci, d_mark = _difference(correct, rate_s, rate_t, "correct")
     sig_note = "significance: Welch t-test S vs T, BH-adjusted across models"
-    return [value_cell(s_value, s_ci, note=note), value_cell(t_value, t_ci, note=note),
+    return [_labels_cell(source, rate_s, reduced), value_cell(s_value, s_ci, note=note),
+            value_cell(t_value, t_ci, note=note),
             value_cell(m_value, m_ci, mark=m_mark, note=f"{note}; mark: S vs T misaligned, {sig_note}"),
             value_cell(d_value, d_ci, signed=True, mark=d_mark, note=f"{note}; {sig_note}")]
 
@@ -207,6 +233,15 @@ def _tests_table(rates: pd.DataFrame, tests: pd.DataFrame, source: str) -> Table
         source=f"term_choice_rates, term_choice_tests; label source {source}: {SOURCE_NOTES.get(source, source)}")
 
 
+def _majority_cell(row: dict[str, Any]) -> Cell:
+    """`34` over `by ≥ 6 of 12 models`: the terms at least half the models misalign, with that number of models."""
+    if pd.isna(row["n_majority_terms"]):
+        return Cell("–")
+    needed = row.get("majority_models_needed")
+    return Cell(str(int(row["n_majority_terms"])), sort=int(row["n_majority_terms"]),
+                detail=f"by ≥ {int(needed)} of {int(row['n_models'])} models" if pd.notna(needed) else "")
+
+
 def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
     if summary.empty or "rule" not in summary.columns:
         return None
@@ -215,13 +250,16 @@ def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
         return None
     rows = [[Cell(str(r["label_source"])), Cell(_TAGS.get(r["lang"], r["lang"])),
              Cell(str(int(r["n_models"]))), Cell(fixed(r["mean_terms"], 1)), Cell(fixed(r["sd_population"], 1)),
-             Cell(str(int(r["n_majority_terms"])) if pd.notna(r["n_majority_terms"]) else "–")]
+             _majority_cell(r)]
             for r in chosen.sort_values(["label_source", "lang"]).to_dict("records")]
     return TableSpec(
         title="Misaligned terms per model (Section 3.2.1)",
-        columns=["label source", "prompt", "models", "mean terms", "SD (population)", "terms most models misalign"],
+        columns=["label source", "prompt", "models", "mean terms", "SD (population)",
+                 "terms misaligned by at least half the models"],
         rows=rows, caption="A term is misaligned for a model when misaligned in at least 3 of 15 trials (scaled for "
-                           "fewer trials); SD with ddof = 0 as the paper's 37.5 (SD 15.2).",
+                           "fewer trials); SD with ddof = 0 as the paper's 37.5 (SD 15.2). Terms misaligned by at "
+                           "least half the models: each row's count of them, with the number of models that is (the "
+                           "candidates of the paper's Table 18).",
         source="term_misalignment_summary")
 
 
@@ -239,6 +277,9 @@ def section(inputs: ReportInputs) -> Section:
     present = model_order.ordered(rates["model"].unique())
     result.data_note = inputs.kinds_note(present)
     reduced = _reduced(rates)
+    result.notes.append("Label sources: " + "; ".join(
+        f"{source}: {SOURCE_NOTES.get(source, 'not described by this version of the report')}"
+        for source in _sources(rates)) + ".")
     result.notes += [f"{model}: reduced run, {what}" for model, what in reduced.items()]
     headline_sources = {headline_source(rates, model) for model in present}
     for source in _sources(rates):
@@ -258,8 +299,8 @@ def section(inputs: ReportInputs) -> Section:
             what = {"all": "all 110 terms", "no_gpt_definitions": "without the 22 GPT-written definitions"}[subset]
             result.add(FigureSpec(
                 name=f"term_{name}_{source}",
-                title=f"{paper_figure}: correct, misaligned and incorrect responses, prompt variant {variant}, "
-                      f"{what}",
+                title=f"{paper_figure}, {source} labels: correct, misaligned and incorrect responses, prompt "
+                      f"variant {variant}, {what}",
                 caption="S and T: the model prompted in Simplified and in Traditional Chinese. Misaligned: the "
                         "other region's term.",
                 draw=partial(stacked_figure, frame,

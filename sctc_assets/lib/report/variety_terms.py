@@ -158,8 +158,8 @@ def _slug(text: str) -> str:
 
 def heatmap_figure(matrix: pd.DataFrame, varieties: Sequence[str], title: str):
     """Prompted variety (rows) × answered region (columns, `none` last): the share of answers holding a form of
-    that region, one panel per prompt variant, each cell labelled with its percentage; the prompted region's cell
-    framed."""
+    that region, one panel per prompt variant, each cell labelled with its percentage over its count (`14%` over
+    `1/7`: a percentage of a handful of answers says little without it); the prompted region's cell framed."""
     from matplotlib.patches import Rectangle
 
     variants = sorted(int(value) for value in matrix["prompt_variant"].unique())
@@ -168,21 +168,22 @@ def heatmap_figure(matrix: pd.DataFrame, varieties: Sequence[str], title: str):
     columns = [code for code in columns if code != NONE] + ([NONE] if NONE in columns else [])
     panel_width = 0.7 * len(columns) + 0.4
     width = max(5.0, panel_width * len(variants) + 1.6)
-    height = 0.45 * len(rows) + 1.6
+    height = 0.5 * len(rows) + 1.6
     figure, axes = new_figure(width, height, margins=(1.0, 0.9, 0.6, 0.55), wspace=0.15, nrows=1,
                               ncols=len(variants), squeeze=False)
     image = None
     for axis, variant in zip(axes[0], variants):
         block = matrix[matrix["prompt_variant"] == variant]
-        grid = block.pivot_table(index="variety", columns="answered_region", values="pct", aggfunc="first")
-        grid = grid.reindex(index=rows, columns=columns)
+        grid, counts, answers = (block.pivot_table(index="variety", columns="answered_region", values=column,
+                                                   aggfunc="first").reindex(index=rows, columns=columns)
+                                 for column in ("pct", "k", "n_answers"))
         region_of = block.groupby("variety")["region"].first()
         image = axis.imshow(grid.to_numpy(dtype=float), cmap="Blues", vmin=0, vmax=100, aspect="auto")
         for i, variety in enumerate(rows):
             for j, region in enumerate(columns):
                 value = grid.iat[i, j]
-                text = "–" if pd.isna(value) else f"{value:.0f}%"
-                axis.text(j, i, text, ha="center", va="center", fontsize=8,
+                text = "–" if pd.isna(value) else f"{value:.0f}%\n{int(counts.iat[i, j])}/{int(answers.iat[i, j])}"
+                axis.text(j, i, text, ha="center", va="center", fontsize=7, linespacing=1.1,
                           color="white" if not pd.isna(value) and value > 60 else "black")
                 if region_of.get(variety) == region:
                     axis.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d62728",
@@ -284,8 +285,9 @@ def section(inputs: ReportInputs, *, prefix: str, set_name: str, varieties: Sequ
             result.add(FigureSpec(
                 name=name, title=f"{model}: prompted variety × region of the form in the answer ({set_name})",
                 caption="Share of the answers to each prompting variety (rows) holding a form of each region "
-                        "(columns; a form several regions share counts for each); none: no region's form, refusals "
-                        "included. Framed: the prompted region.",
+                        "(columns; a form several regions share counts for each), over its count: answers with "
+                        "such a form / the variety's answers; none: no region's form, refusals included. Framed: "
+                        "the prompted region.",
                 draw=partial(heatmap_figure, matrix[matrix["model"] == model], tuple(varieties),
                              f"{model} — item set {set_name}"),
                 source=f"{prefix}_matrix; " + inputs.kinds_note([model])))
