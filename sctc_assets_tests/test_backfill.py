@@ -1,8 +1,8 @@
 """A UI backfill of the answer assets, launched through the webserver's GraphQL and run by Dagster's backfill daemon
 (`ui_backfill.py`), runs one partition per run: each partition keeps its own data version, so a backfill of unchanged
 answers leaves everything downstream fresh (Dagster gives all partitions of a run over a range one data version,
-dagster-io/dagster#34013), and an item set's answers backfill like the built-in benchmarks' (issue 38, points 1
-and 2)."""
+dagster-io/dagster#34013), an item set's answers backfill like the built-in benchmarks', and every run carries the
+`sctc/*` tags `sctc run` gives its runs (issue 38, points 1, 2 and 9)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 
 from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
+from sctc_assets.resources.run_tags import sctc_run_tags
 from sctc_assets.running.runner import Runner
 from sctc_assets_tests.fakes import count_calls, write_two_term_fakes
 from sctc_assets_tests.ui_backfill import ui, write_instance
@@ -38,6 +39,20 @@ def test_no_asset_backfills_a_range_of_partitions_in_one_run():
             if GRAPH.get(key).backfill_policy not in (None, dg.BackfillPolicy.multi_run(1))} == {}
 
 
+def test_a_run_sctc_did_not_start_is_tagged_from_its_assets_or_job_and_its_partition():
+    partition = {"dagster/partition": "zh_hant|fake-a", "dagster/partition/lang": "zh_hant",
+                 "dagster/partition/model": "fake-a"}
+    expected = {"sctc/benchmark": "term", "sctc/stage": "per_model_lang", "sctc/model": "fake-a",
+                "sctc/lang": "zh_hant"}
+    assert sctc_run_tags(["term_responses", "term_labels"], "__ASSET_JOB", partition) == expected
+    assert sctc_run_tags([], "term_model_lang", partition) == expected  # the named job, from the launchpad
+    assert sctc_run_tags(["term_choice_rates"], "__ASSET_JOB", {"dagster/partition": "fake-b"}) == {
+        "sctc/benchmark": "term", "sctc/stage": "per_model", "sctc/model": "fake-b"}
+    assert sctc_run_tags([], "term_cross_model", {}) == {"sctc/benchmark": "term", "sctc/stage": "cross_model"}
+    assert sctc_run_tags(["regional_terms", "term_power"], "__ASSET_JOB", {}) == {"sctc/benchmark": "term"}
+    assert sctc_run_tags(["term_responses", "name_responses"], "__ASSET_JOB", {}) == {}
+
+
 @pytest.fixture
 def fakes(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
     path, calls = write_two_term_fakes(tmp_path)
@@ -45,6 +60,10 @@ def fakes(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
     home = write_instance(tmp_path / "dagster_home")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return calls
+
+
+def _run_tags(run: dict) -> dict:
+    return {key: value for key, value in run["tags"].items() if key.startswith("sctc/")}
 
 
 @pytest.mark.slow
@@ -75,6 +94,13 @@ def test_a_ui_backfill_of_unchanged_answers_leaves_everything_downstream_fresh(f
                 assert len(records) == 2
                 assert len({record.asset_materialization.tags["dagster/data_version"] for record in records}) == 1
 
+            # point 9: the UI's runs carry the tags `sctc run` gives its own, so the Runs page filters them alike.
+            for run in runs:
+                lang, model = run["tags"]["dagster/partition"].split("|")
+                assert _run_tags(run) == {"sctc/benchmark": "term", "sctc/stage": "per_model_lang", "sctc/model": model,
+                                          "sctc/lang": lang}, run
+            assert {run["id"] for run in runs if run["tags"]["sctc/model"] == "fake-a"} <= set(
+                front.runs_tagged("sctc/model", "fake-a"))
 
 
 @pytest.mark.slow
@@ -91,7 +117,7 @@ def test_a_ui_backfill_of_an_item_sets_answers_succeeds_partition_by_partition(i
     spec.write_text(json.dumps({
         "home": str(tmp_path / "dagster_home"), "models": list(MODELS),
         "inputs": ["terms_street_items", "terms_street_prompts"], "assets": ["terms_street_responses"],
-        "partitions": keys, "stale": ["terms_street_responses"]}), encoding="utf-8")
+        "partitions": keys, "stale": ["terms_street_responses"], "tagged": [["sctc/model", "fake-b"]]}), encoding="utf-8")
     env = {**os.environ, "SCTC_MODELS": str(registry), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "sctc_assets_tests.ui_backfill", str(spec)], cwd=REPO, env=env,
@@ -105,3 +131,9 @@ def test_a_ui_backfill_of_an_item_sets_answers_succeeds_partition_by_partition(i
     assert {key: state["status"] for key, state in result["stale"]["terms_street_responses"].items()} == {
         key: "FRESH" for key in keys}
     assert count_calls(calls) == 2 * 2 * 2  # 2 models × 2 varieties × 2 concepts, one trial of one variant
+    for run in result["runs"]:
+        model, variety = run["tags"]["dagster/partition"].split("|")
+        assert _run_tags(run) == {"sctc/benchmark": "terms_street", "sctc/stage": "per_model_lang", "sctc/model": model,
+                                  "sctc/variety": variety}, run
+    assert sorted(result["tagged"]["sctc/model=fake-b"]) == sorted(
+        run["id"] for run in result["runs"] if run["tags"]["sctc/model"] == "fake-b")

@@ -37,6 +37,7 @@ from pydantic import Field
 from sctc_assets.lib.table_store import (StorePath, arrow_source, change_marker, is_local, location, shown,
                                          table_store, writing)
 from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.resources.run_tags import tag_run
 
 _DIMENSION_ORDER = {"model": 0}
 # (run id, step key) → models a cross-partition read found no partition of, for that step's output metadata
@@ -191,6 +192,10 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     base_dir: Optional[str] = Field(default=None, description=(
         "Where the tables go: a folder or an fsspec URL (s3://bucket/tables, gs://…, file://…); default "
         "$SCTC_TABLE_STORE, else data/storage."))
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # Every asset run stores through here: a run `sctc run` did not start gets its `sctc/*` tags as it starts.
+        tag_run(context)
 
     def _root(self) -> StorePath:
         return location(self.base_dir) if self.base_dir else table_store()
