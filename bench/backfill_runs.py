@@ -49,8 +49,8 @@ loaded = time.perf_counter()
 after = resource.getrusage(resource.RUSAGE_SELF)
 registry.backend(sys.argv[1])._loaded()  # a second partition's backend in the same process
 again = time.perf_counter()
-print(json.dumps({"wall": loaded - started, "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-                  "again": again - loaded}))
+cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+print(json.dumps({"wall": loaded - started, "cpu": cpu, "again": again - loaded}))
 """
 
 

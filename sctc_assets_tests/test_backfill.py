@@ -117,7 +117,8 @@ def test_a_ui_backfill_of_an_item_sets_answers_succeeds_partition_by_partition(i
     spec.write_text(json.dumps({
         "home": str(tmp_path / "dagster_home"), "models": list(MODELS),
         "inputs": ["terms_street_items", "terms_street_prompts"], "assets": ["terms_street_responses"],
-        "partitions": keys, "stale": ["terms_street_responses"], "tagged": [["sctc/model", "fake-b"]]}), encoding="utf-8")
+        "partitions": keys, "stale": ["terms_street_responses"], "tagged": [["sctc/model", "fake-b"]]}),
+        encoding="utf-8")
     env = {**os.environ, "SCTC_MODELS": str(registry), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "sctc_assets_tests.ui_backfill", str(spec)], cwd=REPO, env=env,
