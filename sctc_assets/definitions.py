@@ -35,7 +35,7 @@ def _each_once(loaded: dg.Definitions) -> dg.Definitions:
 
 def _import_folder() -> None:
     """Imports every module of the defs folder. Dagster imports them itself, but inside `warnings.catch_warnings()`,
-    which would undo the warning filters they set at import (`catalog`, `partition_ranges`) for the runs too."""
+    which would undo the warning filters they set at import (`catalog`) for the runs too."""
     package = importlib.import_module(DEFS_MODULE)
     for module in pkgutil.walk_packages(package.__path__, prefix=f"{DEFS_MODULE}."):
         importlib.import_module(module.name)

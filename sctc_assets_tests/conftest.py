@@ -5,12 +5,18 @@ which case its absence is a failure.
 Downloads (the joined embedded model, tokenizer distributions, URL downloads) go to `$SCTC_DOWNLOAD_CACHE`; unless
 it is set, the session uses a temporary one of its own, removed at its end, so no test writes into ~/.cache and
 every test of the session shares one join of the embedded model; its `weights/` links to the checkout's
-`data/cache/weights/`, so the embedded model is de-quantized once per checkout."""
+`data/cache/weights/`, so the embedded model is de-quantized once per checkout.
+
+Each session (each xdist worker) runs on a data folder of its own, a temporary `$SCTC_DATA_DIR` set before any test
+module imports the definitions, and without the variables that name a person's registries or instance: an item set
+registered in the checkout's `data/item_sets.yaml`, or anything else there, is never read
+(`test_session_data_folder.py`)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -43,9 +49,37 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(cores, available_kib // (WORKER_MEMORY_GIB * 1024 * 1024)))
 
 
+# What a person's environment points at, their data and registries: the session runs without them.
+USER_STATE_VARIABLES = ("SCTC_ITEM_SETS", "SCTC_ITEM_SET_ENTRY", "SCTC_VARIETIES", "SCTC_MODELS", "SCTC_TOKENIZERS",
+                        "SCTC_CORPORA", "SCTC_BENCHMARK_MODULES", "SCTC_REVIEWS", "SCTC_TSB_REVIEWS",
+                        "SCTC_TSB_REVIEW_QUEUE", "SCTC_TSB_RED_FLAGS", "SCTC_DATABASE_URL", "SCTC_TABLE_STORE",
+                        "SCTC_TERM_JUDGE", "SCTC_NAME_JUDGE", "SCTC_SOVEREIGNTY_JUDGE", "SCTC_AUTOMATION",
+                        "SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "DAGSTER_HOME")
+# Modules that read the data folder's registries when they are imported (the item sets, hence the benchmarks and
+# the definitions): imported before the session's data folder is set, they would hold the user's.
+READS_DATA_AT_IMPORT = ("sctc_assets.lib.term.item_sources", "sctc_assets.benchmarks", "sctc_assets.definitions")
+
+
+def _own_data_folder(config: pytest.Config) -> None:
+    """The session's (each xdist worker's) own data folder: `$SCTC_DATA_DIR` points at an empty temporary folder
+    before any test module imports the definitions, so neither the checkout's `data/` (its `item_sets.yaml`,
+    `models.d/`, caches and storage) nor a folder the user's environment names is read; the variables that point at
+    a person's registries or instance are unset."""
+    early = [name for name in READS_DATA_AT_IMPORT if name in sys.modules]
+    if early:
+        raise pytest.UsageError(f"{', '.join(early)} imported before the test session set its own data folder: "
+                                "conftest.py must not import them at module level")
+    for name in USER_STATE_VARIABLES:
+        os.environ.pop(name, None)
+    folder = Path(tempfile.mkdtemp(prefix="sctc-test-data-"))
+    os.environ["SCTC_DATA_DIR"] = str(folder)
+    config.stash[_SESSION_DATA] = folder
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # A suite started with `nohup … &` inherits SIGINT ignored; Dagster would then make its helpers ignore SIGTERM.
     restore_interrupt_handler()
+    _own_data_folder(config)
     if not os.environ.get(DOWNLOAD_CACHE_ENV_VAR):
         folder = Path(tempfile.mkdtemp(prefix="sctc-test-downloads-"))
         os.environ[DOWNLOAD_CACHE_ENV_VAR] = str(folder)
@@ -62,9 +96,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
         os.environ.pop(DOWNLOAD_CACHE_ENV_VAR, None)
+    data = config.stash.get(_SESSION_DATA, None)
+    if data is not None:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 _SESSION_DOWNLOADS = pytest.StashKey[Path]()
+_SESSION_DATA = pytest.StashKey[Path]()
 
 
 def _link_joined_models(models: Path) -> None:

@@ -1,100 +1,140 @@
-"""A backfill of the answer assets runs once for a range of partitions (their single-run backfill policy), so a
-local model is loaded once per backfill instead of once per partition; each partition is still stored, scored and
-described on its own. The run requests are the ones Dagster's backfill daemon builds."""
+"""A UI backfill of the answer assets, launched through the webserver's GraphQL and run by Dagster's backfill daemon
+(`ui_backfill.py`), runs one partition per run: each partition keeps its own data version, so a backfill of unchanged
+answers leaves everything downstream fresh (Dagster gives all partitions of a run over a range one data version,
+dagster-io/dagster#34013), an item set's answers backfill like the built-in benchmarks', and every run carries the
+`sctc/*` tags `sctc run` gives its runs (issue 38, points 1, 2 and 9)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
-import pandas as pd
 import pytest
-from dagster._core.definitions.automation_tick_evaluation_context import build_run_requests_with_backfill_policies
-from dagster._core.definitions.events import AssetKeyPartitionKey
-from dagster._core.definitions.partitions.context import partition_loading_context
 
-from sctc_assets.assets.partition_ranges import RANGE_MARK
+from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets_tests.fakes import count_calls, every_asset, write_two_term_fakes
+from sctc_assets.resources.run_tags import sctc_run_tags
+from sctc_assets.running.runner import Runner
+from sctc_assets_tests.fakes import count_calls, write_two_term_fakes
+from sctc_assets_tests.ui_backfill import ui, write_instance
 
+REPO = Path(__file__).resolve().parents[1]
 GRAPH = defs.resolve_asset_graph()
-EVERY_ASSET = every_asset(defs)
-KEYS = [dg.MultiPartitionKey({"model": model, "lang": lang})
-        for model in ("fake-a", "fake-b") for lang in ("zh_hans", "zh_hant")]
+MODELS = ("fake-a", "fake-b")
+TERM_KEYS = [f"{lang}|{model}" for model in MODELS for lang in ("zh_hans", "zh_hant")]
+# Made up for this test (no upstream data): two concepts, regions cn/tw.
+ITEMS = """concept_id,category,definition_zh_hans,definition_zh_hant,definition_source,term_cn,term_tw
+k1,交通,一种两人并排骑的车,,hand,双座车,雙座車
+k3,日用,用来擦桌子的布,用來擦桌子的布,,抹桌布,抹布
+"""
+
+
+def test_no_asset_backfills_a_range_of_partitions_in_one_run():
+    # A run over a range gives all its partitions one data version: every asset runs one partition per run.
+    assert {key.to_user_string(): GRAPH.get(key).backfill_policy for key in GRAPH.materializable_asset_keys
+            if GRAPH.get(key).backfill_policy not in (None, dg.BackfillPolicy.multi_run(1))} == {}
+
+
+def test_a_run_sctc_did_not_start_is_tagged_from_its_assets_or_job_and_its_partition():
+    partition = {"dagster/partition": "zh_hant|fake-a", "dagster/partition/lang": "zh_hant",
+                 "dagster/partition/model": "fake-a"}
+    expected = {"sctc/benchmark": "term", "sctc/stage": "per_model_lang", "sctc/model": "fake-a",
+                "sctc/lang": "zh_hant"}
+    assert sctc_run_tags(["term_responses", "term_labels"], "__ASSET_JOB", partition) == expected
+    assert sctc_run_tags([], "term_model_lang", partition) == expected  # the named job, from the launchpad
+    assert sctc_run_tags(["term_choice_rates"], "__ASSET_JOB", {"dagster/partition": "fake-b"}) == {
+        "sctc/benchmark": "term", "sctc/stage": "per_model", "sctc/model": "fake-b"}
+    assert sctc_run_tags([], "term_cross_model", {}) == {"sctc/benchmark": "term", "sctc/stage": "cross_model"}
+    assert sctc_run_tags(["regional_terms", "term_power"], "__ASSET_JOB", {}) == {"sctc/benchmark": "term"}
+    assert sctc_run_tags(["term_responses", "name_responses"], "__ASSET_JOB", {}) == {}
 
 
 @pytest.fixture
-def registry(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
+def fakes(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
     path, calls = write_two_term_fakes(tmp_path)
     monkeypatch.setenv("SCTC_MODELS", str(path))
+    home = write_instance(tmp_path / "dagster_home")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
     return calls
 
 
-def _run_requests(instance, asset: str, keys) -> list[dg.RunRequest]:
-    with partition_loading_context(dynamic_partitions_store=instance):  # as the backfill daemon calls it
-        return build_run_requests_with_backfill_policies(
-            [AssetKeyPartitionKey(dg.AssetKey(asset), str(key)) for key in keys], GRAPH, instance)
+def _run_tags(run: dict) -> dict:
+    return {key: value for key, value in run["tags"].items() if key.startswith("sctc/")}
 
 
-def test_the_answer_assets_of_every_benchmark_backfill_in_single_runs():
-    from sctc_assets.assets.catalog import CATALOG, GENERATION
+@pytest.mark.slow
+def test_a_ui_backfill_of_unchanged_answers_leaves_everything_downstream_fresh(fakes):
+    calls = fakes
+    with dg.DagsterInstance.get() as instance:
+        assert Runner(defs, instance, shared_resources(), log=lambda line: None).run(TERM, list(MODELS), {}).ok
+        asked = count_calls(calls)
+        downstream = ["term_judgements", "term_labels"]
+        with ui(instance) as front:
+            before = front.stale(["term_responses", *downstream])
+            assert {status["status"] for partitions in before.values() for status in partitions.values()} == {"FRESH"}
 
-    for name, entry in CATALOG.items():
-        node = GRAPH.get(dg.AssetKey(name))
-        single_run = node.backfill_policy == dg.BackfillPolicy.single_run()
-        assert single_run == (entry.calls == GENERATION), name
-        if single_run:
-            assert getattr(defs.get_assets_def(name).op.compute_fn.decorated_fn, RANGE_MARK, False), name
+            # The backfill a person launches from the asset graph: term_responses, 2 models × 2 languages.
+            _, status, runs = front.backfill(["term_responses"], TERM_KEYS)
+            assert status == "COMPLETED_SUCCESS", runs
+            assert count_calls(calls) == asked  # the replays come from the response cache
+            after = front.stale(["term_responses", *downstream])
+            assert {(asset, key): state for asset, partitions in after.items() for key, state in partitions.items()
+                    if state["status"] != "FRESH"} == {}
+            # One run per partition
+            assert sorted(run["tags"]["dagster/partition"] for run in runs) == sorted(TERM_KEYS)
+            assert {run["status"] for run in runs} == {"SUCCESS"}
+            # Each partition has its own data version again, the one its answers had before.
+            for key in TERM_KEYS:
+                records = instance.fetch_materializations(
+                    dg.AssetRecordsFilter(dg.AssetKey("term_responses"), asset_partitions=[key]), limit=2).records
+                assert len(records) == 2
+                assert len({record.asset_materialization.tags["dagster/data_version"] for record in records}) == 1
+
+            # point 9: the UI's runs carry the tags `sctc run` gives its own, so the Runs page filters them alike.
+            for run in runs:
+                lang, model = run["tags"]["dagster/partition"].split("|")
+                assert _run_tags(run) == {"sctc/benchmark": "term", "sctc/stage": "per_model_lang", "sctc/model": model,
+                                          "sctc/lang": lang}, run
+            assert {run["id"] for run in runs if run["tags"]["sctc/model"] == "fake-a"} <= set(
+                front.runs_tagged("sctc/model", "fake-a"))
 
 
-def test_one_run_answers_a_range_of_partitions_and_stores_each(registry):
-    calls = registry
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION_NAME, ["fake-a", "fake-b"])
-        assert dg.materialize(EVERY_ASSET, selection=["regional_terms", "term_prompts"], instance=instance,
-                              resources=shared_resources()).success
+@pytest.mark.slow
+def test_a_ui_backfill_of_an_item_sets_answers_succeeds_partition_by_partition(isolated_data_dir, tmp_path):
+    # An item set registered as `sctc run --term-items … --item-set-name street` leaves it in the data folder; its
+    # assets exist in a process started with it registered, so the UI and its daemon run in a fresh process.
+    items = tmp_path / "street.csv"
+    items.write_text(ITEMS, encoding="utf-8")
+    (isolated_data_dir / "item_sets.yaml").write_text(
+        f"item_sets:\n  street:\n    source: {items}\n    varieties: [zh-CN, zh-TW]\n", encoding="utf-8")
+    registry, calls = write_two_term_fakes(tmp_path)
+    keys = [f"{model}|{variety}" for model in MODELS for variety in ("zh-CN", "zh-TW")]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "home": str(tmp_path / "dagster_home"), "models": list(MODELS),
+        "inputs": ["terms_street_items", "terms_street_prompts"], "assets": ["terms_street_responses"],
+        "partitions": keys, "stale": ["terms_street_responses"], "tagged": [["sctc/model", "fake-b"]]}),
+        encoding="utf-8")
+    env = {**os.environ, "SCTC_MODELS": str(registry), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "sctc_assets_tests.ui_backfill", str(spec)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-5000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
 
-        # What the backfill daemon launches. One model, every language: one run (the model loads once).
-        one_model = _run_requests(instance, "term_responses", KEYS[:2])
-        assert [(r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"])
-                for r in one_model] == [("zh_hans|fake-a", "zh_hant|fake-a")]
-        # Several models: Dagster 1.13 groups a multi-partition range by the dimension with fewer selected keys,
-        # `lang` on a tie, so one run per language, each serving every model; one run per partition without the
-        # policy (as the scoring assets are run).
-        requests = _run_requests(instance, "term_responses", KEYS)
-        assert sorted(r.tags["dagster/asset_partition_range_start"] for r in requests) == ["zh_hans|fake-a",
-                                                                                          "zh_hant|fake-a"]
-        assert len(_run_requests(instance, "term_labels", KEYS)) == 4
-
-        run_ids = set()
-        for request in requests:
-            selection = (dg.AssetSelection.assets(*request.asset_selection)
-                         | dg.AssetSelection.checks(*request.asset_check_keys))
-            result = dg.materialize([*EVERY_ASSET, *defs.asset_checks], selection=selection, tags=request.tags,
-                                    instance=instance, resources=shared_resources())
-            assert result.success
-            assert {e.check_name for e in result.get_asset_check_evaluations()} == {"error_rate", "refusal_rate",
-                                                                                     "usable_answers"}
-            run_ids.add(result.run_id)
-        assert count_calls(calls) == 4 * 110
-
-        records = instance.fetch_materializations(dg.AssetKey("term_responses"), limit=10).records
-        assert {record.run_id for record in records} == run_ids and len(run_ids) == 2
-        assert sorted(record.partition_key for record in records) == sorted(str(key) for key in KEYS)
-        storage = shared_resources()["io_manager"]
-        partitions_def = GRAPH.get(dg.AssetKey("term_responses")).partitions_def
-        for record in records:
-            key = partitions_def.get_partition_key_from_str(record.partition_key)
-            table = pd.read_parquet(storage.path_for(dg.AssetKey("term_responses"), partitions_def, str(key)))
-            dims = key.keys_by_dimension
-            assert len(table) == 110 and set(table["model"]) == {dims["model"]} and set(table["lang"]) == {dims["lang"]}
-            metadata = record.asset_materialization.metadata
-            assert metadata["dagster/row_count"].value == 110 and metadata["calls"].value == 110
-
-        # The scoring partitions run one by one on what the range run stored.
-        for key in KEYS:
-            labels = dg.materialize(EVERY_ASSET, selection=["term_judgements", "term_labels"], partition_key=key,
-                                    instance=instance, resources=shared_resources())
-            assert labels.success
-        assert count_calls(calls) == 4 * 110
+    assert result["status"] == "COMPLETED_SUCCESS", result["runs"]
+    assert sorted(run["tags"]["dagster/partition"] for run in result["runs"]) == sorted(keys)
+    assert {run["status"] for run in result["runs"]} == {"SUCCESS"}
+    assert {key: state["status"] for key, state in result["stale"]["terms_street_responses"].items()} == {
+        key: "FRESH" for key in keys}
+    assert count_calls(calls) == 2 * 2 * 2  # 2 models × 2 varieties × 2 concepts, one trial of one variant
+    for run in result["runs"]:
+        model, variety = run["tags"]["dagster/partition"].split("|")
+        assert _run_tags(run) == {"sctc/benchmark": "terms_street", "sctc/stage": "per_model_lang", "sctc/model": model,
+                                  "sctc/variety": variety}, run
+    assert sorted(result["tagged"]["sctc/model=fake-b"]) == sorted(
+        run["id"] for run in result["runs"] if run["tags"]["sctc/model"] == "fake-b")

@@ -5,8 +5,9 @@ The rates are WARN checks with thresholds in the run config (`AnswerCheckConfig`
 usable answer" is an ERROR, except for replayed published answers (the papers' own errors are data, not a fault
 of this run), where it is a WARN. Each check reads its asset's own partition through the IO manager, as an input of
 a partitioned multi-asset check (which Dagster 1.13 loads correctly for these multi-partitions; dagster#30178 is
-about another path, and `test_answer_checks` materializes a partition with its checks to keep it that way). In a
-single-run backfill over several partitions the checks evaluate the whole range at once.
+about another path, and `test_answer_checks` materializes a partition with its checks to keep it that way). Every
+run of these assets holds one partition (no asset backfills a range in one run), so each check is about one
+partition.
 """
 
 
@@ -147,12 +148,9 @@ def _build(name: str, assets_def: dg.AssetsDefinition, measures: tuple[Measure, 
                           description=f"Error, refusal and unscorable rates of each `{name}` partition.")
     def answer_checks(context: dg.AssetCheckExecutionContext, config: AnswerCheckConfig, table: pd.DataFrame,
                       models: ModelRegistryResource) -> Iterator[dg.AssetCheckResult]:
-        # A single-run backfill evaluates its whole range at once (Dagster records one evaluation for the run).
-        keys = [context.partition_key] if context.has_partition_key else list(context.partition_keys)
         for measure in measures:
             yield _rate_result(name, measure, table, config)
-        yield _usable_result(name, usable, table,
-                             all(replays_published_answers(models, _model_of(key)) for key in keys))
+        yield _usable_result(name, usable, table, replays_published_answers(models, _model_of(context.partition_key)))
 
     return answer_checks
 

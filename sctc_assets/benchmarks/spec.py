@@ -276,6 +276,23 @@ class BenchmarkSpec:
     def tables(self) -> tuple[str, ...]:
         return self.inputs + self.per_model_lang + self.per_model + self.cross_model
 
+    def run_tags(self, stage: str, *, model: str | None = None, key: str | None = None) -> dict[str, str]:
+        """The `sctc/*` tags of a run of `stage` (the stages `job_name` takes), for one model and one key of the
+        second dimension where the run has them: what the Runs page filters by."""
+        tags = {"sctc/benchmark": self.name, "sctc/stage": stage}
+        if model is not None:
+            tags["sctc/model"] = model
+        if key is not None:
+            tags[f"sctc/{self.dimension}"] = key
+        return tags
+
+    def run_stage(self, asset: str) -> str:
+        """The stage (as `job_name` and `run_tags` take it) that materializes `asset`."""
+        entry = self.assets[asset]
+        if entry.sharded:
+            return "partitioned_inputs"
+        return "per_model_lang" if entry.stage == MODEL_LANG else entry.stage
+
     def job_name(self, stage: str) -> str:
         """`stage` is inputs, partitioned_inputs, per_model_lang, per_model or cross_model."""
         return self.jobs.get(stage, f"{self.name}_{'model_lang' if stage == 'per_model_lang' else stage}")

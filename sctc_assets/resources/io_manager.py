@@ -11,8 +11,8 @@ named once, in the downstream table's metadata (`models_without_results`). Missi
 unpartitioned upstream asset and for a partitioned run that reads exactly its one upstream partition, except that an
 unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an
 empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still finds
-the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`) hands
-one table per partition key, stored apart.
+the columns it needs. A partitioned run writes its one partition (no asset backfills a range in one run, which
+would give every partition of the range one data version).
 
 Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
 type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Mapping, Optional
+from typing import Optional
 
 import dagster as dg
 import numpy as np
@@ -37,6 +37,7 @@ from pydantic import Field
 from sctc_assets.lib.table_store import (StorePath, arrow_source, change_marker, is_local, location, shown,
                                          table_store, writing)
 from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.resources.run_tags import tag_run
 
 _DIMENSION_ORDER = {"model": 0}
 # (run id, step key) → models a cross-partition read found no partition of, for that step's output metadata
@@ -192,6 +193,10 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         "Where the tables go: a folder or an fsspec URL (s3://bucket/tables, gs://…, file://…); default "
         "$SCTC_TABLE_STORE, else data/storage."))
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # Every asset run stores through here: a run `sctc run` did not start gets its `sctc/*` tags as it starts.
+        tag_run(context)
+
     def _root(self) -> StorePath:
         return location(self.base_dir) if self.base_dir else table_store()
 
@@ -203,11 +208,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         parts = partition_path_parts(partitions_def, partition_key)
         return base.joinpath(*parts[:-1], parts[-1] + ".parquet")
 
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | Mapping[str, pd.DataFrame] | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | None) -> None:
         if obj is None:
-            return
-        if isinstance(obj, Mapping) and context.has_asset_partitions:
-            self._store_partitions(context, obj)
             return
         if not isinstance(obj, pd.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames, got {type(obj).__name__}")
@@ -222,18 +224,6 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         without = _without_results.pop(step, None) if step else None
         if without:
             context.add_output_metadata({"models_without_results": dg.MetadataValue.json(sorted(without))})
-
-    def _store_partitions(self, context: dg.OutputContext, tables: Mapping[str, pd.DataFrame]) -> None:
-        """A run over a range of partitions (`assets/partition_ranges.py`) hands one table per partition key."""
-        expected = {str(key) for key in context.asset_partition_keys}
-        if set(tables) != expected:
-            raise ValueError(f"{context.asset_key.to_user_string()}: the run covers partitions {sorted(expected)}, "
-                             f"the output holds {sorted(tables)}")
-        for key, frame in tables.items():
-            _write(frame, self.path_for(context.asset_key, context.asset_partitions_def, key),
-                   f"{context.asset_key.to_user_string()} partition {key}")
-        folder = self._root().joinpath(*context.asset_key.path)
-        context.add_output_metadata({"path": dg.MetadataValue.path(shown(folder))})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
         asset_key = context.asset_key

@@ -294,13 +294,9 @@ class Runner:
             return False
         job = self._job(spec.job_name(stage), selection)
         self.log(f"[{label}] {job.name}: {', '.join(selection)}")
-        tags = {"sctc/benchmark": spec.name, "sctc/stage": stage}
+        tags = spec.run_tags(stage, model=model, key=lang)
         if settings is not None:
             tags[SETTINGS_TAG] = settings
-        if model is not None:
-            tags["sctc/model"] = model
-        if lang is not None:
-            tags[f"sctc/{spec.dimension}"] = lang
         run_config = {"ops": {name: {"config": config[name]} for name in selection if name in config}}
         try:
             result = self._execute(job, selection, partition_key=partition_key, run_config=run_config, tags=tags)

@@ -9,7 +9,6 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata, upstream_comparison_result
-from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.name import last_names as ln
 from sctc_assets.lib.progress import ProgressReporter
@@ -99,9 +98,7 @@ def _skipped(context: dg.AssetExecutionContext, reason: str, metadata: dict) -> 
 
 
 @catalogued
-@dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
-@serves_partition_ranges
+@dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=GENERATION_POOL)
 def last_name_logprobs(
     context: dg.AssetExecutionContext,
     config: LastNameLogprobsConfig,

@@ -10,7 +10,6 @@ from pydantic import Field
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
-from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.assets.replay_answers import replayed_columns, replays
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
@@ -45,8 +44,7 @@ class NameResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(NAME), group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
-@serves_partition_ranges
+          pool=GENERATION_POOL)
 def name_responses(
     context: dg.AssetExecutionContext,
     config: NameResponsesConfig,

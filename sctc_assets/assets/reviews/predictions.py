@@ -9,7 +9,6 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata
-from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.benchmarks.reviews import REVIEWS, answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.report.headlines import review_headlines
@@ -33,9 +32,7 @@ class ReviewPredictionsConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
-@serves_partition_ranges
+@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=GENERATION_POOL)
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """The model's score for each paired review in one format, as written and (a Chinese pair) converted:

@@ -10,7 +10,6 @@ from pydantic import Field
 from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
-from sctc_assets.assets.partition_ranges import serves_partition_ranges
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns
 from sctc_assets.lib.progress import ProgressReporter
@@ -40,8 +39,7 @@ class SovereigntyResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"},
-          backfill_policy=dg.BackfillPolicy.single_run(), pool=GENERATION_POOL)
-@serves_partition_ranges
+          pool=GENERATION_POOL)
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """One model's answers to the prompts of one language, through its backend and the response cache (`tsb-*`

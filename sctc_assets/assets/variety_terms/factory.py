@@ -132,8 +132,7 @@ def item_set_assets(spec: BenchmarkSpec, entry: ItemSetEntry) -> list:
 
     @catalogued
     @dg.asset(name=f"{prefix}_responses", group_name=group, kinds=KINDS, partitions_def=partitions,
-              ins={"prompts": dg.AssetIn(f"{prefix}_prompts")}, pool=GENERATION_POOL,
-              backfill_policy=dg.BackfillPolicy.single_run())
+              ins={"prompts": dg.AssetIn(f"{prefix}_prompts")}, pool=GENERATION_POOL)
     def responses(context: dg.AssetExecutionContext, config: ItemSetResponsesConfig, prompts: pd.DataFrame,
                   models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
         """One model's answers in one prompting variety, through its backend and the response cache. Errors after
