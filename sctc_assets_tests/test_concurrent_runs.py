@@ -11,13 +11,20 @@ import dataclasses
 import threading
 import time
 from pathlib import Path
+from typing import Any, ClassVar, Sequence
 
 import dagster as dg
+import pandas as pd
 import pytest
 
+from sctc_assets.assets.term.responses import term_responses
+from sctc_assets.backends.base import ModelBackend, ResultCallback
 from sctc_assets.backends.openai_backend import OpenAIBackend
+from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.cache import ResponseCache
-from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.resources.io_manager import ParquetIOManager, read_table
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer, api_error, echo_reply
 
 KEY_ENV = "SCTC_TEST_CONCURRENT_RUNS_KEY"
@@ -60,3 +67,77 @@ def test_an_error_the_other_process_answered_meanwhile_is_the_answer(tmp_path, m
     assert sorted(kinds) == sorted([(flaky, "scripted"), (flaky, "ok"), (slow, "scripted"), (other, "ok")])
     stored = ResponseCache(tmp_path / "cache.sqlite").count()
     assert stored == 3
+
+
+# --- the answer checks of two runs of one partition ------------------------------------------------------------------
+
+SWITCH = {"down": True}
+
+
+class SwitchBackend(ModelBackend):
+    """Every call fails while `SWITCH["down"]`, else answers: the same model in two runs, one during an outage.
+    Errors are not cached, so the second run asks again and its table differs from the first's."""
+
+    backend_name: ClassVar[str] = "switch"
+
+    def identity(self) -> dict:
+        return {"backend": self.backend_name, "model": "switch"}
+
+    def _generate_uncached(self, requests: Sequence[GenerationRequest], on_result: ResultCallback) -> None:
+        for index in range(len(requests)):
+            on_result(index, GenerationResult(text=None, outcome="error", message="HTTP 503") if SWITCH["down"]
+                      else GenerationResult(text="滑鼠", outcome="ok"))
+
+
+@pytest.fixture
+def switch_registry(isolated_data_dir, extracted_upstream, tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  switch: {backend: 'sctc_assets_tests.test_concurrent_runs:SwitchBackend', "
+                    "benchmarks: {term: {trials: 1, prompt_variants: [1]}}}\n", encoding="utf-8")
+    monkeypatch.setenv("SCTC_MODELS", str(path))
+    monkeypatch.setitem(SWITCH, "down", True)
+    return path
+
+
+def _checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e.asset_key.to_user_string(), e.check_name): {key: value.value for key, value in e.metadata.items()}
+            for e in result.get_asset_check_evaluations()}
+
+
+def test_each_run_s_answer_checks_describe_the_table_that_run_wrote(switch_registry, monkeypatch):
+    partition = dg.MultiPartitionKey({"model": "switch", "lang": "zh_hans"})
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION_NAME, ["switch"])
+        inputs = [defs.get_assets_def(name) for name in ("regional_terms", "term_prompts")]
+        assert dg.materialize(inputs, instance=instance, resources=shared_resources()).success
+        job = defs.resolve_job_def("term_model_lang")
+        other: dict[str, dg.ExecuteInProcessResult] = {}
+        load_input = ParquetIOManager.load_input
+
+        def other_run_first(self: ParquetIOManager, context: dg.InputContext) -> pd.DataFrame:
+            # The moment the first run's checks load its partition, a second run of the same partition (the outage
+            # over) replaces the stored table and runs its own checks.
+            if context.asset_key == dg.AssetKey("term_responses") and "answer_checks" in context.step_context.step.key \
+                    and SWITCH["down"]:
+                SWITCH["down"] = False
+                thread = threading.Thread(target=lambda: other.setdefault("run", job.execute_in_process(
+                    partition_key=partition, instance=instance, resources=shared_resources())))
+                thread.start()
+                thread.join(timeout=300)
+            return load_input(self, context)
+
+        monkeypatch.setattr(ParquetIOManager, "load_input", other_run_first)
+        first = job.execute_in_process(partition_key=partition, instance=instance, resources=shared_resources(),
+                                       raise_on_error=False)
+    second = other["run"]
+    assert second.success
+    # What is stored is the second run's table: every one of the 110 calls answered.
+    stored = read_table(ParquetIOManager().path_for(dg.AssetKey("term_responses"), term_responses.partitions_def,
+                                                    str(partition)))
+    assert (stored["outcome"] == "ok").sum() == 110
+    # Each run's checks count its own table: the first run's 110 errors, the second run's none.
+    assert _checks(first)[("term_responses", "error_rate")] | {"threshold": None} == \
+        {"rate": 1.0, "count": 110, "rows": 110, "threshold": None}
+    assert _checks(second)[("term_responses", "error_rate")]["count"] == 0
+    assert _checks(first)[("term_responses", "usable_answers")]["usable"] == 0
+    assert _checks(second)[("term_responses", "usable_answers")]["usable"] == 110

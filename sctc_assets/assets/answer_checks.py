@@ -5,8 +5,10 @@ The rates are WARN checks with thresholds in the run config (`AnswerCheckConfig`
 usable answer" is an ERROR, except for replayed published answers (the papers' own errors are data, not a fault
 of this run), where it is a WARN. Each check reads its asset's own partition through the IO manager, as an input of
 a partitioned multi-asset check (which Dagster 1.13 loads correctly for these multi-partitions; dagster#30178 is
-about another path, and `test_answer_checks` materializes a partition with its checks to keep it that way). In a
-single-run backfill over several partitions the checks evaluate the whole range at once.
+about another path, and `test_answer_checks` materializes a partition with its checks to keep it that way), as its
+own run wrote it: `ParquetIOManager` keeps what its run wrote, so a run of the same partition that replaced the
+stored file meanwhile does not change this run's counts (`test_concurrent_runs`). In a single-run backfill over
+several partitions the checks evaluate the whole range at once.
 """
 
 
