@@ -13,8 +13,8 @@ unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` tha
 empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still finds
 the columns it needs. A run over a range of partitions (a single-run backfill, `assets/partition_ranges.py`) hands
 one table per partition key, stored apart. A step reads a table its own run wrote as that run wrote it, even if
-another run has replaced the file since (two runs of one partition at once): the answer checks describe their own
-run's materialization.
+another run has replaced the file since (two runs of one partition at once), where the run's steps share a process:
+the answer checks describe their own run's materialization.
 
 Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
 type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
@@ -204,10 +204,11 @@ def _model_of(partitions_def: dg.PartitionsDefinition, partition_key: str) -> st
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    """Dagster makes one of these per run (per step process under a multiprocess executor): `_written` holds the
-    Parquet bytes of every table this run (this process) wrote, by path, so that its later steps (the answer checks
-    of a partition, the assets downstream of it) read the table this run produced, even when another run on the
-    same partition has since replaced the file. A step reading a table no step of its run wrote reads the store."""
+    """Dagster makes one of these per run: `_written` holds the Parquet bytes of every table the run wrote (up to
+    `_WRITTEN_BYTES`), by path, so that its later steps (the answer checks of a partition, the assets downstream of
+    it) read the table this run produced, even when another run on the same partition has since replaced the file.
+    That holds where a run's steps share a process (`sctc run`, `execute_in_process`, the in-process executor);
+    under a multiprocess executor each step has its own, and a step reads the store as before."""
 
     base_dir: Optional[str] = Field(default=None, description=(
         "Where the tables go: a folder or an fsspec URL (s3://bucket/tables, gs://…, file://…); default "
