@@ -3,10 +3,10 @@
 Real HTTP on a real socket, so the client's transport, status handling and headers are exercised as in production.
 By default every prompt gets an echo answer with token usage (and the request's seed in the text, so distinct
 seeds give distinct answers, as a seed-honouring server's would); `script(prompt, ...)` queues special replies
-(errors, rate limits, refusals, slow answers) that the next requests carrying that prompt receive, one per request. A `FaultPlan`
-injects the faults real APIs produce at a configured rate, deterministically per request body and attempt, or on a
-schedule of request numbers. Every request is recorded with the kind of reply it got, so tests count what was
-sent, answered and asked twice per distinct request body.
+(errors, rate limits, refusals, slow answers) that the next requests carrying that prompt receive, one per
+request. A `FaultPlan` injects the faults real APIs produce at a configured rate, deterministically per request
+body and attempt, or on a schedule of request numbers. Every request is recorded with the kind of reply it got, so
+tests count what was sent, answered and asked twice per distinct request body.
 
 `AsyncStubServer` is the same echo server on asyncio, run in a subprocess (`python -m
 sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server.

@@ -107,6 +107,7 @@ def _checks(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dict[str
             for e in result.get_asset_check_evaluations()}
 
 
+@pytest.mark.slow  # two pipeline runs of a partition: about 15 s
 def test_each_run_s_answer_checks_describe_the_table_that_run_wrote(switch_registry, monkeypatch):
     partition = dg.MultiPartitionKey({"model": "switch", "lang": "zh_hans"})
     with dg.instance_for_test() as instance:
@@ -120,8 +121,8 @@ def test_each_run_s_answer_checks_describe_the_table_that_run_wrote(switch_regis
         def other_run_first(self: ParquetIOManager, context: dg.InputContext) -> pd.DataFrame:
             # The moment the first run's checks load its partition, a second run of the same partition (the outage
             # over) replaces the stored table and runs its own checks.
-            if context.asset_key == dg.AssetKey("term_responses") and "answer_checks" in context.step_context.step.key \
-                    and SWITCH["down"]:
+            step = context.step_context.step.key
+            if context.asset_key == dg.AssetKey("term_responses") and "answer_checks" in step and SWITCH["down"]:
                 SWITCH["down"] = False
                 thread = threading.Thread(target=lambda: other.setdefault("run", job.execute_in_process(
                     partition_key=partition, instance=instance, resources=shared_resources())))

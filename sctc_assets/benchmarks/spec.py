@@ -181,8 +181,9 @@ class BenchmarkSpec:
     model's `lib.estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
     the upstream data without Dagster (None: the benchmark calls no model); `estimate_lines` add lines under its
     table there; `expected_answer` is how long its answers are expected to be (`lib.estimate.ExpectedAnswer`, e.g.
-    one word), the plan's expected output before any answer is cached (None: the max-tokens ceiling). `partitioned_inputs(options)` lists model-independent but partitioned work, as
-    `(asset names, partition keys)` pairs (corpus shards). `downloads(options)` lists the `lib.fetching.Download`s
+    one word), the plan's expected output before any answer is cached (None: the max-tokens ceiling).
+    `partitioned_inputs(options)` lists model-independent but partitioned work, as `(asset names, partition keys)`
+    pairs (corpus shards). `downloads(options)` lists the `lib.fetching.Download`s
     a run with these options makes besides the models' (upstream URLs, tokenizer distributions): `sctc fetch`
     fetches them ahead of the run. `jobs`: a stage's named Dagster job where it is not
     `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether

@@ -68,7 +68,8 @@ class TokenCounter:
         if self.encode is None or self.render is None or not requests:
             return None
         added = [len(self.encode(self.render(messages)))
-                 - sum(len(self.encode(message.get("content") or "")) for message in messages) for messages in requests]
+                 - sum(len(self.encode(message.get("content") or "")) for message in messages)
+                 for messages in requests]
         return sum(added) / len(added)
 
     def tokens_per_char(self, texts: Sequence[str]) -> float:
