@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
@@ -25,7 +26,7 @@ from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.estimate import SCRIPT_RULE, BenchmarkDesign, Estimate, TokenCounter, estimate_partition
 from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.name.tokenization import (TokenizerIntegrityError, TokenizerRegistryError, TokenizerUnavailable,
-                                               default_files_dir, load_registry, load_tokenizer)
+                                               default_files_dir, json_tokenizer, load_registry, load_tokenizer)
 from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -37,7 +38,12 @@ _ENCODERS: dict[str, TokenCounter] = {}
 
 def token_counter(backend: Any) -> TokenCounter:
     """The model's tokenizer when it is known offline (an OpenAI model through the `openai` backend, also behind
-    an `openai/…` router prefix, whose encoding the tokenizer registry holds a copy of), else the script rule."""
+    an `openai/…` router prefix, whose encoding the tokenizer registry holds a copy of; a local model whose
+    `tokenizer.json` is on the machine, the embedded one's included: `local_tokenizer_file`), else the script
+    rule."""
+    local = getattr(backend, "local_tokenizer_file", None)
+    if local is not None:
+        return _local_counter(backend, local())
     model = str(getattr(backend, "model", "") or "")
     if getattr(backend, "backend_name", "") != "openai" or not model:
         return SCRIPT_RULE
@@ -50,6 +56,27 @@ def token_counter(backend: Any) -> TokenCounter:
     if encoding not in _ENCODERS:
         _ENCODERS[encoding] = _tiktoken_counter(encoding)
     return _ENCODERS[encoding]
+
+
+def _local_counter(backend: Any, path: Path | None) -> TokenCounter:
+    """A local model's `tokenizer.json`, loaded with the `tokenizers` library (no transformers) once per file, with
+    the chat template beside it where there is one."""
+    if path is None:
+        return SCRIPT_RULE
+    key = str(path)
+    if key not in _ENCODERS:
+        try:
+            _ENCODERS[key] = TokenCounter(key, json_tokenizer(key))
+        except Exception:  # the tokenizers library raises its own Exception for a file it cannot read
+            _ENCODERS[key] = SCRIPT_RULE
+    if _ENCODERS[key] is SCRIPT_RULE:
+        return SCRIPT_RULE
+    try:
+        render = backend.offline_prompt(path)
+    except Exception:  # a template Jinja2 cannot compile: the chat format's flat rate instead
+        render = None
+    name = f"{backend.embedded or backend.tokenizer or backend.model}'s tokenizer.json"
+    return TokenCounter(name + (" and chat template" if render is not None else ""), _ENCODERS[key].encode, render)
 
 
 def _tiktoken_counter(encoding: str) -> TokenCounter:
@@ -127,7 +154,10 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
                 max_output_tokens=_output_ceiling(backend), pricing=backend.pricing(),
                 stored_count=stored.get(str((identity or {}).get("model", "")), 0),
                 asked_before=asked.setdefault(json.dumps(identity, sort_keys=True, default=str), set())
-                if identity is not None else None, keyed=keyed_request(backend)))
+                if identity is not None else None, keyed=keyed_request(backend),
+                expected=SPECS[benchmark].expected_answer))
+        if SPECS[benchmark].expected_answer is not None:
+            estimate.expected_answers[benchmark] = SPECS[benchmark].expected_answer
         judge = SPECS[benchmark].chosen_judge(options)
         if judge:
             answers = sum(len(partition.requests) for partition in design.partitions)

@@ -3,10 +3,10 @@
 Real HTTP on a real socket, so the client's transport, status handling and headers are exercised as in production.
 By default every prompt gets an echo answer with token usage (and the request's seed in the text, so distinct
 seeds give distinct answers, as a seed-honouring server's would); `script(prompt, ...)` queues special replies
-(errors, rate limits, refusals) that the next requests carrying that prompt receive, one per request. A `FaultPlan`
-injects the faults real APIs produce at a configured rate, deterministically per request body and attempt, or on a
-schedule of request numbers. Every request is recorded with the kind of reply it got, so tests count what was
-sent, answered and asked twice per distinct request body.
+(errors, rate limits, refusals, slow answers) that the next requests carrying that prompt receive, one per
+request. A `FaultPlan` injects the faults real APIs produce at a configured rate, deterministically per request
+body and attempt, or on a schedule of request numbers. Every request is recorded with the kind of reply it got, so
+tests count what was sent, answered and asked twice per distinct request body.
 
 `AsyncStubServer` is the same echo server on asyncio, run in a subprocess (`python -m
 sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server.
@@ -39,6 +39,7 @@ class StubReply:
     # Sent as it is instead of `body` as JSON: garbled answers from proxies and overloaded servers.
     raw: bytes | None = None
     content_type: str = "application/json"
+    delay_s: float = 0.0  # held this long before it is sent (at least the server's latency)
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ class StubOpenAIServer:
             kind = "scripted" if queued else (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
             if queued:
                 reply = queued.popleft()
+                delay = max(delay, reply.delay_s)
             elif kind == "ok":
                 reply = echo_reply(prompt, body.get("seed"))
             else:

@@ -93,6 +93,10 @@ def test_sctc_ui_started_in_the_background_stops_on_sigint_and_leaves_nothing(tm
             process.wait()
         log.close()
     assert status == 0, (tmp_path / "ui.log").read_text()[-3000:]
+    output = (tmp_path / "ui.log").read_text()
+    # Dagster's notice that `dagster dev` is superseded by `dg dev` (a CLI this project does not install) is not shown.
+    assert "Serving dagster-webserver" in output and "dg dev" not in output and "SupersessionWarning" not in output, \
+        output
     deadline = time.monotonic() + 30  # the webserver and daemon end with `dagster dev`, their code servers after
     home = f"DAGSTER_HOME={tmp_path / 'dagster'}"
     while _processes_mentioning(home, "environ") and time.monotonic() < deadline:

@@ -258,10 +258,21 @@ def test_ui_runs_dagster_dev_through_the_forwarder(monkeypatch, tmp_path):
     import sctc_assets.cli.ui as ui
 
     seen = {}
-    monkeypatch.setattr(ui, "run_forwarding_signals", lambda command: seen.setdefault("command", command) and 0)
+    monkeypatch.setattr(ui, "run_forwarding_signals",
+                        lambda command, env: seen.update(command=command, env=env) or 0)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PYTHONWARNINGS", "error::DeprecationWarning")  # the user's filters are kept
     assert main(["ui", "--port", "3123"]) == 0
     assert seen["command"][:6] == [sys.executable, "-m", "dagster", "dev", "-p", "3123"]
+    assert seen["env"]["PYTHONWARNINGS"] == f"error::DeprecationWarning,{ui.QUIET_SUPERSESSION}"
+
+
+def test_every_option_of_sctc_ui_says_what_it_does(capsys):
+    with pytest.raises(SystemExit):
+        main(["ui", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--port PORT the port to serve the UI on, at 127.0.0.1 (default 3000)" in text
+    assert "--upstream PATH|URL SC-TC-Bench data" in text
 
 
 def test_only_the_models_a_benchmark_runs_are_checked(tmp_path, monkeypatch, capsys, isolated_data_dir):

@@ -15,12 +15,12 @@ from sctc_assets.cli import main
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.estimate import (
-    MESSAGE_OVERHEAD, SCRIPT_RULE, Estimate, EstimateRow, RequestSet, TokenCounter, cache_keys, cached_answers,
-    estimate_partition, render,
+    MESSAGE_OVERHEAD, SCRIPT_RULE, Estimate, EstimateRow, ExpectedAnswer, RequestSet, TokenCounter, cache_keys,
+    cached_answers, estimate_partition, render,
 )
 from sctc_assets.lib.model_registry import load_registry
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.estimate import build_estimate, keyed_request
+from sctc_assets.estimate import build_estimate, keyed_request, token_counter
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls
 
 
@@ -118,7 +118,77 @@ def test_render_marks_ceilings_and_totals_per_model():
     assert "≤ 60" in text and "≤ 0.0010" in text and "replays published answers" in text
     assert "  a note for the benchmark" in text
     totals = text[text.index("total per model:"):]
-    assert "| m       | 20      | 14       | 6        | 600" in totals
+    assert "| m       | 20        | 14       | 6       | 600            | ≤ 60            | ≤ 0.0010   |" in totals
+
+
+def test_replays_make_no_calls_and_the_expected_cost_is_bounded_by_the_ceiling():
+    requests = RequestSet([GenerationRequest.user(f"prompt {index}") for index in range(100)])
+    one_word = ExpectedAnswer(4, "one word")
+    row = estimate_partition("term", "api", "zh_hans", requests, identity={"model": "api"}, cache=None,
+                             counter=SCRIPT_RULE, max_output_tokens=256, pricing=(0.15, 0.60), expected=one_word)
+    # Nothing cached: the benchmark's expected answer length, with the max_tokens ceiling as the bound.
+    assert (row.output_tokens, row.max_output_tokens, row.output_by, row.output_ceiling) == (400, 25600, "expected",
+                                                                                              False)
+    assert row.cost_usd == pytest.approx((row.input_tokens * 0.15 + 400 * 0.60) / 1e6)
+    assert row.max_cost_usd == pytest.approx((row.input_tokens * 0.15 + 25600 * 0.60) / 1e6)
+    # An expectation above a lower ceiling is cut to it.
+    capped = estimate_partition("term", "api", "zh_hans", requests, identity={"model": "api"}, cache=None,
+                                counter=SCRIPT_RULE, max_output_tokens=2, pricing=(0.15, 0.60), expected=one_word)
+    assert capped.output_tokens == capped.max_output_tokens == 200
+    replay = estimate_partition("term", "paper", "zh_hans", requests, identity=None, cache=None, counter=SCRIPT_RULE,
+                                max_output_tokens=None, pricing=(None, None))
+    plan = Estimate(rows=[row, replay], expected_answers={"term": one_word})
+    text = render(plan)
+    table = text[:text.index("total per model:")]
+    assert "| answers   | cached   | calls   |" in table
+    assert (f"| api     | zh_hans     | 100       | 0        | 100     | {row.input_tokens:<14} | 400 (≤ 25,600)  |"
+            f" {row.cost_usd:.4f}     | {row.max_cost_usd:.4f}        |") in table
+    assert "| paper   | zh_hans     | 100       | –        | 0       |" in table  # answers, but no paid call
+    assert "output tokens expected: one word, about 4 per answer" in table
+    totals = text[text.index("total per model:"):]
+    assert "| paper   | 100       | 0        | 0       |" in totals
+
+
+def test_a_local_model_s_tokenizer_on_the_machine_counts_its_input_tokens(tmp_path, monkeypatch):
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    from sctc_assets.backends import gguf_cache
+    from sctc_assets.backends.transformers_backend import TransformersBackend
+
+    # A tokenizer.json giving one token per character, where the embedded model's converted weights are kept.
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    seen = []
+    monkeypatch.setattr(gguf_cache, "cached_folder", lambda *args, **kwargs: seen.append(args) or folder)
+    backend = TransformersBackend(embedded="qwen2.5-coder-0.5b-instruct-q4_k_m", device="cpu")
+    counter = token_counter(backend)
+    assert counter.name == "qwen2.5-coder-0.5b-instruct-q4_k_m's tokenizer.json" and counter.encode is not None
+    assert seen and seen[0][1] == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"  # looked up by the artifact's file
+    requests = RequestSet([GenerationRequest.user("abcdefgh")] * 3)
+
+    def input_tokens(counter: TokenCounter) -> int:
+        return estimate_partition("term", "m", "zh_hans", requests, identity={"model": "m"}, cache=None,
+                                  counter=counter, max_output_tokens=None, pricing=(None, None)).input_tokens
+
+    assert input_tokens(counter) == 8 + MESSAGE_OVERHEAD  # its 8 tokens, not the 2 of the 4-characters rule
+    # With the chat template kept beside it, what the template adds (here a default system message) is counted.
+    (folder / "chat_template.jinja").write_text(
+        "{% if messages[0].role != 'system' %}<s>default</s>{% endif %}"
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<a>{% endif %}",
+        encoding="utf-8")
+    templated = token_counter(backend)
+    assert templated.name.endswith("tokenizer.json and chat template")
+    assert input_tokens(templated) == len("<s>default</s><user>abcdefgh<a>")
+    with_system = token_counter(TransformersBackend(embedded="qwen2.5-coder-0.5b-instruct-q4_k_m", device="cpu",
+                                                    system_prompt="Be brief."))
+    assert input_tokens(with_system) == len("<system>Be brief.<user>abcdefgh<a>")  # the backend's system message
+    # Without a tokenizer on the machine (a hub model, nothing converted yet), the rule counts.
+    monkeypatch.setattr(gguf_cache, "cached_folder", lambda *args, **kwargs: None)
+    monkeypatch.setenv("SCTC_DOWNLOAD_CACHE", str(tmp_path / "empty-cache"))
+    assert token_counter(TransformersBackend(model="Qwen/Qwen2.5-0.5B-Instruct", device="cpu")) is SCRIPT_RULE
 
 
 @pytest.fixture
@@ -147,7 +217,8 @@ def _plan(benchmark: str, models: list[str], options: dict[str, Any] | None = No
 def test_dry_run_prints_the_plan_and_writes_nothing(fakes, isolated_data_dir, capsys):
     assert main(["run", "--dry-run", "--models", "fake-a", "paper-qwen", "--prompt-variants", "1"]) == 0
     out = capsys.readouterr().out
-    assert "| fake-a     | zh_hans     | 110     | 0        | 110      |" in out and "replays published answers" in out
+    assert "| fake-a     | zh_hans     | 110       | 0        | 110     |" in out
+    assert "replays published answers" in out
     assert "total per model:" in out and "Estimates:" in out
     assert not (isolated_data_dir / "storage").exists() and not (isolated_data_dir / "cache").exists()
     assert count_calls(fakes) == 0
@@ -165,6 +236,8 @@ def test_the_plan_predicts_the_calls_the_run_makes_and_then_finds_them_cached(fa
     before = _plan(benchmark, ["fake-a", "paper-qwen"], options)
     live = [row for row in before if row.model == "fake-a"]
     assert all(row.cached == 0 for row in live) and sum(row.to_ask for row in live) > 0
+    # No answer cached yet: the output is the benchmark's expected answer length (its spec's, one word or name).
+    assert all(row.output_by == "expected" and row.output_tokens == 4 * row.to_ask for row in live)
     assert all(row.to_ask == 0 and row.cached is None for row in before if row.model == "paper-qwen")
     assert main(["run", "--benchmarks", benchmark, "--models", "fake-a", "paper-qwen", "--out", str(tmp_path / "out"),
                  *argv]) == 0

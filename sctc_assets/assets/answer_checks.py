@@ -7,7 +7,9 @@ of this run), where it is a WARN. Each check reads its asset's own partition thr
 a partitioned multi-asset check (which Dagster 1.13 loads correctly for these multi-partitions; dagster#30178 is
 about another path, and `test_answer_checks` materializes a partition with its checks to keep it that way). Every
 run of these assets holds one partition (no asset backfills a range in one run), so each check is about one
-partition.
+partition, as its own run wrote it: `ParquetIOManager` keeps what its run wrote, so a run of the same partition that
+replaced the stored file meanwhile does not change this run's counts where the run's steps share a process
+(`test_concurrent_runs`).
 """
 
 

@@ -130,8 +130,10 @@ class ModelBackend(dg.ConfigurableResource):
         """Answer `requests` in order: cached answers first, then new calls, each stored the moment it arrives.
 
         With a cache, the keys to ask are claimed chunk by chunk, so another process on the same model asks other
-        keys and waits for these; every answer returned is the one the cache holds. Raises `GenerationHalted` after
-        storing what arrived when Ctrl-C or a budget stopped it early.
+        keys and waits for these; every answer returned is the one the cache holds, and a call that failed here is
+        looked up in the cache once more at the end (another process may have answered it meanwhile, or be asking
+        it: then its answer is waited for). Raises
+        `GenerationHalted` after storing what arrived when Ctrl-C or a budget stopped it early.
         """
         requests = [request if request.seed is not None else
                     dataclasses.replace(request, seed=self.request_seed(request)) for request in requests]
@@ -210,6 +212,8 @@ class ModelBackend(dg.ConfigurableResource):
             never_asked = queue.unanswered()
             if budget is not None and returned and never_asked:
                 budget.refund(len(never_asked))  # counted when handed out, but the backend stopped before them
+        if use_cache:
+            self._answered_meanwhile(cache, keys, results, followers, queue.poll_s)
         if budget is not None:
             self._notes += budget.notes()
         reason = queue.halted or (self.halt_reason() if any(result is None for result in results) else None)
@@ -223,6 +227,37 @@ class ModelBackend(dg.ConfigurableResource):
                 f" (after {time.monotonic() - started:.1f}s)"
             )
         return results  # type: ignore[return-value]
+
+    def _answered_meanwhile(self, cache: Cache, keys: Sequence[str], results: list[GenerationResult | None],
+                            followers: dict[int, list[int]], poll_s: float = 0.25) -> None:
+        """Replace each error result whose key the cache now holds by the cached answer: a call that failed here
+        releases its claim, and another process on the same model may have taken the key over and stored an answer
+        since. The table then shows that answer, not an error a rerun would find answered. A key another process is
+        asking right now (a live claim) is waited for, at most one claim lease (`claim_lease_s`), unless halted."""
+        failed = [index for index in followers if results[index] is not None and results[index].outcome == "error"]
+        if not failed:
+            return
+        owner, hits = new_claim_owner(), {}
+        waiting = list(dict.fromkeys(keys[index] for index in failed))
+        deadline = time.monotonic() + claim_lease_s()
+        try:
+            while waiting:
+                # A claim both reads the answers and tells the keys others hold; what it claims is let go at once.
+                outcome = cache.claim(waiting, owner, lease_s=claim_lease_s())
+                if outcome.claimed:
+                    cache.release_claims(owner, outcome.claimed)
+                hits.update(outcome.answered)
+                waiting = outcome.held
+                if not waiting or time.monotonic() >= deadline or self.halt_reason() is not None:
+                    break
+                time.sleep(poll_s)
+        except CacheUnavailable:
+            pass  # the errors not yet replaced stand; a rerun asks them again
+        for index in failed:
+            if keys[index] in hits:
+                results[index] = hits[keys[index]]
+                for target in followers[index]:
+                    results[target] = dataclasses.replace(hits[keys[index]])
 
     def _trial_notes(self, requests: Sequence[GenerationRequest]) -> list[str]:
         trials = 1 + max((request.trial for request in requests), default=0)

@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pydantic import Field
 
@@ -369,6 +369,73 @@ class TransformersBackend(ModelBackend):
             tokenizer_source, tokenizer_gguf = source, gguf_file
         return source, gguf_file, tokenizer_source, tokenizer_gguf
 
+    def local_tokenizer_file(self) -> Optional[Path]:
+        """This model's tokenizer as a `tokenizer.json` already on this machine, found without loading or converting
+        anything (for `sctc plan`'s token counts): the embedded model's de-quantized weights folder or its converted
+        GGUF vocabulary (`sctc fetch` or a first run makes either), a local model folder's own file, or a local GGUF
+        file's converted vocabulary. None when there is none (a hub model, nothing converted yet)."""
+        from sctc_assets.lib.name.tokenization import converted_gguf_vocabulary, default_files_dir, legacy_files_dir
+
+        artifact = self._artifact()
+        if self.tokenizer:
+            candidates = [Path(self.tokenizer).expanduser() / "tokenizer.json"]
+        elif artifact is not None:
+            from sctc_assets.backends import gguf_cache
+            from sctc_assets.lib.embedded_model import verified_artifact
+
+            dtype = resolved_precision(self.device, self.dtype)[1]
+            folder = gguf_cache.cached_folder(artifact.sha256, artifact.hub_filename, dtype)
+            gguf = verified_artifact(artifact)
+            candidates = ([folder / "tokenizer.json"] if folder else []) + ([converted_gguf_vocabulary(
+                gguf, default_files_dir(), sha256=artifact.sha256, earlier=[legacy_files_dir()])] if gguf else [])
+        elif self.model:
+            source = Path(self.model).expanduser()
+            if source.is_file() and source.suffix == ".gguf":
+                candidates = [converted_gguf_vocabulary(source, default_files_dir(), earlier=[legacy_files_dir()])]
+            elif self.gguf_file and Path(source, self.gguf_file).is_file():
+                candidates = [converted_gguf_vocabulary(Path(source, self.gguf_file), default_files_dir(),
+                                                        earlier=[legacy_files_dir()])]
+            else:
+                candidates = [source / "tokenizer.json"]
+        else:
+            candidates = []
+        return next((path for path in candidates if path is not None and path.is_file()), None)
+
+    def offline_prompt(self, tokenizer_file: Path) -> Optional[Callable[[Sequence[Mapping[str, str]]], str]]:
+        """messages → the prompt text `render_prompt` would give, without transformers: the chat template kept beside
+        `tokenizer_file` (`chat_template.jinja`, or `tokenizer_config.json`'s), rendered with Jinja2 the way
+        transformers renders it; the user messages joined without `use_chat_template`. None when the template is not
+        on the machine."""
+        if not self.use_chat_template:
+            return lambda messages: "\n\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
+        folder = tokenizer_file.parent
+        config: dict[str, Any] = {}
+        try:
+            config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+        try:
+            text = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+        except OSError:
+            text = config.get("chat_template")
+        if not isinstance(text, str):
+            return None
+        from jinja2.exceptions import TemplateError
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        def raise_exception(message: str) -> None:
+            raise TemplateError(message)
+
+        environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                    extensions=["jinja2.ext.loopcontrols"])
+        environment.globals["raise_exception"] = raise_exception
+        environment.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False,
+                                                                             indent=indent)
+        template = environment.from_string(text)
+        special = {name: config[name] for name in ("bos_token", "eos_token") if isinstance(config.get(name), str)}
+        return lambda messages: template.render(messages=self._with_system(messages), add_generation_prompt=True,
+                                                **special)
+
     def _gguf_sha256(self, source: str, gguf_file: Optional[str]) -> Optional[str]:
         """The sha256 that keys the converted-weights cache: the embedded file's verified hash, else hashed here."""
         if not (self.cache_converted_weights and gguf_file and Path(source, gguf_file).is_file()):
@@ -423,7 +490,10 @@ class TransformersBackend(ModelBackend):
     # --- generation ----------------------------------------------------------------------------------------------
 
     def _messages(self, request: GenerationRequest) -> list[dict[str, str]]:
-        messages = [dict(message) for message in request.messages]
+        return self._with_system(request.messages)
+
+    def _with_system(self, chat: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+        messages = [dict(message) for message in chat]
         if self.system_prompt and not any(message.get("role") == "system" for message in messages):
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return messages

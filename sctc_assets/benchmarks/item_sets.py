@@ -18,7 +18,7 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.corpus import corpus_shards
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart)
-from sctc_assets.benchmarks.term import TERM, term_partition_designs
+from sctc_assets.benchmarks.term import TERM, TERM_ANSWER, term_partition_designs
 from sctc_assets.lib.estimate import PartitionDesign
 from sctc_assets.lib.term.item_sources import ItemSetEntry, LoadedSet, load_entry, registered_sets
 from sctc_assets.lib.term.items import ItemSetError
@@ -155,6 +155,7 @@ def item_set_spec(item_entry: ItemSetEntry, varieties: tuple[str, ...]) -> Bench
         response_asset=f"{prefix}_responses",
         run_settings=_run_settings,
         design=_design(item_entry, spec_ref),
+        expected_answer=TERM_ANSWER,
         settings_keys=frozenset({"trials", "prompt_variants", "max_new_tokens"}),
         judge=TERM.judge,  # the default set's `--judge` / $SCTC_TERM_JUDGE
         serves=serves_item_sets,

@@ -11,7 +11,7 @@ from sctc_assets.benchmarks.estimate_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.benchmarks.term import not_a_pro_result, sctc_downloads
-from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
 from sctc_assets.lib.fetching import Download, tokenizer_downloads
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
@@ -175,6 +175,7 @@ NAME = BenchmarkSpec(
     response_asset="name_responses",
     run_settings=name_run_settings,
     design=name_design,
+    expected_answer=ExpectedAnswer(4, "one name"),  # the prompt: "please only respond with the employee's name"
     downloads=name_downloads,
     settings_keys=frozenset({"experiments", "lists", "shuffles", "list_source"}),
     # The log-probability experiment's own block (`last_name_logprobs`).

@@ -13,7 +13,7 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_
 from sctc_assets.lib.backend_catalog import uses_response_cache
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
-from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
 from sctc_assets.lib.reviews.requests import ReviewRunSettings, review_prompt_table, review_requests, run_settings
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR, default_location
@@ -203,6 +203,7 @@ REVIEWS = BenchmarkSpec(
     response_asset="review_predictions",
     run_settings=reviews_run_settings,
     design=reviews_design,
+    expected_answer=ExpectedAnswer(2, "one number, the 1–10 score"),  # "just provide the number"
     downloads=reviews_downloads,
     settings_keys=frozenset({"max_pairs", "translation_control", "system_role"}),
     serves=answers_new_prompts,

@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
+from sctc_assets.lib.estimate import ExpectedAnswer
+
 # The stages of a `sctc run`, each one partitioning: model-independent inputs, model × lang partitions, per-model
 # tables, and the tables across models. The runner's stage lists and the named jobs are derived from these.
 INPUTS, MODEL_LANG, PER_MODEL, CROSS_MODEL = "inputs", "model_lang", "per_model", "cross_model"
@@ -178,8 +180,10 @@ class BenchmarkSpec:
     defaults (when false it materializes only the model-independent inputs). `design(models, options)` lists each
     model's `lib.estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
     the upstream data without Dagster (None: the benchmark calls no model); `estimate_lines` add lines under its
-    table there. `partitioned_inputs(options)` lists model-independent but partitioned work, as
-    `(asset names, partition keys)` pairs (corpus shards). `downloads(options)` lists the `lib.fetching.Download`s
+    table there; `expected_answer` is how long its answers are expected to be (`lib.estimate.ExpectedAnswer`, e.g.
+    one word), the plan's expected output before any answer is cached (None: the max-tokens ceiling).
+    `partitioned_inputs(options)` lists model-independent but partitioned work, as `(asset names, partition keys)`
+    pairs (corpus shards). `downloads(options)` lists the `lib.fetching.Download`s
     a run with these options makes besides the models' (upstream URLs, tokenizer distributions): `sctc fetch`
     fetches them ahead of the run. `jobs`: a stage's named Dagster job where it is not
     `<name>_inputs`, `<name>_model_lang`, `<name>_per_model` or `<name>_cross_model`. `skip_unchanged`: whether
@@ -211,6 +215,7 @@ class BenchmarkSpec:
     default_models: bool = True
     design: Callable[[Any, Mapping[str, Any]], list] | None = None
     estimate_lines: tuple[Callable[[Any], list[str]], ...] = ()
+    expected_answer: ExpectedAnswer | None = None
     summary: Callable[[Mapping[str, pd.DataFrame], list[str]], str] = _no_summary
     partitioned_inputs: Callable[[Mapping[str, Any]], list[tuple[tuple[str, ...], list[str]]]] = \
         _no_partitioned_inputs

@@ -16,7 +16,7 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.estimate_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
-from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
+from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.sctc_source import open_sctc_upstream, resolved_location
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings, upstream_term_prompts
@@ -57,6 +57,11 @@ ASSETS = {
     "term_power": AssetEntry(CROSS_MODEL, "Minimum detectable S − T differences of the design run, and the terms and "
                                           "trials an effect needs."),
 }
+
+
+# The prompts ask for the term alone. The paper models that comply answer in about that: the published answers of
+# GPT-4o, GPT-4, Qwen-1.5 and Breeze have a median of 3 tokens (o200k_base), means 3.1 to 4.5.
+TERM_ANSWER = ExpectedAnswer(4, "one word, the term")
 
 
 def not_a_pro_result(entry: Any) -> bool:
@@ -206,6 +211,7 @@ TERM = BenchmarkSpec(
     judge=JudgeSetting("judge", "SCTC_TERM_JUDGE"),
     serves=not_a_pro_result,
     estimate_lines=(term_power_lines,),
+    expected_answer=TERM_ANSWER,
     summary=term_summary,
     report_part=ReportPart("sctc_assets.lib.report.term", "term_", "Term choice (prompt variant 1)"),
     report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary"),

@@ -152,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_cache_parser(commands)
 
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
-    ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--port", type=int, default=3000, help="the port to serve the UI on, at 127.0.0.1 (default 3000)")
     ui.add_argument("--upstream", metavar="PATH|URL", help=f"SC-TC-Bench data for runs launched from the UI "
                                                           f"(default ${SCTC_ENV_VAR}, else what `sctc run` extracted)")
     _add_docs_parser(commands)

@@ -8,24 +8,28 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from sctc_assets.cli.selection import print_problems
 from sctc_assets.running.instance import report_dead_runs
 from sctc_assets.validation import storage_problems
 
 # Forwarded to `dagster dev` so that stopping `sctc ui` stops the UI and its daemon.
+# `dagster dev` warns on every start that it is superseded by `dg dev` (the `dg` CLI of the dagster-dg packages, which
+# this project does not install): that one warning is filtered ($PYTHONWARNINGS of the child), every other still shows.
+QUIET_SUPERSESSION = "ignore:Function `dev_command` is superseded:FutureWarning"
+WARNINGS_ENV = "PYTHONWARNINGS"
 FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 WORKSPACE = Path(__file__).resolve().parents[2] / "workspace.yaml"
 
 
-def run_forwarding_signals(command: Sequence[str]) -> int:
+def run_forwarding_signals(command: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     """Run `command` in its own process group, pass it every SIGINT/SIGTERM/SIGHUP this process receives, and wait
     for it to exit; its exit status (128 + N when a signal N ended it) is returned.
 
     Its own group, so a Ctrl-C in the terminal reaches it once (through us) rather than twice, which `dagster dev`
     would take as "stop now" instead of shutting its webserver and daemon down."""
-    process = subprocess.Popen(list(command), start_new_session=True)
+    process = subprocess.Popen(list(command), start_new_session=True, env=env)
 
     def forward(signum: int, frame: Any) -> None:
         if process.poll() is None:
@@ -54,4 +58,5 @@ def main(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "dagster", "dev", "-p", str(args.port)]
     command += ["-w", str(WORKSPACE)] if WORKSPACE.exists() else ["-m", "sctc_assets.definitions"]
     print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}: {' '.join(command)}")
-    return run_forwarding_signals(command)
+    filters = [os.environ[WARNINGS_ENV]] if os.environ.get(WARNINGS_ENV) else []
+    return run_forwarding_signals(command, {**os.environ, WARNINGS_ENV: ",".join([*filters, QUIET_SUPERSESSION])})

@@ -7,10 +7,16 @@ counts them against the response cache (the keys `ModelBackend.generate` would l
   bopomofo, CJK and full-width punctuation; the o200k, cl100k and Qwen vocabularies give 0.6–1.5) and one per four
   other characters. A tokenizer is run on up to `SAMPLE_PROMPTS` prompts of a partition, spread evenly, and its
   tokens per character scale to the partition's characters. Each message adds `MESSAGE_OVERHEAD` tokens (the chat
-  format's role markers).
+  format's role markers), unless the counter knows the model's chat template (`TokenCounter.render`, a local
+  model's): then what the template adds to a request (role markers, a default system message) is counted with the
+  tokenizer on up to `SAMPLE_TEMPLATES` requests and added per request.
 - output: the mean output tokens of the model's answers to these requests already in the cache, when there are
-  any; else the ceiling, the backend's `max_tokens`/`max_new_tokens` per call (marked as such).
-Cost is tokens × the registry's `price_input_per_mtok`/`price_output_per_mtok`; only calls not yet cached count.
+  any; else the benchmark's expected answer length (`ExpectedAnswer`, stated once in its spec: one word for the
+  term benchmark), at most the ceiling; else the ceiling, the backend's `max_tokens`/`max_new_tokens` per call
+  (marked as such).
+Cost is tokens × the registry's `price_input_per_mtok`/`price_output_per_mtok`; only calls not yet cached count. The
+expected cost uses the expected output tokens; its bound, every answer as long as the ceiling allows.
+Replays of published answers make no call: their answers are counted, their calls are 0.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ if TYPE_CHECKING:  # the designs carry tables; this module itself needs no panda
     import pandas as pd
 
 SAMPLE_PROMPTS = 1000
+SAMPLE_TEMPLATES = 100
 MESSAGE_OVERHEAD = 4
 CJK_TOKENS_PER_CHAR = 1.0
 OTHER_CHARS_PER_TOKEN = 4.0
@@ -34,15 +41,36 @@ _CJK = re.compile("[\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u31a0-\
                   "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]")
 
 Encode = Callable[[str], Sequence[int]]
+Render = Callable[[Sequence[Mapping[str, str]]], str]
 _MISSING = object()
 
 
 @dataclass(frozen=True)
+class ExpectedAnswer:
+    """How long a benchmark's answers are expected to be, in output tokens per answer, and in words (`what`, shown
+    in the plan): the expected cost before any answer of the model is cached."""
+
+    tokens: int
+    what: str
+
+
+@dataclass(frozen=True)
 class TokenCounter:
-    """How input tokens are counted: `encode` is a real tokenizer, or None for the characters-per-token rule."""
+    """How input tokens are counted: `encode` is a real tokenizer, or None for the characters-per-token rule;
+    `render`, when known, turns a request's messages into the text the model reads (its chat template)."""
 
     name: str
     encode: Encode | None = None
+    render: Render | None = None
+
+    def template_tokens(self, requests: Sequence[Sequence[Mapping[str, str]]]) -> float | None:
+        """The mean tokens `render` adds to the messages' own (None without a tokenizer and a template)."""
+        if self.encode is None or self.render is None or not requests:
+            return None
+        added = [len(self.encode(self.render(messages)))
+                 - sum(len(self.encode(message.get("content") or "")) for message in messages)
+                 for messages in requests]
+        return sum(added) / len(added)
 
     def tokens_per_char(self, texts: Sequence[str]) -> float:
         """Tokens per character over `texts` (a sample of `SAMPLE_PROMPTS` when there are more, spread evenly)."""
@@ -64,8 +92,10 @@ SCRIPT_RULE = TokenCounter(f"characters: {CJK_TOKENS_PER_CHAR:g} token per CJK c
 
 @dataclass
 class EstimateRow:
-    """One partition of one model: `calls` requests, `cached` of them already answered, `to_ask` distinct requests
-    to send (repeats of one request are asked once), with their estimated tokens and cost."""
+    """One partition of one model: `calls` requests (the answers the partition gets), `cached` of them already
+    answered, `to_ask` distinct requests to send (repeats of one request are asked once; 0 for a replay), with their
+    estimated tokens and cost: `output_tokens` and `cost_usd` expected (`output_by` says from what), `max_cost_usd`
+    with every answer as long as the ceiling allows."""
 
     benchmark: str
     model: str
@@ -75,10 +105,13 @@ class EstimateRow:
     to_ask: int
     input_tokens: int = 0
     output_tokens: int | None = None
-    output_ceiling: bool = False  # output_tokens is max_tokens × calls, not a measured mean
+    output_ceiling: bool = False  # output_tokens is max_tokens × calls, not a measured mean or an expectation
     cost_usd: float | None = None
     tokens_by: str = ""
     note: str = ""
+    output_by: str = ""  # "cached answers", "expected", "ceiling" (or "" when nothing is asked)
+    max_output_tokens: int | None = None  # the ceiling: max_tokens × calls (None: the backend has none)
+    max_cost_usd: float | None = None  # the cost with every answer at the ceiling (None: no ceiling or no price)
 
 
 @dataclass
@@ -87,6 +120,8 @@ class Estimate:
     # Extra lines per benchmark (judges, power figures…), printed under its table.
     notes: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Each benchmark's expected answer length (its spec's), printed under its table where a row used it.
+    expected_answers: dict[str, ExpectedAnswer] = field(default_factory=dict)
 
     def add_note(self, benchmark: str, line: str) -> None:
         self.notes.setdefault(benchmark, []).append(line)
@@ -119,6 +154,7 @@ class RequestSet:
         self.requests = list(requests)
         self._distinct: list[int] | None = None
         self._ratios: dict[str, float] = {}
+        self._templates: dict[TokenCounter, float | None] = {}
         self._by_prompt: dict[tuple[str, Any], list[int]] | None = None
         self._size_lists: tuple[list[int], list[int]] | None = None
         self._signatures: list[tuple] | None = None
@@ -164,10 +200,22 @@ class RequestSet:
                 self._by_prompt.setdefault((request.prompt, request.trial), []).append(index)
         return self._by_prompt
 
+    def template_tokens(self, counter: TokenCounter) -> float | None:
+        if counter not in self._templates:
+            step = max(1, len(self.requests) // SAMPLE_TEMPLATES)
+            try:
+                self._templates[counter] = counter.template_tokens([request.messages
+                                                                    for request in self.requests[::step]])
+            except Exception:  # a template that fails on these messages: the chat format's flat rate instead
+                self._templates[counter] = None
+        return self._templates[counter]
+
     def input_tokens(self, indices: Sequence[int], counter: TokenCounter) -> int:
         chars, messages = self._sizes()
-        return round(sum(chars[index] for index in indices) * self.tokens_per_char(counter)
-                     + MESSAGE_OVERHEAD * sum(messages[index] for index in indices))
+        template = self.template_tokens(counter)
+        chat = MESSAGE_OVERHEAD * sum(messages[index] for index in indices) if template is None \
+            else template * len(indices)
+        return round(sum(chars[index] for index in indices) * self.tokens_per_char(counter) + chat)
 
 
 def _candidates(requests: RequestSet, stored: Sequence[str]) -> list[int] | None:
@@ -245,13 +293,14 @@ def estimate_partition(benchmark: str, model: str, partition: str, requests: Req
                    identity: Mapping[str, Any] | None, cache: Cache | None, counter: TokenCounter,
                    max_output_tokens: int | None, pricing: tuple[float | None, float | None],
                    stored_count: int = 0, asked_before: set | None = None,
-                   keyed: KeyedRequest | None = None) -> EstimateRow:
+                   keyed: KeyedRequest | None = None, expected: ExpectedAnswer | None = None) -> EstimateRow:
     """Count one partition's requests against the cache and estimate the tokens and cost of the rest.
 
     `identity` None: a replay backend (nothing is asked). `stored_count`: the cache's answers of this backend's
     model (`ResponseCache.count`); 0 means no request can be cached, and no key is computed. `asked_before`: the
     signatures of the requests the same backend asks in earlier partitions of the run (updated here): a request
-    asked there is cached by the time this partition runs (a review whose shuffled parts keep the plain order)."""
+    asked there is cached by the time this partition runs (a review whose shuffled parts keep the plain order).
+    `expected`: the benchmark's expected answer length, used when no answer of the model is cached."""
     if identity is None:
         return EstimateRow(benchmark, model, partition, len(requests), None, 0, note="replays published answers")
     outputs: list[int] = []
@@ -270,21 +319,30 @@ def estimate_partition(benchmark: str, model: str, partition: str, requests: Req
         earlier, pending = len(pending) - len(fresh), fresh
         asked_before.update([signatures[index] for index in pending])
     input_tokens = requests.input_tokens(pending, counter)
+    bound = None if max_output_tokens is None else len(pending) * max_output_tokens
     if outputs:
-        output_tokens, ceiling = round(len(pending) * sum(outputs) / len(outputs)), False
-    elif max_output_tokens is not None:
-        output_tokens, ceiling = len(pending) * max_output_tokens, True
+        output_tokens, output_by = round(len(pending) * sum(outputs) / len(outputs)), "cached answers"
+    elif expected is not None:
+        per_answer = expected.tokens if max_output_tokens is None else min(expected.tokens, max_output_tokens)
+        output_tokens, output_by = len(pending) * per_answer, "expected"
     else:
-        output_tokens, ceiling = None, False
+        output_tokens, output_by = bound, "ceiling" if bound is not None else ""
     price_in, price_out = pricing
-    cost = None
-    if price_in is not None or price_out is not None:
-        cost = (input_tokens * (price_in or 0.0) + (output_tokens or 0) * (price_out or 0.0)) / 1e6
-        if output_tokens is None and price_out:
-            cost = None  # unknown output length at a price: no honest figure
+    cost = _priced(input_tokens, output_tokens, price_in, price_out)
     note = f"{earlier:,} asked in an earlier partition" if earlier else ""
     return EstimateRow(benchmark, model, partition, len(requests), cached, len(pending), input_tokens, output_tokens,
-                   ceiling, cost, counter.name, note)
+                       output_by == "ceiling", cost, counter.name, note, output_by if pending else "", bound,
+                       _priced(input_tokens, bound, price_in, price_out))
+
+
+def _priced(input_tokens: int, output_tokens: int | None, price_in: float | None,
+            price_out: float | None) -> float | None:
+    """Tokens × prices in USD; None without a price, or when the output is unknown at a price (no honest figure)."""
+    if price_in is None and price_out is None:
+        return None
+    if output_tokens is None and price_out:
+        return None
+    return (input_tokens * (price_in or 0.0) + (output_tokens or 0) * (price_out or 0.0)) / 1e6
 
 
 def _number(value: int | None) -> str:
@@ -297,6 +355,21 @@ def _cost(row: EstimateRow) -> str:
     return f"{'≤ ' if row.output_ceiling else ''}{row.cost_usd:,.4f}"
 
 
+def _output(expected: int | None, bound: int | None, ceiling: bool) -> str:
+    """Expected output tokens, with the ceiling beside them where that is another number."""
+    if ceiling:
+        return f"≤ {_number(expected)}"
+    if bound is None or bound == expected:
+        return _number(expected)
+    return f"{_number(expected)} (≤ {bound:,})"
+
+
+def _bound(row: EstimateRow) -> str:
+    if row.to_ask == 0:
+        return "0" if row.cost_usd is not None else "–"
+    return "–" if row.max_cost_usd is None else f"{row.max_cost_usd:,.4f}"
+
+
 def render(plan: Estimate) -> str:
     """The plan as one table per benchmark, its notes under it, and the totals per model."""
     from tabulate import tabulate
@@ -306,42 +379,57 @@ def render(plan: Estimate) -> str:
         rows = [row for row in plan.rows if row.benchmark == benchmark]
         lines.append(f"{benchmark}:")
         if rows:
-            table = [{"model": row.model, "partition": row.partition, "calls": _number(row.calls),
-                      "cached": _number(row.cached), "to ask": _number(row.to_ask),
+            table = [{"model": row.model, "partition": row.partition, "answers": _number(row.calls),
+                      "cached": _number(row.cached), "calls": _number(row.to_ask),
                       "input tokens": _number(row.input_tokens if row.to_ask else 0),
-                      "output tokens": ("≤ " if row.output_ceiling else "") + _number(row.output_tokens)
+                      "output tokens": _output(row.output_tokens, row.max_output_tokens, row.output_ceiling)
                       if row.to_ask else "0",
-                      "cost USD": _cost(row), "note": row.note} for row in rows]
+                      "cost USD": _cost(row), "at most USD": _bound(row), "note": row.note} for row in rows]
             lines.append(tabulate(table, headers="keys", tablefmt="github", disable_numparse=True))
+        expected = plan.expected_answers.get(benchmark)
+        if expected is not None and any(row.output_by == "expected" for row in rows):
+            lines.append(f"  output tokens expected: {expected.what}, about {expected.tokens} per answer (before any "
+                         "answer of the model is cached; max_tokens bounds it)")
         lines += [f"  {note}" for note in plan.notes.get(benchmark, [])]
         lines.append("")
     totals: dict[str, dict[str, Any]] = {}
     for row in plan.rows:
         total = totals.setdefault(row.model, {"calls": 0, "cached": 0, "to_ask": 0, "input": 0, "output": 0,
-                                              "cost": 0.0, "priced": False, "ceiling": False, "tokens_by": set()})
+                                              "cost": 0.0, "priced": False, "ceiling": False, "tokens_by": set(),
+                                              "bound": 0.0, "unbounded": False, "max_output": 0})
         total["calls"] += row.calls
         total["cached"] += row.cached or 0
         total["to_ask"] += row.to_ask
         total["input"] += row.input_tokens if row.to_ask else 0
         total["output"] += row.output_tokens or 0
+        total["max_output"] = None if total["max_output"] is None or (row.to_ask and row.max_output_tokens is None) \
+            else total["max_output"] + (row.max_output_tokens or 0)
         total["ceiling"] |= row.output_ceiling and row.to_ask > 0
         if row.cost_usd is not None:
             total["cost"] += row.cost_usd
             total["priced"] = True
+            if row.to_ask:
+                total["bound"] += row.max_cost_usd or 0.0
+                total["unbounded"] |= row.max_cost_usd is None
         if row.tokens_by and row.to_ask:
             total["tokens_by"].add(row.tokens_by)
     if totals:
         lines.append("total per model:")
         lines.append(tabulate([{
-            "model": model, "calls": f"{t['calls']:,}", "cached": f"{t['cached']:,}", "to ask": f"{t['to_ask']:,}",
-            "input tokens": f"{t['input']:,}", "output tokens": f"{'≤ ' if t['ceiling'] else ''}{t['output']:,}",
+            "model": model, "answers": f"{t['calls']:,}", "cached": f"{t['cached']:,}", "calls": f"{t['to_ask']:,}",
+            "input tokens": f"{t['input']:,}",
+            "output tokens": _output(t["output"], t["max_output"],
+                                     t["ceiling"] and t["max_output"] in (None, t["output"])),
             "cost USD": f"{'≤ ' if t['ceiling'] else ''}{t['cost']:,.4f}" if t["priced"] else "–",
+            "at most USD": "–" if not t["priced"] or t["unbounded"] else f"{t['bound']:,.4f}",
             "input tokens counted by": "; ".join(sorted(t["tokens_by"])) or "–"}
             for model, t in totals.items()], headers="keys", tablefmt="github", disable_numparse=True))
         lines.append("")
-    lines.append("Estimates: input tokens by the model's tokenizer where known offline, else 1 token per CJK "
-                 "character and 1 per 4 other characters, plus the chat format; output tokens are the mean of the "
-                 "model's cached answers to these prompts, else the max_tokens ceiling (≤). Only calls not yet "
-                 "cached are priced; repeats of one request are asked once.")
+    lines.append("Estimates: answers are what each partition gets, calls the paid requests that get them (cached "
+                 "answers and replays of published answers cost none; repeats of one request are asked once). Input "
+                 "tokens by the model's tokenizer where known offline, else 1 token per CJK character and 1 per 4 "
+                 "other characters, plus the chat format; output tokens are the mean of the model's cached answers "
+                 "to these prompts, else the benchmark's expected answer length, else the max_tokens ceiling (≤). "
+                 "`cost USD` is the expected cost; `at most USD` has every answer as long as max_tokens allows.")
     lines += [f"warning: {warning}" for warning in plan.warnings]
     return "\n".join(lines)

@@ -12,7 +12,9 @@ unpartitioned upstream asset and for a partitioned run that reads exactly its on
 unpartitioned input declared with `AssetIn(metadata={OPTIONAL_INPUT: True})` that was never materialized loads as an
 empty table. A table of no rows keeps its columns, so a reader across partitions of which all are empty still finds
 the columns it needs. A partitioned run writes its one partition (no asset backfills a range in one run, which
-would give every partition of the range one data version).
+would give every partition of the range one data version). A step reads a table its own run wrote as that run wrote
+it, even if another run has replaced the file since (two runs of one partition at once), where the run's steps
+share a process: the answer checks describe their own run's materialization.
 
 Text, whatever the pandas version: every text column (and every column a partition never filled, which has no
 type on disk) reads back as pandas' `string` dtype with `pd.NA` for "no text" (a refusal or error without an
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Optional
 
 import dagster as dg
@@ -32,7 +35,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from sctc_assets.lib.table_store import (StorePath, arrow_source, change_marker, is_local, location, shown,
                                          table_store, writing)
@@ -60,6 +63,10 @@ def read_table(path: str | StorePath) -> pd.DataFrame:
     else:
         where, filesystem = arrow_source(path)
         table = pq.read_table(where, filesystem=filesystem)
+    return _as_pandas(table)
+
+
+def _as_pandas(table: pa.Table) -> pd.DataFrame:
     try:
         table = table.combine_chunks()
     except pa.ArrowException:  # a column too large for one array (over 2 GiB of `string`): left chunked
@@ -162,11 +169,20 @@ def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
-def _write(frame: pd.DataFrame, path: StorePath, where: str) -> None:
-    """`frame` at `path`, whole or not at all: readers never see a half-written file."""
+# The most Parquet bytes one run keeps of the tables it wrote (`ParquetIOManager._written`); past it, its later
+# steps read what they need from the store like any other reader.
+_WRITTEN_BYTES = 256 * 1024 * 1024
+
+
+def _write(frame: pd.DataFrame, path: StorePath, where: str) -> bytes | None:
+    """`frame` at `path`, whole or not at all: readers never see a half-written file. Returns the bytes written,
+    or None past `_WRITTEN_BYTES`."""
     try:
         with writing(path) as target:
             frame.to_parquet(target, index=False)
+            if isinstance(target, Path):
+                return target.read_bytes() if target.stat().st_size <= _WRITTEN_BYTES else None
+            return target.getvalue() if target.tell() <= _WRITTEN_BYTES else None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise TypeError(f"{where}: cannot store the table: {_unstorable(frame) or exc}") from exc
 
@@ -189,9 +205,28 @@ def _model_of(partitions_def: dg.PartitionsDefinition, partition_key: str) -> st
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
+    """Dagster makes one of these per run: `_written` holds the Parquet bytes of every table the run wrote (up to
+    `_WRITTEN_BYTES`), by path, so that its later steps (the answer checks of a partition, the assets downstream of
+    it) read the table this run produced, even when another run on the same partition has since replaced the file.
+    That holds where a run's steps share a process (`sctc run`, `execute_in_process`, the in-process executor);
+    under a multiprocess executor each step has its own, and a step reads the store as before."""
+
     base_dir: Optional[str] = Field(default=None, description=(
         "Where the tables go: a folder or an fsspec URL (s3://bucket/tables, gs://…, file://…); default "
         "$SCTC_TABLE_STORE, else data/storage."))
+    _written: dict = PrivateAttr(default_factory=dict)
+
+    def _wrote(self, path: StorePath, data: bytes | None) -> None:
+        self._written.pop(str(path), None)
+        if data is not None and sum(map(len, self._written.values())) + len(data) <= _WRITTEN_BYTES:
+            self._written[str(path)] = data
+
+    def _read(self, path: StorePath, *, lasting: bool = False) -> pd.DataFrame:
+        """The table at `path`: as this run wrote it, else as the store holds it."""
+        data = self._written.get(str(path))
+        if data is None:
+            return _read_stored(path, lasting=lasting)
+        return _as_pandas(pq.read_table(pa.BufferReader(data)))
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Every asset run stores through here: a run `sctc run` did not start gets its `sctc/*` tags as it starts.
@@ -215,7 +250,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             raise TypeError(f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames, got {type(obj).__name__}")
         partition_key = context.asset_partition_key if context.has_asset_partitions else None
         path = self.path_for(context.asset_key, context.asset_partitions_def if partition_key else None, partition_key)
-        _write(obj, path, context.asset_key.to_user_string() + (f" partition {partition_key}" if partition_key else ""))
+        self._wrote(path, _write(obj, path, context.asset_key.to_user_string()
+                                 + (f" partition {partition_key}" if partition_key else "")))
         context.add_output_metadata({"path": dg.MetadataValue.path(shown(path))})
         try:
             step = (context.run_id, context.step_key)
@@ -229,16 +265,16 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         asset_key = context.asset_key
         if not context.has_asset_partitions:
             path = self.path_for(asset_key)
-            if not path.exists():
+            if str(path) not in self._written and not path.exists():
                 if (context.definition_metadata or {}).get(OPTIONAL_INPUT):
                     context.log.info(f"{asset_key.to_user_string()} has not been materialized: optional, empty")
                     return pd.DataFrame()
                 raise FileNotFoundError(f"{asset_key.to_user_string()} has not been materialized yet ({shown(path)})")
-            return _read_stored(path, lasting=True)
+            return self._read(path, lasting=True)
         partitions_def = context.asset_partitions_def
         keys = list(context.asset_partition_keys)
         paths = {key: self.path_for(asset_key, partitions_def, key) for key in keys}
-        present = {key: path for key, path in paths.items() if path.exists()}
+        present = {key: path for key, path in paths.items() if str(path) in self._written or path.exists()}
         missing = sorted(set(paths) - set(present))
         # A partition computed from its own upstream partition cannot do without it; a table read across the
         # partitions (an unpartitioned run) skips missing ones however many there are, one included.
@@ -251,7 +287,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             context.log.warning(
                 f"{asset_key.to_user_string()}: skipping {len(missing)} partition(s) never materialized: "
                 + ", ".join(missing[:20]) + (" …" if len(missing) > 20 else ""))
-        return concat_tables([_read_stored(path) for path in present.values()])
+        return concat_tables([self._read(path) for path in present.values()])
 
     def _skip_models_without_results(self, context: dg.InputContext, partitions_def: dg.PartitionsDefinition,
                                      keys: list[str], missing: list[str]) -> list[str]:

@@ -375,7 +375,7 @@ def gguf_vocabulary(entry: TokenizerEntry, path: Path, files_dir: Path, *, conve
                                   trust_remote_code=bool(entry.settings.get("trust_remote_code", False)))
 
 
-def _json_tokenizer(location: str) -> Encode:
+def json_tokenizer(location: str) -> Encode:
     """A `tokenizer.json` through the `tokenizers` library: the ids `PreTrainedTokenizerFast(tokenizer_file=…)`
     gives with `add_special_tokens=False` (no truncation, no padding), without importing transformers."""
     from tokenizers import Tokenizer
@@ -393,7 +393,7 @@ def _transformers(entry: TokenizerEntry, files_dir: Path, download_dir: Path | N
         if location.endswith(".gguf"):
             location = str(gguf_vocabulary(entry, Path(location), files_dir))
         if location.endswith(".json"):
-            return _json_tokenizer(location)
+            return json_tokenizer(location)
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(
