@@ -177,7 +177,15 @@ def _unit(text: str) -> float:
 
 
 class StubOpenAIServer:
-    """Use as a context manager; `base_url` is what an `OpenAIBackend` should point at."""
+    """Use as a context manager; `base_url` is what an `OpenAIBackend` should point at.
+
+    The stubs of the other providers' APIs (`anthropic_stub_server.py`, `gemini_stub_server.py`) are subclasses:
+    they change the route, how a body names its prompt, the echo answer, what the API refuses outright
+    (`rejection`) and which scripted replies end a request (`scripted_kind`).
+    """
+
+    # Reply kinds that end a request for good (see `answered_per_body`).
+    final_kinds: frozenset[str] = frozenset({"ok", "content_filter", "filtered_completion"})
 
     def __init__(self, *, latency_s: float = 0.0, faults: FaultPlan | None = None):
         self.latency_s = latency_s
@@ -189,6 +197,8 @@ class StubOpenAIServer:
         self.proxied: list[str] = []  # targets of requests that used this server as a proxy
         self.queries: list[str] = []  # query strings sent (Azure's api-version)
         self._scripts: dict[str, deque[StubReply]] = defaultdict(deque)
+        self._nth_scripts: dict[int, list[StubReply]] = {}
+        self._first_seen: dict[str, int] = {}  # prompt → its rank among the distinct prompts seen
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval: `shutdown()` waits for the next poll, which would add half a second to every test.
@@ -213,6 +223,12 @@ class StubOpenAIServer:
         with self._lock:
             self._scripts[prompt].extend(replies)
 
+    def script_nth(self, rank: int, *replies: StubReply) -> None:
+        """Queue `replies` for the `rank`-th distinct prompt to arrive (0-based), whichever it is: for runs whose
+        prompts a test does not spell out (a benchmark's), the counts are what is asserted."""
+        with self._lock:
+            self._nth_scripts.setdefault(rank, []).extend(replies)
+
     def prompts_seen(self) -> list[str]:
         with self._lock:
             return [request.prompt for request in self.requests]
@@ -226,12 +242,30 @@ class StubOpenAIServer:
         """Per distinct request body, how many requests got a final answer (a completion or a content-filter
         refusal): more than 1 means that request was paid for twice."""
         with self._lock:
-            return Counter(request.body_key for request in self.requests if request.kind in FINAL_KINDS)
+            return Counter(request.body_key for request in self.requests if request.kind in self.final_kinds)
+
+    def accepts(self, path: str) -> bool:
+        return path == COMPLETIONS_PATH
+
+    def prompt_of(self, body: dict[str, Any]) -> str:
+        return _last_user_message(body)
+
+    def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
+        return echo_reply(prompt, body.get("seed"))
+
+    def rejection(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> StubReply | None:
+        """The reply of an API that refuses the request as malformed before any model sees it; None: it does not."""
+        return None
+
+    def scripted_kind(self, reply: StubReply) -> str:
+        return "scripted"
 
     def respond(self, body: dict[str, Any], authorization: str | None,
-                headers: dict[str, str] | None = None) -> StubReply:
-        prompt = _last_user_message(body)
+                headers: dict[str, str] | None = None, path: str = COMPLETIONS_PATH) -> StubReply:
+        prompt = self.prompt_of(body)
         key = body_key(body)
+        headers = {name.lower(): value for name, value in (headers or {}).items()}
+        rejection = self.rejection(body, headers, path)
         delay = self.latency_s
         with self._lock:
             number = len(self.requests)
@@ -239,28 +273,28 @@ class StubOpenAIServer:
             self._attempts[key] += 1
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if prompt not in self._first_seen:
+                self._first_seen[prompt] = len(self._first_seen)
+                self._scripts[prompt].extend(self._nth_scripts.pop(self._first_seen[prompt], []))
             queued = self._scripts[prompt]
             kind = "scripted" if queued else (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
-            if queued:
+            if rejection is not None:
+                kind, reply = "rejected", rejection
+            elif queued:
                 reply = queued.popleft()
+                kind = self.scripted_kind(reply)
             elif kind == "ok":
-                reply = echo_reply(prompt, body.get("seed"))
+                reply = self.echo(prompt, body)
             else:
                 reply = self.faults.reply(kind, prompt, body.get("seed"))
                 delay = self.faults.hang_s if kind == "hang" else delay
-            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization,
-                                             {name.lower(): value for name, value in (headers or {}).items()},
-                                             kind))
+            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization, headers, kind))
         time.sleep(delay)
         # Leave the in-flight count before the reply is written: once the client has the answer it may send its next
         # request, which must not be counted together with this one.
         with self._lock:
             self._in_flight -= 1
         return reply
-
-
-# Replies that end a request for good: the client stores them and never asks that body again.
-FINAL_KINDS = frozenset({"ok", "content_filter", "filtered_completion"})
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -298,10 +332,11 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             path, _, query = path.partition("?")
             if query:
                 server.queries.append(query)
-            if path != COMPLETIONS_PATH:
+            if not server.accepts(path):
                 self._send(api_error(404, f"no route {self.path}"))
                 return
-            self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers)))
+            self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers),
+                                      path))
 
         def do_CONNECT(self) -> None:
             """As a proxy, this server refuses tunnels (an https target behind a proxy that forbids it)."""

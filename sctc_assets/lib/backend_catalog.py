@@ -15,6 +15,8 @@ from pathlib import Path
 
 BUILTIN_BACKENDS = {
     "openai": "sctc_assets.backends.openai_backend:OpenAIBackend",
+    "anthropic": "sctc_assets.backends.anthropic_backend:AnthropicBackend",
+    "gemini": "sctc_assets.backends.gemini_backend:GeminiBackend",
     "transformers": "sctc_assets.backends.transformers_backend:TransformersBackend",
     "replay": "sctc_assets.backends.replay:ReplayBackend",
     "tsb_replay": "sctc_assets.backends.tsb_replay:TSBReplayBackend",

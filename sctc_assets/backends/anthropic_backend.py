@@ -1,0 +1,79 @@
+"""Backend for Anthropic's Messages API (`POST {base_url}/v1/messages`), natively rather than through a router.
+
+The request: `x-api-key` and `anthropic-version` headers; `model`, `max_tokens` (required by the API), `messages`
+of user and assistant turns only (the API refuses a `system` role there with a 400), the system prompt as the
+top-level `system` (a request's own system message first, else the entry's `system_prompt`), `temperature` and
+`top_p` when set. The answer: the text blocks of `content` joined; thinking blocks are not the answer. `stop_reason`
+`refusal` (the model's safety classifiers stopped it) is outcome `refusal`; usage is `input_tokens` and
+`output_tokens`. Errors are `{"type": "error", "error": {"type", "message"}}`: 429 and 529 (`overloaded_error`)
+and 5xx are retried honouring `retry-after` (`api_backend.py`, shared with the `openai` backend).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Optional
+
+from pydantic import Field
+
+from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class AnthropicBackend(ApiBackend):
+    """Claude models through Anthropic's Messages API, with bounded concurrency and retries."""
+
+    backend_name: ClassVar[str] = "anthropic"
+    answer_kind: ClassVar[str] = "a message"
+
+    base_url: str = Field(default="https://api.anthropic.com",
+                          description="API root, as the anthropic SDK takes it (requests go to /v1/messages).")
+    api_key_env: str = Field(
+        default="ANTHROPIC_API_KEY",
+        description="Name of the environment variable holding the API key (sent as x-api-key); empty for a server "
+                    "without authentication.",
+    )
+    # The Messages API requires max_tokens: no null here.
+    max_tokens: int = Field(default=512, ge=1)
+    system_prompt: Optional[str] = Field(
+        default=None, description="Top-level `system` of requests that carry no system message of their own."
+    )
+
+    def _request_path(self) -> str:
+        return "/v1/messages"
+
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
+
+    def _request_body(self, request: GenerationRequest) -> dict[str, Any]:
+        system = [message["content"] for message in request.messages if message.get("role") == "system"]
+        messages = [{"role": message["role"], "content": message["content"]} for message in request.messages
+                    if message.get("role") != "system"]
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages,
+                                "temperature": self.temperature}
+        system_text = "\n\n".join(system) if system else self.system_prompt
+        optional = {"system": system_text, "top_p": self.top_p}
+        body.update({name: value for name, value in optional.items() if value is not None})
+        return merged(body, self.extra_body)
+
+    def _is_answer(self, payload: Any) -> bool:
+        return isinstance(payload, Mapping) and isinstance(payload.get("content"), list) and \
+            all(isinstance(block, Mapping) for block in payload["content"])
+
+    def _answer_result(self, payload: Mapping[str, Any], latency_s: float) -> GenerationResult:
+        usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
+        stop = text_or_none(payload.get("stop_reason"))
+        text = "".join(block["text"] for block in payload["content"]
+                       if block.get("type") == "text" and isinstance(block.get("text"), str))
+        return GenerationResult(
+            text=text,
+            # Claude's safety classifiers stopped the answer: a refusal; any text before it is kept for inspection.
+            outcome="refusal" if stop == "refusal" else "ok",
+            message="stop_reason refusal" if stop == "refusal" else None,
+            input_tokens=count_or_none(usage.get("input_tokens")),
+            output_tokens=count_or_none(usage.get("output_tokens")),
+            finish_reason=stop,
+            latency_s=latency_s,
+            served_model=text_or_none(payload.get("model")),
+        )

@@ -1,0 +1,106 @@
+"""A scriptable stub of Anthropic's Messages API on 127.0.0.1 (`POST /v1/messages`), for tests and benchmarks.
+
+It misbehaves as the real API does: a request without `x-api-key` gets a 401 `authentication_error`, one without
+`anthropic-version` or `max_tokens`, or with a `system` role inside `messages`, a 400 `invalid_request_error` (the
+API takes the system prompt as the top-level `system` only); `script(prompt, ...)` queues a `stop_reason: refusal`
+answer (`refusal()`), a 529 `overloaded_error` or 429 `rate_limit_error` with `retry-after` (`overloaded()`,
+`rate_limited()`), or a body cut short (`cut_body()`) for the next requests carrying that prompt. Every other request
+gets an echo answer with usage. Requests are recorded with the kind of reply they got (`ok` and `answer` end a
+request; `scripted` is a failure worth retrying; `rejected` a 4xx), so tests count what was sent, answered and paid
+twice, as with the OpenAI stub this one extends.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from sctc_assets_tests.openai_stub_server import StubOpenAIServer, StubReply, garbled
+
+MESSAGES_PATH = "/v1/messages"
+
+
+def message(text: str, *, stop_reason: str = "end_turn", input_tokens: int = 7, output_tokens: int = 3,
+            model: str = "claude-stub", thinking: str | None = None) -> StubReply:
+    content: list[dict[str, Any]] = []
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "stub-signature"})
+    if text:
+        content.append({"type": "text", "text": text})
+    return StubReply(200, {"id": "msg_stub", "type": "message", "role": "assistant", "model": model,
+                           "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+                           "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}})
+
+
+def error(status: int, kind: str, text: str, headers: dict[str, str] | None = None) -> StubReply:
+    return StubReply(status, {"type": "error", "error": {"type": kind, "message": text},
+                              "request_id": "req_stub"}, headers or {})
+
+
+def refusal() -> StubReply:
+    """What Claude's safety classifiers give: a 200 with `stop_reason: refusal` and no text."""
+    return message("", stop_reason="refusal", output_tokens=0)
+
+
+def overloaded(retry_after_s: float = 0.0) -> StubReply:
+    return error(529, "overloaded_error", "Overloaded", {"retry-after": f"{retry_after_s:g}"})
+
+
+def rate_limited(retry_after_s: float = 0.0) -> StubReply:
+    return error(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit",
+                 {"retry-after": f"{retry_after_s:g}"})
+
+
+def cut_body(prompt: str = "") -> StubReply:
+    whole = json.dumps(echo_message(prompt).body).encode("utf-8")
+    return garbled(whole[: len(whole) // 2])
+
+
+def echo_message(prompt: str) -> StubReply:
+    text = f"echo: {prompt}"
+    return message(text, input_tokens=len(prompt), output_tokens=len(text))
+
+
+def prompt_of(body: Mapping[str, Any]) -> str:
+    users = [item.get("content", "") for item in body.get("messages", []) if isinstance(item, Mapping)
+             and item.get("role") == "user"]
+    last = users[-1] if users else ""
+    if isinstance(last, list):  # content blocks
+        return "".join(block.get("text", "") for block in last if isinstance(block, Mapping))
+    return last
+
+
+class StubAnthropicServer(StubOpenAIServer):
+    """Use as a context manager; `base_url` is what an `AnthropicBackend` should point at."""
+
+    final_kinds = frozenset({"ok", "answer"})
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def accepts(self, path: str) -> bool:
+        return path == MESSAGES_PATH
+
+    def prompt_of(self, body: dict[str, Any]) -> str:
+        return prompt_of(body)
+
+    def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
+        return echo_message(prompt)
+
+    def scripted_kind(self, reply: StubReply) -> str:
+        return "answer" if reply.status == 200 and reply.raw is None else "scripted"
+
+    def rejection(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> StubReply | None:
+        if not headers.get("x-api-key"):
+            return error(401, "authentication_error", "x-api-key header is required")
+        if not headers.get("anthropic-version"):
+            return error(400, "invalid_request_error", "anthropic-version: header is required")
+        if not isinstance(body.get("max_tokens"), int):
+            return error(400, "invalid_request_error", "max_tokens: Field required")
+        if any(isinstance(item, Mapping) and item.get("role") == "system" for item in body.get("messages", [])):
+            return error(400, "invalid_request_error",
+                         'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
+                         'parameter, not "system" as an input message role.')
+        return None

@@ -1,0 +1,293 @@
+"""The native `anthropic` and `gemini` backends against stub servers that misbehave as the real APIs do.
+
+Unit tests check each request's shape (where the key and the system prompt go), refusals, retries honouring
+`retry-after`, cut bodies and the key kept out of errors; pipeline tests run `sctc run` on the sovereignty benchmark
+(10 prompts × 3 languages) through each stub and count what was sent, stored, refused, failed and paid twice.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pydantic
+import pytest
+
+from sctc_assets.backends import BackendUnavailable, backend_class
+from sctc_assets.backends.anthropic_backend import AnthropicBackend
+from sctc_assets.backends.gemini_backend import GeminiBackend
+from sctc_assets.lib.generation import GenerationRequest
+from sctc_assets_tests import anthropic_stub_server as anthropic_stub
+from sctc_assets_tests import gemini_stub_server as gemini_stub
+
+KEY_ENV = "SCTC_TEST_PROVIDER_KEY"
+KEY = "sk-provider-secret-123"
+FAST = {"api_key_env": KEY_ENV, "backoff_initial_s": 0.01, "backoff_max_s": 5.0, "timeout_s": 10.0}
+
+
+@pytest.fixture
+def key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    return KEY
+
+
+# --- unit: request shapes -----------------------------------------------------------------------------------------
+
+def test_the_catalog_knows_both_backends():
+    assert backend_class("anthropic") is AnthropicBackend
+    assert backend_class("gemini") is GeminiBackend
+    assert AnthropicBackend(model="m").base_url == "https://api.anthropic.com"
+    assert GeminiBackend(model="m").base_url == "https://generativelanguage.googleapis.com"
+
+
+def test_the_anthropic_stub_refuses_a_system_role_inside_messages(key):
+    with anthropic_stub.StubAnthropicServer() as server:
+        body = json.dumps({"model": "m", "max_tokens": 8, "messages": [{"role": "system", "content": "be brief"},
+                                                                     {"role": "user", "content": "hi"}]}).encode()
+        request = urllib.request.Request(server.base_url + anthropic_stub.MESSAGES_PATH, body, method="POST",
+                                         headers={"x-api-key": key, "anthropic-version": "2023-06-01",
+                                                  "Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    assert json.loads(refused.value.read())["error"]["type"] == "invalid_request_error"
+
+
+def test_anthropic_sends_the_system_prompt_top_level_with_its_headers(key):
+    with anthropic_stub.StubAnthropicServer() as server:
+        backend = AnthropicBackend(model="claude-test", base_url=server.base_url, system_prompt="entry system",
+                                   max_tokens=64, temperature=0.3, **FAST)
+        results = backend.generate([GenerationRequest.user("甲"), GenerationRequest.user("乙", system="own system")])
+    assert [result.outcome for result in results] == ["ok", "ok"]
+    assert [result.text for result in results] == ["echo: 甲", "echo: 乙"]
+    assert results[0].input_tokens == 1 and results[0].served_model == "claude-stub"
+    assert server.counts() == {"ok": 2}  # nothing rejected: no system role inside messages
+    bodies = {request.prompt: request.body for request in server.requests}
+    assert bodies["甲"]["system"] == "entry system" and bodies["乙"]["system"] == "own system"
+    assert all(message["role"] == "user" for body in bodies.values() for message in body["messages"])
+    assert bodies["甲"]["max_tokens"] == 64 and bodies["甲"]["temperature"] == 0.3
+    headers = server.requests[0].headers
+    assert headers["x-api-key"] == key and headers["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in headers
+
+
+def test_gemini_sends_the_key_in_a_header_and_the_system_prompt_as_system_instruction(key):
+    with gemini_stub.StubGeminiServer() as server:
+        backend = GeminiBackend(model="gemini-test", base_url=server.base_url, system_prompt="entry system",
+                                max_tokens=64, seed=7, **FAST)
+        results = backend.generate([GenerationRequest.user("甲", trial=2)])
+    assert [(result.outcome, result.text) for result in results] == [("ok", "echo: 甲")]
+    assert results[0].seed == 9 and results[0].served_model == "gemini-stub"
+    body = server.requests[0].body
+    assert body["systemInstruction"] == {"parts": [{"text": "entry system"}]}
+    assert body["contents"] == [{"role": "user", "parts": [{"text": "甲"}]}]
+    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 64, "seed": 9}
+    assert server.requests[0].headers["x-goog-api-key"] == key
+    assert server.queries == []  # never ?key=: URLs end up in proxy logs
+
+
+def test_extra_body_merges_into_the_generation_config():
+    backend = GeminiBackend(model="m", extra_body={"generationConfig": {"thinkingConfig": {"thinkingBudget": 0}}})
+    config = backend._request_body(GenerationRequest.user("x"))["generationConfig"]
+    assert config == {"temperature": 0.0, "maxOutputTokens": 512, "thinkingConfig": {"thinkingBudget": 0}}
+
+
+# --- unit: refusals, retries, errors ------------------------------------------------------------------------------
+
+def test_anthropic_refusal_529_and_cut_body(key):
+    with anthropic_stub.StubAnthropicServer() as server:
+        server.script("refuse", anthropic_stub.refusal())
+        server.script("busy", anthropic_stub.overloaded(retry_after_s=0.3))
+        server.script("cut", anthropic_stub.cut_body("cut"))
+        backend = AnthropicBackend(model="claude-test", base_url=server.base_url, max_retries=2, **FAST)
+        results = backend.generate([GenerationRequest.user(prompt) for prompt in ("refuse", "busy", "cut")])
+        times = [request.at for request in server.requests if request.prompt == "busy"]
+    assert [result.outcome for result in results] == ["refusal", "ok", "ok"]
+    assert results[0].finish_reason == "refusal"
+    assert len(times) == 2 and times[1] - times[0] >= 0.3  # the 529's retry-after was waited out
+    assert set(server.answered_per_body().values()) == {1}
+
+
+def test_gemini_blocked_prompt_safety_stop_429_and_503(key):
+    with gemini_stub.StubGeminiServer() as server:
+        server.script("blocked", gemini_stub.blocked())
+        server.script("unsafe", gemini_stub.safety_stop())
+        server.script("limited", gemini_stub.rate_limited(retry_after_s=0.3))
+        server.script("down", gemini_stub.unavailable(), gemini_stub.unavailable())
+        backend = GeminiBackend(model="gemini-test", base_url=server.base_url, max_retries=1, **FAST)
+        prompts = ("blocked", "unsafe", "limited", "down")
+        results = backend.generate([GenerationRequest.user(prompt) for prompt in prompts])
+        times = [request.at for request in server.requests if request.prompt == "limited"]
+    outcomes = dict(zip(prompts, results))
+    assert {prompt: result.outcome for prompt, result in outcomes.items()} == \
+        {"blocked": "refusal", "unsafe": "refusal", "limited": "ok", "down": "error"}
+    assert outcomes["blocked"].message == "prompt blocked: PROHIBITED_CONTENT"
+    assert outcomes["unsafe"].finish_reason == "SAFETY"
+    assert "HTTP 503" in outcomes["down"].message and "after 2 attempts" in outcomes["down"].message
+    assert times[1] - times[0] >= 0.3
+
+
+def test_gemini_honours_the_retry_delay_in_a_429_body(key):
+    reply = gemini_stub.error(429, "RESOURCE_EXHAUSTED", "quota",
+                              details=[{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.3s"}])
+    with gemini_stub.StubGeminiServer() as server:
+        server.script("x", reply)
+        backend = GeminiBackend(model="gemini-test", base_url=server.base_url, **FAST)
+        assert backend.generate([GenerationRequest.user("x")])[0].outcome == "ok"
+        times = [request.at for request in server.requests]
+    assert times[1] - times[0] >= 0.3
+
+
+STUBS = {"anthropic": (anthropic_stub, anthropic_stub.StubAnthropicServer, AnthropicBackend),
+         "gemini": (gemini_stub, gemini_stub.StubGeminiServer, GeminiBackend)}
+
+
+@pytest.mark.parametrize("name", sorted(STUBS))
+def test_the_key_never_appears_in_errors_or_the_identity(key, name):
+    stub, server_class, cls = STUBS[name]
+    with server_class() as server:
+        backend = cls(model="m", base_url=server.base_url, **FAST)
+        server.script("echoes", stub.error(400, "invalid_request_error", f"bad request with key {key}"))
+        result = backend.generate([GenerationRequest.user("echoes")])[0]
+        assert result.outcome == "error" and key not in result.message and "[redacted]" in result.message
+        assert key not in json.dumps(backend.identity())
+        server.script("rejected", stub.error(401, "authentication_error", f"invalid x-api-key {key}"))
+        with pytest.raises(BackendUnavailable) as stopped:
+            backend.generate([GenerationRequest.user("rejected")])
+    assert key not in str(stopped.value) and KEY_ENV in str(stopped.value)
+
+
+# --- bad input ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", [AnthropicBackend, GeminiBackend])
+def test_bad_settings_are_refused_before_any_call(cls):
+    with pytest.raises(pydantic.ValidationError, match="not an http"):
+        cls(model="m", base_url="api.anthropic.com")
+    with pytest.raises(pydantic.ValidationError, match="model"):
+        cls()
+    with pytest.raises(pydantic.ValidationError, match="looks like a credential"):
+        cls(model="m", headers={"x-api-key": "secret"})
+
+
+def test_anthropic_requires_max_tokens():
+    with pytest.raises(pydantic.ValidationError, match="max_tokens"):
+        AnthropicBackend(model="m", max_tokens=None)
+
+
+def _registry(path: Path, key: str, backend: str, base_url: str, **settings: object) -> Path:
+    rendered = ", ".join(f"{name}: {json.dumps(value)}" for name, value in settings.items())
+    path.write_text("models:\n"
+                    f"  {key}: {{backend: {backend}, base_url: {json.dumps(base_url)}"
+                    + (f", {rendered}" if rendered else "") + ", benchmarks: {sovereignty: {samples: 1}}}\n",
+                    encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "gemini"])
+def test_sctc_run_names_bad_entries_in_one_line_before_any_call(backend, tmp_path, monkeypatch, capsys,
+                                                                isolated_data_dir):
+    from sctc_assets.cli import main
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    cases = {
+        "no-url": ({"backend": backend, "model": "m", "base_url": "localhost:9"}, "is not an http(s) URL"),
+        "no-model": ({"backend": backend, "base_url": "http://127.0.0.1:9"}, "model"),
+        "typo": ({"backend": backend + "x", "model": "m"}, "unknown backend"),
+    }
+    for name, (entry, expected) in cases.items():
+        registry = tmp_path / f"{name}.yaml"
+        registry.write_text(json.dumps({"models": {name: {**entry, "api_key_env": KEY_ENV}}}), encoding="utf-8")
+        monkeypatch.setenv("SCTC_MODELS", str(registry))
+        assert main(["run", "--benchmarks", "sovereignty", "--models", name]) != 0
+        errors = [line for line in capsys.readouterr().err.splitlines() if expected in line]
+        assert len(errors) == 1, (name, errors)
+
+
+# --- through `sctc run`: the sovereignty benchmark -----------------------------------------------------------------
+
+SOVEREIGNTY_ROWS = 10 * 3  # 10 prompts × 3 languages, one sample
+
+
+def _run_sovereignty(out: Path, key: str) -> pd.DataFrame:
+    from sctc_assets.cli import main
+
+    assert main(["run", "--benchmarks", "sovereignty", "--models", key, "--out", str(out)]) == 0
+    responses = pd.read_parquet(out / "sovereignty_responses.parquet")
+    return responses[responses["model"] == key].reset_index(drop=True)
+
+
+def _cached_answers(model: str) -> int:
+    from sctc_assets.lib.cache import ResponseCache
+    from sctc_assets.lib.paths import default_cache_path
+
+    return ResponseCache(default_cache_path()).count(model=model)
+
+
+@pytest.fixture
+def live(isolated_data_dir, tsb_location, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
+    monkeypatch.delenv("SCTC_MAX_CALLS", raising=False)
+    monkeypatch.delenv("SCTC_MAX_COST_USD", raising=False)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_sctc_run_sovereignty_through_the_anthropic_stub(live, monkeypatch):
+    with anthropic_stub.StubAnthropicServer() as server:
+        server.script_nth(0, anthropic_stub.refusal())
+        server.script_nth(1, anthropic_stub.overloaded(retry_after_s=0.2))
+        server.script_nth(2, anthropic_stub.cut_body())
+        server.script_nth(3, anthropic_stub.rate_limited(retry_after_s=0.1))
+        server.script_nth(4, anthropic_stub.overloaded(), anthropic_stub.overloaded())  # past max_retries: an error
+        monkeypatch.setenv("SCTC_MODELS", str(_registry(
+            live / "models.yaml", "claude-test", "anthropic", server.base_url, model="claude-stub-model",
+            system_prompt="Answer in the language of the question.", max_retries=1, concurrency=4, **FAST)))
+        responses = _run_sovereignty(live / "out", "claude-test")
+        sent_first = len(server.requests)
+        counts = responses["outcome"].value_counts().to_dict()
+        assert len(responses) == SOVEREIGNTY_ROWS
+        assert sent_first == SOVEREIGNTY_ROWS + 4  # one retry each for the 529, the cut body, the 429, the failure
+        assert counts == {"ok": 28, "refusal": 1, "error": 1}
+        assert server.counts()["rejected"] == 0  # the system prompt went top-level, never as a message role
+        assert all(request.body["system"] == "Answer in the language of the question." for request in server.requests)
+        assert _cached_answers("claude-stub-model") == 29  # answers and the refusal stored; the error not
+        assert set(server.answered_per_body().values()) == {1}
+
+        # The rerun asks only the request that ended in an error, and pays for nothing twice.
+        rerun = _run_sovereignty(live / "out", "claude-test")
+        assert len(server.requests) == sent_first + 1
+        assert rerun["outcome"].value_counts().to_dict() == {"ok": 29, "refusal": 1}
+        assert rerun["cached"].sum() == 29
+        assert set(server.answered_per_body().values()) == {1}
+
+
+@pytest.mark.slow
+def test_sctc_run_sovereignty_through_the_gemini_stub(live, monkeypatch):
+    with gemini_stub.StubGeminiServer() as server:
+        server.script_nth(0, gemini_stub.blocked())
+        server.script_nth(1, gemini_stub.safety_stop())
+        server.script_nth(2, gemini_stub.rate_limited(retry_after_s=0.2))
+        server.script_nth(3, gemini_stub.unavailable())
+        server.script_nth(4, gemini_stub.cut_body())
+        server.script_nth(5, gemini_stub.unavailable(), gemini_stub.unavailable())  # past max_retries: an error
+        monkeypatch.setenv("SCTC_MODELS", str(_registry(
+            live / "models.yaml", "gemini-test", "gemini", server.base_url, model="gemini-stub-model",
+            system_prompt="Answer in the language of the question.", max_retries=1, concurrency=4, **FAST)))
+        responses = _run_sovereignty(live / "out", "gemini-test")
+        sent_first = len(server.requests)
+        assert len(responses) == SOVEREIGNTY_ROWS
+        assert sent_first == SOVEREIGNTY_ROWS + 4
+        assert responses["outcome"].value_counts().to_dict() == {"ok": 27, "refusal": 2, "error": 1}
+        assert server.counts()["rejected"] == 0
+        assert all("systemInstruction" in request.body for request in server.requests)
+        assert _cached_answers("gemini-stub-model") == 29
+        assert set(server.answered_per_body().values()) == {1}
+
+        rerun = _run_sovereignty(live / "out", "gemini-test")
+        assert len(server.requests) == sent_first + 1
+        assert rerun["outcome"].value_counts().to_dict() == {"ok": 28, "refusal": 2}
+        assert set(server.answered_per_body().values()) == {1}
