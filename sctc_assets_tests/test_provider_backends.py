@@ -19,6 +19,7 @@ import pytest
 from sctc_assets.backends import BackendUnavailable, backend_class
 from sctc_assets.backends.anthropic_backend import AnthropicBackend
 from sctc_assets.backends.gemini_backend import GeminiBackend
+from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets_tests import anthropic_stub_server as anthropic_stub
 from sctc_assets_tests import gemini_stub_server as gemini_stub
@@ -162,10 +163,11 @@ def test_the_key_never_appears_in_errors_or_the_identity(key, name):
 
 # --- bad input ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cls", [AnthropicBackend, GeminiBackend])
+@pytest.mark.parametrize("cls", [OpenAIBackend, AnthropicBackend, GeminiBackend])
 def test_bad_settings_are_refused_before_any_call(cls):
-    with pytest.raises(pydantic.ValidationError, match="not an http"):
-        cls(model="m", base_url="api.anthropic.com")
+    for base_url in ("api.anthropic.com", "localhost:8000/v1", "ftp://host/v1", "https:///v1"):
+        with pytest.raises(pydantic.ValidationError, match="not an http"):
+            cls(model="m", base_url=base_url)
     with pytest.raises(pydantic.ValidationError, match="model"):
         cls()
     with pytest.raises(pydantic.ValidationError, match="looks like a credential"):
@@ -186,7 +188,7 @@ def _registry(path: Path, key: str, backend: str, base_url: str, **settings: obj
     return path
 
 
-@pytest.mark.parametrize("backend", ["anthropic", "gemini"])
+@pytest.mark.parametrize("backend", ["openai", "anthropic", "gemini"])
 def test_sctc_run_names_bad_entries_in_one_line_before_any_call(backend, tmp_path, monkeypatch, capsys,
                                                                 isolated_data_dir):
     from sctc_assets.cli import main
