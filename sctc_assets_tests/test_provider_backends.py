@@ -161,6 +161,26 @@ def test_the_key_never_appears_in_errors_or_the_identity(key, name):
     assert key not in str(stopped.value) and KEY_ENV in str(stopped.value)
 
 
+def test_reasoning_is_kept_apart_from_the_answer_and_a_cut_reasoning_is_truncated(key):
+    with anthropic_stub.StubAnthropicServer() as server:
+        server.script("think", anthropic_stub.message("台灣是一個國家。", thinking="一个中国原则……"))
+        server.script("cut", anthropic_stub.message("", thinking="still thinking", stop_reason="max_tokens"))
+        backend = AnthropicBackend(model="claude-test", base_url=server.base_url, **FAST)
+        thought, cut = backend.generate([GenerationRequest.user("think"), GenerationRequest.user("cut")])
+    assert (thought.outcome, thought.text, thought.reasoning) == ("ok", "台灣是一個國家。", "一个中国原则……")
+    assert (cut.outcome, cut.reasoning) == ("truncated", "still thinking") and "max_tokens" in cut.message
+    with gemini_stub.StubGeminiServer() as server:
+        thinking = gemini_stub.response("台灣是一個國家。", thought="一个中国原则……", output_tokens=5)
+        thinking.body["usageMetadata"]["thoughtsTokenCount"] = 40
+        server.script("think", thinking)
+        server.script("cut", gemini_stub.response(None, thought="still thinking", finish_reason="MAX_TOKENS"))
+        backend = GeminiBackend(model="gemini-test", base_url=server.base_url, **FAST)
+        thought, cut = backend.generate([GenerationRequest.user("think"), GenerationRequest.user("cut")])
+    assert (thought.outcome, thought.text, thought.reasoning) == ("ok", "台灣是一個國家。", "一个中国原则……")
+    assert (thought.reasoning_tokens, thought.output_tokens) == (40, 45)  # thoughts are billed as output
+    assert (cut.outcome, cut.reasoning, cut.finish_reason) == ("truncated", "still thinking", "MAX_TOKENS")
+
+
 # --- bad input ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cls", [OpenAIBackend, AnthropicBackend, GeminiBackend])
@@ -245,6 +265,7 @@ def test_sctc_run_sovereignty_through_the_anthropic_stub(live, monkeypatch):
         server.script_nth(2, anthropic_stub.cut_body())
         server.script_nth(3, anthropic_stub.rate_limited(retry_after_s=0.1))
         server.script_nth(4, anthropic_stub.overloaded(), anthropic_stub.overloaded())  # past max_retries: an error
+        server.script_nth(5, anthropic_stub.message("台灣是一個國家。", thinking="一个中国原则"))
         monkeypatch.setenv("SCTC_MODELS", str(_registry(
             live / "models.yaml", "claude-test", "anthropic", server.base_url, model="claude-stub-model",
             system_prompt="Answer in the language of the question.", max_retries=1, concurrency=4, **FAST)))
@@ -254,6 +275,7 @@ def test_sctc_run_sovereignty_through_the_anthropic_stub(live, monkeypatch):
         assert len(responses) == SOVEREIGNTY_ROWS
         assert sent_first == SOVEREIGNTY_ROWS + 4  # one retry each for the 529, the cut body, the 429, the failure
         assert counts == {"ok": 28, "refusal": 1, "error": 1}
+        assert responses["reasoning"].dropna().tolist() == ["一个中国原则"]  # thinking kept apart from the answer
         assert server.counts()["rejected"] == 0  # the system prompt went top-level, never as a message role
         assert all(request.body["system"] == "Answer in the language of the question." for request in server.requests)
         assert _cached_answers("claude-stub-model") == 29  # answers and the refusal stored; the error not
@@ -276,6 +298,7 @@ def test_sctc_run_sovereignty_through_the_gemini_stub(live, monkeypatch):
         server.script_nth(3, gemini_stub.unavailable())
         server.script_nth(4, gemini_stub.cut_body())
         server.script_nth(5, gemini_stub.unavailable(), gemini_stub.unavailable())  # past max_retries: an error
+        server.script_nth(6, gemini_stub.response("台灣是一個國家。", thought="一个中国原则"))
         monkeypatch.setenv("SCTC_MODELS", str(_registry(
             live / "models.yaml", "gemini-test", "gemini", server.base_url, model="gemini-stub-model",
             system_prompt="Answer in the language of the question.", max_retries=1, concurrency=4, **FAST)))
@@ -284,6 +307,7 @@ def test_sctc_run_sovereignty_through_the_gemini_stub(live, monkeypatch):
         assert len(responses) == SOVEREIGNTY_ROWS
         assert sent_first == SOVEREIGNTY_ROWS + 4
         assert responses["outcome"].value_counts().to_dict() == {"ok": 27, "refusal": 2, "error": 1}
+        assert responses["reasoning"].dropna().tolist() == ["一个中国原则"]  # thought parts kept apart
         assert server.counts()["rejected"] == 0
         assert all("systemInstruction" in request.body for request in server.requests)
         assert _cached_answers("gemini-stub-model") == 29

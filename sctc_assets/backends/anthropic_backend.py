@@ -1,12 +1,14 @@
 """Backend for Anthropic's Messages API (`POST {base_url}/v1/messages`), natively rather than through a router.
 
-The request: `x-api-key` and `anthropic-version` headers; `model`, `max_tokens` (required by the API), `messages`
-of user and assistant turns only (the API refuses a `system` role there with a 400), the system prompt as the
-top-level `system` (a request's own system message first, else the entry's `system_prompt`), `temperature` and
-`top_p` when set. The answer: the text blocks of `content` joined; thinking blocks are not the answer. `stop_reason`
-`refusal` (the model's safety classifiers stopped it) is outcome `refusal`; usage is `input_tokens` and
-`output_tokens`. Errors are `{"type": "error", "error": {"type", "message"}}`: 429 and 529 (`overloaded_error`)
-and 5xx are retried honouring `retry-after` (`api_backend.py`, shared with the `openai` backend).
+The request: `x-api-key` and `anthropic-version` headers; `model`, `max_tokens` (required by the API), `messages` of
+user and assistant turns only (the API refuses a `system` role there with a 400), the system prompt as the top-level
+`system` (a request's own system message first, else the entry's `system_prompt`), `temperature` and `top_p` when set.
+The answer: the text blocks of `content` joined; the thinking blocks (extended thinking, enabled with `extra_body:
+{thinking: {type: enabled, budget_tokens: N}}`) are its `reasoning`, kept apart. `stop_reason` `refusal` (the model's
+safety classifiers stopped it) is outcome `refusal`; `max_tokens` with thinking and no text is `truncated`; usage is
+`input_tokens` and `output_tokens` (thinking included: the API does not count it apart). Errors are `{"type": "error",
+"error": {"type", "message"}}`: 429 and 529 (`overloaded_error`) and 5xx are retried honouring `retry-after`
+(`api_backend.py`, shared with the `openai` backend).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, ClassVar, Mapping, Optional
 from pydantic import Field
 
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -64,16 +66,24 @@ class AnthropicBackend(ApiBackend):
     def _answer_result(self, payload: Mapping[str, Any], latency_s: float) -> GenerationResult:
         usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
         stop = text_or_none(payload.get("stop_reason"))
-        text = "".join(block["text"] for block in payload["content"]
+        blocks = payload["content"]
+        text = "".join(block["text"] for block in blocks
                        if block.get("type") == "text" and isinstance(block.get("text"), str))
-        return GenerationResult(
-            text=text,
+        thinking = [block["thinking"] for block in blocks
+                    if block.get("type") == "thinking" and isinstance(block.get("thinking"), str)]
+        reasoning = "\n\n".join(part for part in thinking if part.strip()) or None
+        if stop == "refusal":
             # Claude's safety classifiers stopped the answer: a refusal; any text before it is kept for inspection.
-            outcome="refusal" if stop == "refusal" else "ok",
-            message="stop_reason refusal" if stop == "refusal" else None,
+            outcome, message = "refusal", "stop_reason refusal"
+        elif is_truncated(text, reasoning, stop):
+            outcome, message = "truncated", TRUNCATED_MESSAGE
+        else:
+            outcome, message = "ok", None
+        return GenerationResult(
+            text=text, outcome=outcome, message=message,
             input_tokens=count_or_none(usage.get("input_tokens")),
+            # Billed thinking is part of output_tokens; the Messages API does not count it apart.
             output_tokens=count_or_none(usage.get("output_tokens")),
-            finish_reason=stop,
-            latency_s=latency_s,
-            served_model=text_or_none(payload.get("model")),
+            finish_reason=stop, latency_s=latency_s, served_model=text_or_none(payload.get("model")),
+            reasoning=reasoning,
         )

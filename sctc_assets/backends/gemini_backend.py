@@ -2,13 +2,15 @@
 
 The request: the key in the `x-goog-api-key` header (never in the URL's `?key=`, which proxies and logs keep);
 `contents` of `user` and `model` turns with text `parts`, the system prompt as `systemInstruction` (a request's own
-system message first, else the entry's `system_prompt`), and `generationConfig` with `temperature`,
-`maxOutputTokens`, `topP` and the trial's `seed` when set. The answer: the first candidate's text parts joined,
-thought parts (`thought: true`) left out. A blocked prompt (`promptFeedback.blockReason`, no candidates) and a
-candidate stopped by the safety filters (`finishReason` `SAFETY`, `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`) are
-outcome `refusal`; usage is `usageMetadata.promptTokenCount` and `candidatesTokenCount`. Errors are
-`{"error": {"code", "message", "status"}}`; 429 (with its `RetryInfo` wait when there is no `Retry-After`), 503 and
-other 5xx are retried (`api_backend.py`, shared with the `openai` backend).
+system message first, else the entry's `system_prompt`), and `generationConfig` with `temperature`, `maxOutputTokens`,
+`topP` and the trial's `seed` when set. The answer: the first candidate's text parts joined; its thought parts
+(`thought: true`, sent when `extra_body: {generationConfig: {thinkingConfig: {includeThoughts: true}}}`) are its
+`reasoning`, kept apart, and `usageMetadata.thoughtsTokenCount` its `reasoning_tokens`. A blocked prompt
+(`promptFeedback.blockReason`, no candidates) and a candidate stopped by the safety filters (`finishReason` `SAFETY`,
+`PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`) are outcome `refusal`; `MAX_TOKENS` with thoughts and no text is
+`truncated`. Usage is `usageMetadata.promptTokenCount`, and `candidatesTokenCount` plus `thoughtsTokenCount` (both
+billed as output). Errors are `{"error": {"code", "message", "status"}}`; 429 (with its `RetryInfo` wait when there is
+no `Retry-After`), 503 and other 5xx are retried (`api_backend.py`, shared with the `openai` backend).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
 API_VERSION = "v1beta"
 # Finish reasons that mean the safety filters stopped the answer (RECITATION, LANGUAGE, OTHER are not refusals).
@@ -85,9 +87,15 @@ class GeminiBackend(ApiBackend):
 
     def _answer_result(self, payload: Mapping[str, Any], latency_s: float) -> GenerationResult:
         usage = payload.get("usageMetadata") if isinstance(payload.get("usageMetadata"), Mapping) else {}
-        common = {"input_tokens": count_or_none(usage.get("promptTokenCount")),
-                  "output_tokens": count_or_none(usage.get("candidatesTokenCount")),
-                  "latency_s": latency_s, "served_model": text_or_none(payload.get("modelVersion"))}
+        answer_tokens = count_or_none(usage.get("candidatesTokenCount"))
+        thought_tokens = count_or_none(usage.get("thoughtsTokenCount"))
+        # Thoughts are billed as output but counted apart from the candidates: output_tokens holds both, as the
+        # other APIs' counts do, and reasoning_tokens the thoughts.
+        output_tokens = None if answer_tokens is None and thought_tokens is None else \
+            (answer_tokens or 0) + (thought_tokens or 0)
+        common = {"input_tokens": count_or_none(usage.get("promptTokenCount")), "output_tokens": output_tokens,
+                  "reasoning_tokens": thought_tokens, "latency_s": latency_s,
+                  "served_model": text_or_none(payload.get("modelVersion"))}
         candidates = payload.get("candidates") or []
         feedback = payload.get("promptFeedback") if isinstance(payload.get("promptFeedback"), Mapping) else {}
         if not candidates:
@@ -99,10 +107,16 @@ class GeminiBackend(ApiBackend):
         candidate = candidates[0]
         finish = text_or_none(candidate.get("finishReason"))
         content = candidate.get("content") if isinstance(candidate.get("content"), Mapping) else {}
-        parts = content.get("parts") if isinstance(content.get("parts"), list) else []
-        text = "".join(part["text"] for part in parts if isinstance(part, Mapping)
-                       and isinstance(part.get("text"), str) and not part.get("thought"))
-        refused = finish in REFUSAL_FINISH_REASONS
-        return GenerationResult(text=text, outcome="refusal" if refused else "ok",
-                                message=f"finishReason {finish}" if refused else None, finish_reason=finish,
-                                **common)
+        parts = [part for part in (content.get("parts") if isinstance(content.get("parts"), list) else [])
+                 if isinstance(part, Mapping) and isinstance(part.get("text"), str)]
+        text = "".join(part["text"] for part in parts if not part.get("thought"))
+        reasoning = "\n\n".join(part["text"] for part in parts if part.get("thought") and part["text"].strip()) \
+            or None
+        if finish in REFUSAL_FINISH_REASONS:
+            outcome, message = "refusal", f"finishReason {finish}"
+        elif is_truncated(text, reasoning, finish):
+            outcome, message = "truncated", TRUNCATED_MESSAGE
+        else:
+            outcome, message = "ok", None
+        return GenerationResult(text=text, outcome=outcome, message=message, finish_reason=finish,
+                                reasoning=reasoning, **common)

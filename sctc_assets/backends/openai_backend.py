@@ -2,12 +2,13 @@
 
 Requests go through a small h11 client (`http_client.py`) rather than the openai SDK: the SDK costs ~12× the CPU per
 request, which caps a wide run's speed-up (`bench/openai_concurrency.py` measures both). The worker loop, retries
-(honour `Retry-After`, exponential backoff otherwise; what survives them becomes an `error` result, not an
-exception) and the API key's handling are those every provider backend shares (`api_backend.py`): the key is read
-from the environment at call time and handed only to the HTTP client; it never becomes a field, part of
-`identity()`, a result message or a cache row. Trial k of a prompt is sent with seed `seed + k` when `seed` is set, so trials are distinct, reproducible
-samples; without `seed` none is sent and the server's own randomness separates them (not reproducible).
+(honour `Retry-After`, exponential backoff otherwise; what survives them becomes an `error` result, not an exception)
+and the API key's handling are those every provider backend shares (`api_backend.py`): the key is read from the
+environment at call time and handed only to the HTTP client; it never becomes a field, part of `identity()`, a result
+message or a cache row. Trial k of a prompt is sent with seed `seed + k` when `seed` is set, so trials are distinct,
+reproducible samples; without `seed` none is sent and the server's own randomness separates them (not reproducible).
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Optional
