@@ -1,8 +1,10 @@
 """A scriptable stub of Anthropic's Messages API on 127.0.0.1 (`POST /v1/messages`), for tests and benchmarks.
 
-It misbehaves as the real API does: a request without `x-api-key` gets a 401 `authentication_error`, one without
-`anthropic-version` or `max_tokens`, or with a `system` role inside `messages`, a 400 `invalid_request_error` (the
-API takes the system prompt as the top-level `system` only); `script(prompt, ...)` queues a `stop_reason: refusal`
+It misbehaves as the real API does: a request without a key (`x-api-key`, or `Authorization: Bearer` as the SDK 2.x
+sends it) gets a 401 `authentication_error`, one without `anthropic-version` or `max_tokens`, or with a `system`
+role inside `messages`, a 400 `invalid_request_error` (the API takes the system prompt as the top-level `system`
+only), and so does a `temperature` or `top_p` sent for a model in `no_sampling_models` (Claude Opus 4.7 and later:
+"`temperature` is deprecated for this model"); `script(prompt, ...)` queues a `stop_reason: refusal`
 answer (`refusal()`), a 529 `overloaded_error` or 429 `rate_limit_error` with `retry-after` (`overloaded()`,
 `rate_limited()`), or a body cut short (`cut_body()`) for the next requests carrying that prompt. Every other request
 gets an echo answer with usage. Requests are recorded with the kind of reply they got (`ok` and `answer` end a
@@ -74,6 +76,7 @@ class StubAnthropicServer(StubOpenAIServer):
     """Use as a context manager; `base_url` is what an `AnthropicBackend` should point at."""
 
     final_kinds = frozenset({"ok", "answer"})
+    no_sampling_models = frozenset({"claude-opus-4-7", "claude-opus-4-8"})
 
     @property
     def base_url(self) -> str:
@@ -93,7 +96,7 @@ class StubAnthropicServer(StubOpenAIServer):
         return "answer" if reply.status == 200 and reply.raw is None else "scripted"
 
     def rejection(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> StubReply | None:
-        if not headers.get("x-api-key"):
+        if not headers.get("x-api-key") and not headers.get("authorization", "").startswith("Bearer "):
             return error(401, "authentication_error", "x-api-key header is required")
         if not headers.get("anthropic-version"):
             return error(400, "invalid_request_error", "anthropic-version: header is required")
@@ -103,4 +106,7 @@ class StubAnthropicServer(StubOpenAIServer):
             return error(400, "invalid_request_error",
                          'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
                          'parameter, not "system" as an input message role.')
+        sampling = [name for name in ("temperature", "top_p", "top_k") if name in body]
+        if sampling and body.get("model") in self.no_sampling_models:
+            return error(400, "invalid_request_error", f"`{sampling[0]}` is deprecated for this model.")
         return None

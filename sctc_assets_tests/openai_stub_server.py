@@ -9,7 +9,9 @@ schedule of request numbers. Every request is recorded with the kind of reply it
 sent, answered and asked twice per distinct request body.
 
 `AsyncStubServer` is the same echo server on asyncio, run in a subprocess (`python -m
-sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server.
+sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server; with
+`api="anthropic"` or `"gemini"` it answers in that API's shape instead (`anthropic_stub_server.py`,
+`gemini_stub_server.py`).
 """
 
 from __future__ import annotations
@@ -370,11 +372,14 @@ class AsyncStubServer:
     the start or the last `reset()` arrived and the last answer left.
     """
 
-    def __init__(self, *, latency_s: float = 0.0, workdir: str | Path | None = None):
+    def __init__(self, *, latency_s: float = 0.0, workdir: str | Path | None = None, api: str = "openai"):
         import subprocess
         import tempfile
 
+        if api not in ASYNC_APIS:
+            raise ValueError(f"api {api!r}: one of {ASYNC_APIS}")
         self.latency_s = latency_s
+        self.api = api
         self._dir = Path(workdir or tempfile.mkdtemp(prefix="stub-server-"))
         self._port_file = self._dir / "port"
         self._subprocess = subprocess
@@ -383,7 +388,7 @@ class AsyncStubServer:
     def __enter__(self) -> "AsyncStubServer":
         self._process = self._subprocess.Popen(
             [sys.executable, "-m", "sctc_assets_tests.openai_stub_server", "--latency", str(self.latency_s),
-             "--port-file", str(self._port_file)], cwd=Path(__file__).resolve().parents[1])
+             "--port-file", str(self._port_file), "--api", self.api], cwd=Path(__file__).resolve().parents[1])
         deadline = time.monotonic() + 60
         while not self._port_file.exists() or not self._port_file.read_text().strip():
             if self._process.poll() is not None or time.monotonic() > deadline:
@@ -398,7 +403,7 @@ class AsyncStubServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}" + ("/v1" if self.api == "openai" else "")
 
     def stats(self) -> dict[str, Any]:
         import urllib.request
@@ -413,7 +418,29 @@ class AsyncStubServer:
                                timeout=30).read()
 
 
-async def _serve_async(latency_s: float, port_file: Path) -> None:
+ASYNC_APIS = ("openai", "anthropic", "gemini")
+
+
+def _async_echo(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The echo answer to `body` in the shape of `api`."""
+    if api == "anthropic":
+        from sctc_assets_tests.anthropic_stub_server import echo_message, prompt_of
+
+        return echo_message(prompt_of(body)).body
+    if api == "gemini":
+        from sctc_assets_tests.gemini_stub_server import echo_response, prompt_of
+
+        return echo_response(prompt_of(body)).body
+    reply = echo_reply(_last_user_message(body), body.get("seed"))
+    reply.body["model"] = body.get("model", "stub-model")
+    if body.get("seed") is None and float(body.get("temperature") or 0) > 0:
+        # Sampling without a seed: every answer differs, as a real model's would.
+        message = reply.body["choices"][0]["message"]
+        message["content"] += f" #{random.getrandbits(48):012x}"
+    return reply.body
+
+
+async def _serve_async(latency_s: float, port_file: Path, api: str = "openai") -> None:
     per_body: Counter[str] = Counter()
     state: dict[str, Any] = {"in_flight": 0, "peak": 0, "first_at": None, "last_at": None}
 
@@ -445,13 +472,7 @@ async def _serve_async(latency_s: float, port_file: Path) -> None:
                     await asyncio.sleep(latency_s)
                     state["in_flight"] -= 1
                     state["last_at"] = time.time()
-                    reply = echo_reply(_last_user_message(body), body.get("seed"))
-                    reply.body["model"] = body.get("model", "stub-model")
-                    if body.get("seed") is None and float(body.get("temperature") or 0) > 0:
-                        # Sampling without a seed: every answer differs, as a real model's would.
-                        message = reply.body["choices"][0]["message"]
-                        message["content"] += f" #{random.getrandbits(48):012x}"
-                    data = json.dumps(reply.body).encode("utf-8")
+                    data = json.dumps(_async_echo(api, body)).encode("utf-8")
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                              % len(data) + data)
                 await writer.drain()
@@ -473,5 +494,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Run the asyncio echo stub server until terminated.")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--api", choices=ASYNC_APIS, default="openai", help="the shape of the answers")
     arguments = parser.parse_args()
-    asyncio.run(_serve_async(arguments.latency, arguments.port_file))
+    asyncio.run(_serve_async(arguments.latency, arguments.port_file, arguments.api))

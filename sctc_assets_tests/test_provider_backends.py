@@ -75,6 +75,16 @@ def test_anthropic_sends_the_system_prompt_top_level_with_its_headers(key):
     assert "authorization" not in headers
 
 
+def test_anthropic_sends_no_temperature_unless_set_as_newer_models_refuse_it(key):
+    with anthropic_stub.StubAnthropicServer() as server:
+        backend = AnthropicBackend(model="claude-opus-4-7", base_url=server.base_url, **FAST)
+        assert [result.outcome for result in backend.generate([GenerationRequest.user("甲")])] == ["ok"]
+        assert "temperature" not in server.requests[0].body
+        told = AnthropicBackend(model="claude-opus-4-7", base_url=server.base_url, temperature=0.0, **FAST)
+        refused = told.generate([GenerationRequest.user("乙")])[0]
+    assert refused.outcome == "error" and "`temperature` is deprecated for this model" in refused.message
+
+
 def test_gemini_sends_the_key_in_a_header_and_the_system_prompt_as_system_instruction(key):
     with gemini_stub.StubGeminiServer() as server:
         backend = GeminiBackend(model="gemini-test", base_url=server.base_url, system_prompt="entry system",

@@ -20,6 +20,8 @@ from pydantic import Field
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
 from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
+# The API version sent. 2023-06-01 still takes `temperature` and `top_p` for the models that accept them;
+# 2026-10-21 (the anthropic SDK 2.x's default) refuses every sampling parameter.
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -36,6 +38,10 @@ class AnthropicBackend(ApiBackend):
         description="Name of the environment variable holding the API key (sent as x-api-key); empty for a server "
                     "without authentication.",
     )
+    # Not sent unless set: Claude Opus 4.7 and later answer any temperature with a 400 ("`temperature` is
+    # deprecated for this model"), and API version 2026-10-21 refuses every sampling parameter.
+    temperature: Optional[float] = Field(
+        default=None, description="Sent only when set (newer Claude models refuse it; None: the model's default).")
     # The Messages API requires max_tokens: no null here.
     max_tokens: int = Field(default=512, ge=1)
     system_prompt: Optional[str] = Field(
@@ -52,10 +58,9 @@ class AnthropicBackend(ApiBackend):
         system = [message["content"] for message in request.messages if message.get("role") == "system"]
         messages = [{"role": message["role"], "content": message["content"]} for message in request.messages
                     if message.get("role") != "system"]
-        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages,
-                                "temperature": self.temperature}
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages}
         system_text = "\n\n".join(system) if system else self.system_prompt
-        optional = {"system": system_text, "top_p": self.top_p}
+        optional = {"system": system_text, "temperature": self.temperature, "top_p": self.top_p}
         body.update({name: value for name, value in optional.items() if value is not None})
         return merged(body, self.extra_body)
 
