@@ -27,6 +27,7 @@ from pydantic import Field, field_validator
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
 from sctc_assets.backends.http_client import HttpClient, HttpResponse, TransportError
+from sctc_assets.lib.estimate import TokenCounter, tiktoken_counter
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.work_queue import WAIT, WorkQueue
@@ -106,6 +107,15 @@ class OpenAIBackend(ModelBackend):
             if not (isinstance(value, str) and value.isascii() and value.isprintable()):
                 raise ValueError(f"header {name!r}: its value must be printable ASCII text")
         return headers
+
+    @classmethod
+    def endpoint_lane(cls, settings: Mapping[str, Any]) -> str | None:
+        """The entry's base URL (else the field's default), without a trailing slash."""
+        return str(settings.get("base_url") or cls.model_fields["base_url"].default).rstrip("/")
+
+    def token_counter(self) -> TokenCounter | None:
+        """tiktoken's encoding of an OpenAI model name, when the tokenizer registry holds a copy of it."""
+        return tiktoken_counter(self.model) if self.model else None
 
     def identity(self) -> dict[str, Any]:
         return {
