@@ -20,7 +20,7 @@ from sctc_assets.lib.estimate import (
 )
 from sctc_assets.lib.model_registry import load_registry
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.estimate import build_estimate, keyed_request
+from sctc_assets.estimate import build_estimate, keyed_request, token_counter
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls
 
 
@@ -107,6 +107,20 @@ def test_a_real_tokenizer_is_sampled_and_scaled_by_characters():
     characters = sum(map(len, prompts))
     assert row.input_tokens == pytest.approx(characters + MESSAGE_OVERHEAD * 5000, rel=0.01)
     assert row.tokens_by == "one per character"
+
+
+class CountingBackend(ScriptedBackend):
+    """A backend of one's own that knows its model's tokenizer: two tokens per character."""
+
+    backend_name: ClassVar[str] = "counting"
+
+    def token_counter(self) -> TokenCounter:
+        return TokenCounter("two per character", lambda text: [0] * (2 * len(text)))
+
+
+def test_the_estimate_counts_tokens_with_the_counter_the_backend_s_class_gives():
+    assert token_counter(CountingBackend()).name == "two per character"
+    assert token_counter(ScriptedBackend()) is SCRIPT_RULE  # no tokenizer of its own: the script rule
 
 
 def test_render_marks_ceilings_and_totals_per_model():

@@ -44,6 +44,25 @@ def test_the_catalog_knows_both_backends():
     assert GeminiBackend(model="m").base_url == "https://generativelanguage.googleapis.com"
 
 
+def test_both_get_an_endpoint_lane_of_their_own_in_sctc_run():
+    from sctc_assets.lib.backend_catalog import traits
+    from sctc_assets.lib.model_registry import parse_registry
+    from sctc_assets.running.concurrent import endpoint_of, plan_lanes
+
+    entries = parse_registry({"models": {
+        "claude": {"backend": "anthropic", "model": "claude-haiku-4-5"},
+        "gemini": {"backend": "gemini", "model": "gemini-2.5-flash"},
+        "gemini-proxy": {"backend": "gemini", "model": "gemini-2.5-flash", "base_url": "http://127.0.0.1:9/"},
+    }}, source="test")
+    endpoints = {key: endpoint_of(entry) for key, entry in entries.items()}
+    assert endpoints == {"claude": "https://api.anthropic.com", "gemini": "https://generativelanguage.googleapis.com",
+                         "gemini-proxy": "http://127.0.0.1:9"}
+    assert [lane.models for lane in plan_lanes(list(entries), endpoints)] == [("claude",), ("gemini",),
+                                                                               ("gemini-proxy",)]
+    for name in ("anthropic", "gemini"):
+        assert traits(name).uses_cache and traits(name).replays is None and not traits(name).forkable
+
+
 def test_the_anthropic_stub_refuses_a_system_role_inside_messages(key):
     with anthropic_stub.StubAnthropicServer() as server:
         body = json.dumps({"model": "m", "max_tokens": 8, "messages": [{"role": "system", "content": "be brief"},

@@ -163,6 +163,12 @@ class ApiBackend(ModelBackend):
 
     # --- shared --------------------------------------------------------------------------------------------------
 
+    @classmethod
+    def endpoint_lane(cls, settings: Mapping[str, Any]) -> str | None:
+        """The entry's base URL (else the field's default), without a trailing slash: each model behind an API gets a
+        lane of its own in `sctc run`, and the models behind one endpoint share its stage slots."""
+        return str(settings.get("base_url") or cls.model_fields["base_url"].default).rstrip("/")
+
     def identity(self) -> dict[str, Any]:
         return {"backend": self.backend_name, "endpoint": self.base_url.rstrip("/"), "model": self.model,
                 "params": self._identity_params()}

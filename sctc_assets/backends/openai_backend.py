@@ -17,6 +17,7 @@ from pydantic import Field
 
 from sctc_assets.backends.api_backend import (LOCAL_SERVER_KEY, ApiBackend, ErrorBody, count_or_none, merged,
                                               redact, server_delay, text_or_none)
+from sctc_assets.lib.estimate import TokenCounter, tiktoken_counter
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 # The names tests and other modules import from here.
@@ -48,6 +49,10 @@ class OpenAIBackend(ApiBackend):
     extra_body: Optional[dict] = Field(
         default=None, description="Extra JSON fields sent with every request (e.g. vLLM sampling options)."
     )
+
+    def token_counter(self) -> TokenCounter | None:
+        """tiktoken's encoding of an OpenAI model name, when the tokenizer registry holds a copy of it."""
+        return tiktoken_counter(self.model) if self.model else None
 
     def _identity_params(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "max_tokens": self.max_tokens, "top_p": self.top_p,

@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart, present)
-from sctc_assets.lib.backend_catalog import uses_response_cache
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.estimate import PartitionDesign, SharedRequests
@@ -128,8 +128,8 @@ def reviews_design(models: list[Any], options: Mapping[str, Any]) -> list[Partit
 
 
 def answers_new_prompts(entry: Any) -> bool:
-    """Replay backends (they bypass the response cache) hold published answers to other benchmarks' prompts."""
-    return uses_response_cache(entry.backend)
+    """Replay backends hold published answers to other benchmarks' prompts."""
+    return traits(entry.backend).answers("reviews")
 
 
 def _cell(row: pd.Series, measure: str, digits: int, pair: VarietyPair) -> str:

@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
@@ -130,8 +131,8 @@ def sovereignty_downloads(options: Mapping[str, Any]) -> list[Download]:
 
 
 def answers_sovereignty_prompts(entry: Any) -> bool:
-    """The SC-TC-Bench replays hold no answers to these prompts."""
-    return entry.backend != "replay"
+    """Not a replay of another benchmark's published answers (the SC-TC-Bench replays hold none to these prompts)."""
+    return traits(entry.backend).answers("sovereignty")
 
 
 def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:

@@ -62,6 +62,45 @@ SCRIPT_RULE = TokenCounter(f"characters: {CJK_TOKENS_PER_CHAR:g} token per CJK c
                            f"1 per {OTHER_CHARS_PER_TOKEN:g} others")
 
 
+_TIKTOKEN_COUNTERS: dict[str, TokenCounter | None] = {}
+
+
+def tiktoken_counter(model: str) -> TokenCounter | None:
+    """The tokenizer of an OpenAI model (also behind an `openai/…` router prefix) when tiktoken maps its name to an
+    encoding whose copy the tokenizer registry holds on this machine (a plan never downloads); else None."""
+    try:
+        from tiktoken.model import encoding_name_for_model
+
+        encoding = encoding_name_for_model(model.removeprefix("openai/"))
+    except (ImportError, KeyError):
+        return None
+    if encoding not in _TIKTOKEN_COUNTERS:
+        _TIKTOKEN_COUNTERS[encoding] = _registry_tiktoken(encoding)
+    return _TIKTOKEN_COUNTERS[encoding]
+
+
+def _registry_tiktoken(encoding: str) -> TokenCounter | None:
+    # imported here: the tokenizer registry needs pandas, which the rest of this module does not
+    from sctc_assets.lib.name.tokenization import (TokenizerIntegrityError, TokenizerRegistryError,
+                                                   TokenizerUnavailable, default_files_dir, load_registry,
+                                                   load_tokenizer)
+    from sctc_assets.lib.paths import default_tokenizers_path
+
+    try:
+        entries = load_registry(default_tokenizers_path())
+    except (OSError, TokenizerRegistryError):
+        return None
+    for entry in entries.values():
+        # Only a copy already on this machine: a plan never downloads.
+        if entry.kind == "tiktoken" and entry.settings.get("encoding") == encoding \
+                and "offline_copy" in entry.settings and "package" in entry.settings["offline_copy"]:
+            try:
+                return TokenCounter(f"tiktoken {encoding}", load_tokenizer(entry, default_files_dir()))
+            except (TokenizerUnavailable, TokenizerIntegrityError, OSError, ValueError):
+                return None
+    return None
+
+
 @dataclass
 class EstimateRow:
     """One partition of one model: `calls` requests, `cached` of them already answered, `to_ask` distinct requests

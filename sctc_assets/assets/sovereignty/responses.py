@@ -70,7 +70,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
     # A replay's errors are the published ones (API errors in the study): scored as its code scores them (FAIL).
-    published_errors = int((frame["outcome"] == "error").sum()) if getattr(backend, "replays_published", False) else 0
+    published_errors = int((frame["outcome"] == "error").sum()) if getattr(backend, "replays", None) is not None else 0
     if published_errors:
         context.log.warning(f"sovereignty_responses {model}/{lang}: replayed {published_errors} published error(s) "
                             "(API errors in the study), scored as failures")
