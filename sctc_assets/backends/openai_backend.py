@@ -18,16 +18,18 @@ import math
 import os
 import random
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, Coroutine, Mapping, Optional, TypeVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
 from sctc_assets.backends.http_client import HttpClient, HttpResponse, TransportError
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.generation import (TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated,
+                                        think_blocks)
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.work_queue import WAIT, WorkQueue
 
@@ -43,6 +45,17 @@ _MAX_MESSAGE_CHARS = 300
 # Transport errors quote the Authorization header they refused (h11: "Illegal header value b'Bearer sk-…\\r'").
 _BEARER = re.compile(r"Bearer\s+\S+")
 _CREDENTIAL_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|password", re.IGNORECASE)
+# Reasoning models' parameter rules: which field carries the token limit, which sampling parameters may be left out,
+# and the reasoning efforts OpenAI's API takes. A 400 naming one of these (`error.param`) with one of these codes
+# is adapted to at run time (`_adapted_rules`).
+TOKEN_LIMIT_PARAMS = ("max_tokens", "max_completion_tokens")
+OMITTABLE_PARAMS = ("temperature", "top_p")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_PARAMETER_CODES = frozenset({"unsupported_parameter", "unsupported_value"})
+# What this process learned from such 400s, per (endpoint, model): param → the adaptation. Every backend of that
+# model in the run starts adapted, so only the first partition pays the refused call and says so.
+_LEARNED: dict[tuple[str, str], dict[str, str]] = {}
+_LEARNED_LOCK = threading.Lock()
 
 T = TypeVar("T")
 
@@ -53,6 +66,15 @@ class _TransientFailure:
 
     description: str
     server_delay_s: float | None = None
+
+
+@dataclass(frozen=True)
+class _ParameterRefused:
+    """A 400 naming a request parameter the model does not take (`unsupported_parameter`/`unsupported_value`)."""
+
+    param: str
+    code: str
+    message: str
 
 
 class OpenAIBackend(ModelBackend):
@@ -88,12 +110,51 @@ class OpenAIBackend(ModelBackend):
     extra_body: Optional[dict] = Field(
         default=None, description="Extra JSON fields sent with every request (e.g. vLLM sampling options)."
     )
+    # Reasoning models' parameter rules. Not part of identity(): they change how the entry's request is written,
+    # not what is asked, so an answer cached before a rule was set (or learned from a 400) stays that entry's answer.
+    token_limit_param: str = Field(
+        default="max_tokens", description="The request field that carries max_tokens: `max_tokens`, or "
+        "`max_completion_tokens` for models that refuse `max_tokens` (OpenAI's reasoning models; it also bounds "
+        "their reasoning). Learned from the API's 400 when left at the default.",
+    )
+    unsupported_params: Optional[list[str]] = Field(
+        default=None, description="Sampling parameters the model refuses, left out of every request: `temperature`, "
+        "`top_p` (the model's own default applies). Learned from the API's 400 when not given.",
+    )
+    reasoning_effort: Optional[str] = Field(
+        default=None, description=f"Sent as `reasoning_effort` when set: one of {', '.join(REASONING_EFFORTS)}.",
+    )
     # Not part of identity(): attribution headers do not change an answer, and cached answers stay valid.
     headers: Optional[dict[str, str]] = Field(
         default=None,
         description="Extra HTTP headers sent with every request, e.g. OpenRouter's HTTP-Referer and X-Title. Not "
                     "for credentials: the key comes from `api_key_env` only.",
     )
+
+    # The adaptations this backend's calls learned (`_adapt_to`), said in its notes.
+    _said: list = PrivateAttr(default_factory=list)
+
+    @field_validator("token_limit_param")
+    @classmethod
+    def _known_token_limit_param(cls, value: str) -> str:
+        if value not in TOKEN_LIMIT_PARAMS:
+            raise ValueError(f"expected one of {', '.join(TOKEN_LIMIT_PARAMS)}, found {value!r}")
+        return value
+
+    @field_validator("unsupported_params")
+    @classmethod
+    def _known_unsupported_params(cls, value: Optional[list[str]]) -> Optional[list[str]]:
+        unknown = [name for name in value or [] if name not in OMITTABLE_PARAMS]
+        if unknown:
+            raise ValueError(f"only {', '.join(OMITTABLE_PARAMS)} can be left out, found {unknown}")
+        return value
+
+    @field_validator("reasoning_effort")
+    @classmethod
+    def _known_reasoning_effort(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in REASONING_EFFORTS:
+            raise ValueError(f"expected one of {', '.join(REASONING_EFFORTS)}, found {value!r}")
+        return value
 
     @field_validator("headers")
     @classmethod
@@ -119,8 +180,72 @@ class OpenAIBackend(ModelBackend):
                 "seed": self.seed,
                 "system_prompt": self.system_prompt,
                 "extra_body": self.extra_body,
+                # Only when set: the keys of entries without it stay what they were before the setting existed.
+                **({"reasoning_effort": self.reasoning_effort} if self.reasoning_effort is not None else {}),
             },
         }
+
+    def trials_are_repeats(self) -> bool:
+        # A model that takes no temperature samples at its own default: its trials are samples, not repeats.
+        return "temperature" not in self._omitted_params() and super().trials_are_repeats()
+
+    def _model_key(self) -> tuple[str, str]:
+        return self.base_url.rstrip("/"), self.model
+
+    def _learned(self) -> dict[str, str]:
+        with _LEARNED_LOCK:
+            return dict(_LEARNED.get(self._model_key(), {}))
+
+    def _limit_param(self) -> str:
+        return self._learned().get("token_limit_param", self.token_limit_param)
+
+    def _omitted_params(self) -> set[str]:
+        learned = self._learned()
+        return set(self.unsupported_params or ()) | {name for name in OMITTABLE_PARAMS if learned.get(name) == "omit"}
+
+    def request_adaptations(self) -> list[str]:
+        """How this model's requests differ from what its registry entry says, learned from the API's 400s in this
+        run: one line each (recorded in the metadata of every partition whose requests were adapted)."""
+        learned = self._learned()
+        if learned.get("token_limit_param") == self.token_limit_param:
+            del learned["token_limit_param"]  # the entry says so itself
+        for name in self.unsupported_params or ():
+            learned.pop(name, None)
+        lines = []
+        if "token_limit_param" in learned:
+            lines.append(f"the token limit is sent as {learned['token_limit_param']} (the API refused "
+                         f"{'max_tokens' if learned['token_limit_param'] != 'max_tokens' else 'max_completion_tokens'}"
+                         f"): set `token_limit_param: {learned['token_limit_param']}` in the registry entry")
+        omitted = [name for name in OMITTABLE_PARAMS if learned.get(name) == "omit"]
+        if omitted:
+            lines.append(f"{' and '.join(omitted)} left out (the API refused "
+                         f"{'them' if len(omitted) > 1 else 'it'}; the model's default applies): set "
+                         f"`unsupported_params: [{', '.join(sorted(set(omitted) | set(self.unsupported_params or ())))}]`"
+                         " in the registry entry")
+        return lines
+
+    def generation_notes(self) -> list[str]:
+        # Said once per model in a run: by the backend whose calls learned the adaptation.
+        return super().generation_notes() + [f"model {self.model!r}: {line}" for line in self._said]
+
+    def _adapt_to(self, refused: _ParameterRefused) -> bool:
+        """Change this model's requests so that `refused.param` is no longer sent as it was; False when there is
+        nothing to change (the parameter is not one this backend adapts, or is already left out)."""
+        if refused.param in TOKEN_LIMIT_PARAMS and refused.code == "unsupported_parameter":
+            change = ("token_limit_param", next(name for name in TOKEN_LIMIT_PARAMS if name != refused.param))
+            if self._limit_param() != refused.param:
+                return True  # another request learned it meanwhile: retry with the current rules
+        elif refused.param in OMITTABLE_PARAMS:
+            change = (refused.param, "omit")
+            if refused.param in self._omitted_params():
+                return True
+        else:
+            return False
+        before = self.request_adaptations()
+        with _LEARNED_LOCK:
+            _LEARNED.setdefault(self._model_key(), {})[change[0]] = change[1]
+        self._said += [line for line in self.request_adaptations() if line not in before]
+        return True
 
     def pricing(self) -> tuple[float | None, float | None]:
         return self.price_input_per_mtok, self.price_output_per_mtok
@@ -130,6 +255,10 @@ class OpenAIBackend(ModelBackend):
 
     def claim_chunk_size(self) -> int:
         return self.concurrency
+
+    def generate(self, requests, **options):  # type: ignore[override]
+        self._said = []
+        return super().generate(requests, **options)
 
     def _generate_from(self, queue: WorkQueue, on_result: ResultCallback) -> None:
         api_key = self._read_api_key()
@@ -184,8 +313,16 @@ class OpenAIBackend(ModelBackend):
                                 api_key: str) -> GenerationResult:
         body = json.dumps(self._completion_body(request), ensure_ascii=False).encode("utf-8")
         attempt = 0
+        adapted: set[str] = set()
         while True:
             outcome = await self._attempt(client, body, headers, api_key)
+            if isinstance(outcome, _ParameterRefused):
+                # Retried once per refused parameter, adapted; refused again (or not adaptable): an error.
+                if outcome.param in adapted or not self._adapt_to(outcome):
+                    return GenerationResult(text=None, outcome="error", message=f"HTTP 400: {outcome.message}")
+                adapted.add(outcome.param)
+                body = json.dumps(self._completion_body(request), ensure_ascii=False).encode("utf-8")
+                continue
             if isinstance(outcome, GenerationResult):
                 return outcome
             if attempt >= self.max_retries:
@@ -199,7 +336,7 @@ class OpenAIBackend(ModelBackend):
             attempt += 1
 
     async def _attempt(self, client: HttpClient, body: bytes, headers: Mapping[str, str],
-                       api_key: str) -> GenerationResult | _TransientFailure:
+                       api_key: str) -> GenerationResult | _TransientFailure | _ParameterRefused:
         """One call: a final result, a failure worth retrying, or `BackendUnavailable` when nothing can succeed."""
         started = time.monotonic()
         try:
@@ -224,8 +361,9 @@ class OpenAIBackend(ModelBackend):
             return _TransientFailure(f"{self.base_url} answered with something other than a chat completion: {shown!r}")
         return _completion_result(payload, time.monotonic() - started)
 
-    def _status_failure(self, response: HttpResponse, api_key: str) -> GenerationResult | _TransientFailure:
-        code, message = _error_details(response, api_key)
+    def _status_failure(self, response: HttpResponse,
+                        api_key: str) -> GenerationResult | _TransientFailure | _ParameterRefused:
+        code, message, param = _error_details(response, api_key)
         status = response.status
         if status in _FATAL_STATUS:
             # Never chained or quoted whole: a 401 body quotes (part of) the rejected key.
@@ -234,16 +372,20 @@ class OpenAIBackend(ModelBackend):
             return _TransientFailure(f"HTTP {status}: {message}", _server_delay(response.headers))
         if status == 400 and _is_content_filter(code, message):
             return GenerationResult(text=None, outcome="refusal", message=message)
+        if status == 400 and code in _PARAMETER_CODES and isinstance(param, str):
+            return _ParameterRefused(param, code, message)
         return GenerationResult(text=None, outcome="error", message=f"HTTP {status}: {message}")
 
     def _completion_body(self, request: GenerationRequest) -> dict[str, Any]:
         messages = [dict(message) for message in request.messages]
         if self.system_prompt is not None and not any(message.get("role") == "system" for message in messages):
             messages.insert(0, {"role": "system", "content": self.system_prompt})
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        omitted = self._omitted_params()
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         # Unset options are omitted rather than sent as null: some compatible servers reject explicit nulls.
-        optional = {"max_tokens": self.max_tokens, "top_p": self.top_p, "seed": request.seed}
-        body.update({name: value for name, value in optional.items() if value is not None})
+        optional = {"temperature": self.temperature, self._limit_param(): self.max_tokens, "top_p": self.top_p,
+                    "seed": request.seed, "reasoning_effort": self.reasoning_effort}
+        body.update({name: value for name, value in optional.items() if value is not None and name not in omitted})
         body.update(self.extra_body or {})
         return body
 
@@ -272,9 +414,10 @@ def _is_content_filter(code: Any, message: str) -> bool:
     return any(phrase in message.lower() for phrase in _CONTENT_FILTER_PHRASES)
 
 
-def _error_details(response: HttpResponse, api_key: str) -> tuple[Any, str]:
-    """The error code and human-readable message of an error answer (`{"error": {"code", "message"}}` or text)."""
-    code, text = None, ""
+def _error_details(response: HttpResponse, api_key: str) -> tuple[Any, str, Any]:
+    """The error code, human-readable message and parameter at fault of an error answer (`{"error": {"code",
+    "message", "param"}}` or text)."""
+    code, text, param = None, "", None
     try:
         payload = json.loads(response.body)
     except (ValueError, UnicodeDecodeError):
@@ -282,12 +425,12 @@ def _error_details(response: HttpResponse, api_key: str) -> tuple[Any, str]:
     else:
         error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
         if isinstance(error, Mapping):
-            code = error.get("code")
+            code, param = error.get("code"), error.get("param")
             text = error["message"] if isinstance(error.get("message"), str) else json.dumps(error, ensure_ascii=False)
         else:
             text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
     message = _redact(text or "(empty body)", api_key)
-    return code, message if len(message) <= _MAX_MESSAGE_CHARS else message[: _MAX_MESSAGE_CHARS - 1] + "…"
+    return code, message if len(message) <= _MAX_MESSAGE_CHARS else message[: _MAX_MESSAGE_CHARS - 1] + "…", param
 
 
 def _redact(text: str, secret: str) -> str:
@@ -335,17 +478,41 @@ def _completion_result(payload: Mapping[str, Any], latency_s: float) -> Generati
                                 **provenance)
     choice = payload["choices"][0]
     usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
+    details = usage.get("completion_tokens_details")
     finish_reason = _text_or_none(choice.get("finish_reason"))
+    text = _content_text(choice["message"].get("content"))
+    # The answer (`text`) is what it was before reasoning was kept: `<think>` blocks stay in it, and are copied.
+    reasoning = _reasoning_text(choice["message"]) or think_blocks(text)
+    # A completion cut by the provider's filter is its refusal; the partial text is kept for inspection.
+    outcome = "refusal" if finish_reason == "content_filter" else \
+        "truncated" if is_truncated(text, reasoning, finish_reason) else "ok"
     return GenerationResult(
-        text=_content_text(choice["message"].get("content")),
-        # A completion cut by the provider's filter is its refusal; the partial text is kept for inspection.
-        outcome="refusal" if finish_reason == "content_filter" else "ok",
+        text=text,
+        outcome=outcome,
+        message=TRUNCATED_MESSAGE if outcome == "truncated" else None,
         input_tokens=_count_or_none(usage.get("prompt_tokens")),
         output_tokens=_count_or_none(usage.get("completion_tokens")),
         finish_reason=finish_reason,
         latency_s=latency_s,
+        reasoning=reasoning,
+        reasoning_tokens=_count_or_none(details.get("reasoning_tokens")) if isinstance(details, Mapping) else None,
         **provenance,
     )
+
+
+def _reasoning_text(message: Mapping[str, Any]) -> str | None:
+    """The reasoning a chat-completion message carries beside its content: `reasoning_content` (DeepSeek, older
+    vLLM), `reasoning` (OpenRouter, vLLM) or `reasoning_details` (OpenRouter: text and summary parts; encrypted
+    parts hold nothing readable). Routers send the same reasoning in several of them: the first one given wins."""
+    for name in ("reasoning_content", "reasoning"):
+        if _text_or_none(message.get(name)):
+            return message[name]
+    details = message.get("reasoning_details")
+    if isinstance(details, list):
+        parts = [part.get("text") or part.get("summary") for part in details if isinstance(part, Mapping)]
+        joined = "\n\n".join(part for part in parts if isinstance(part, str) and part)
+        return joined or None
+    return None
 
 
 def _content_text(content: Any) -> str:
