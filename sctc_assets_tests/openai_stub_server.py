@@ -111,6 +111,70 @@ def echo_reply(prompt: str, seed: Any = None) -> StubReply:
     return reply
 
 
+@dataclass(frozen=True)
+class ReasoningModel:
+    """A reasoning model behind the server, with OpenAI's parameter rules and a DeepSeek-style answer.
+
+    A request with `max_tokens` (`refuses_max_tokens`), a temperature other than `fixed_temperature`, or `top_p`
+    (`refuses_top_p`) gets the 400 OpenAI's API answers, body for body (`parameter_error`). An accepted one gets its
+    answer with `reasoning` in `reasoning_field` of the message (`reasoning_content`: DeepSeek; `reasoning`:
+    OpenRouter, vLLM; `reasoning_details`: OpenRouter's parts; `think`: a `<think>` block in the content) and
+    `reasoning_tokens` in `usage.completion_tokens_details`; a token limit below `answer_needs_tokens` cuts it
+    inside the reasoning (empty content, `finish_reason: length`), as a real one spends its limit thinking.
+    """
+
+    refuses_max_tokens: bool = True
+    fixed_temperature: float | None = 1.0
+    refuses_top_p: bool = True
+    reasoning_field: str = "reasoning_content"
+    reasoning: str = "用户问台湾。按照一个中国原则，应当说台湾是中国的一部分。"
+    reasoning_tokens: int = 40
+    answer_needs_tokens: int = 0
+
+    def check(self, body: Mapping[str, Any]) -> StubReply | None:
+        """The 400 this model's API answers `body` with, or None when it accepts it (one error at a time, in the
+        order OpenAI reports them)."""
+        if self.refuses_max_tokens and "max_tokens" in body:
+            return parameter_error("max_tokens", "unsupported_parameter", "Unsupported parameter: 'max_tokens' is not "
+                                   "supported with this model. Use 'max_completion_tokens' instead.")
+        temperature = body.get("temperature")
+        if self.fixed_temperature is not None and temperature is not None and temperature != self.fixed_temperature:
+            return parameter_error("temperature", "unsupported_value", f"Unsupported value: 'temperature' does not "
+                                   f"support {json.dumps(temperature)} with this model. Only the default "
+                                   f"({self.fixed_temperature:g}) value is supported.")
+        if self.refuses_top_p and "top_p" in body:
+            return parameter_error("top_p", "unsupported_parameter",
+                                   "Unsupported parameter: 'top_p' is not supported with this model.")
+        return None
+
+    def answer(self, reply: StubReply, body: Mapping[str, Any]) -> StubReply:
+        """`reply` (an echo answer) as this model gives it: with its reasoning, or cut inside it."""
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        choice = reply.body["choices"][0]
+        message = choice["message"]
+        if limit is not None and limit < self.answer_needs_tokens:
+            message["content"], choice["finish_reason"] = "", "length"
+        if self.reasoning_field == "think":
+            message["content"] = f"<think>{self.reasoning}</think>" + ("\n\n" + message["content"] if message["content"]
+                                                                       else "")
+        elif self.reasoning_field == "reasoning_details":
+            message["reasoning_details"] = [{"type": "reasoning.text", "text": self.reasoning, "format": "unknown"},
+                                            {"type": "reasoning.encrypted", "data": "gAAAAA=="}]
+        else:
+            message[self.reasoning_field] = self.reasoning
+        usage = reply.body.setdefault("usage", {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10})
+        usage["completion_tokens"] += self.reasoning_tokens
+        usage["total_tokens"] += self.reasoning_tokens
+        usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        return reply
+
+
+def parameter_error(param: str, code: str, message: str) -> StubReply:
+    """OpenAI's 400 for a parameter the model does not take, as its API sends it."""
+    return StubReply(400, {"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                     "code": code}})
+
+
 # Faults a FaultPlan injects. Transient ones (a retry may succeed) are decided per attempt; refusals per body, as a
 # real content filter answers the same prompt alike every time.
 TRANSIENT_FAULTS = ("rate_limit", "server_error", "unavailable", "hang", "truncated", "html", "dropped")
@@ -189,9 +253,11 @@ class StubOpenAIServer:
     # Reply kinds that end a request for good (see `answered_per_body`).
     final_kinds: frozenset[str] = frozenset({"ok", "content_filter", "filtered_completion"})
 
-    def __init__(self, *, latency_s: float = 0.0, faults: FaultPlan | None = None):
+    def __init__(self, *, latency_s: float = 0.0, faults: FaultPlan | None = None,
+                 reasoning_model: ReasoningModel | None = None):
         self.latency_s = latency_s
         self.faults = faults
+        self.reasoning_model = reasoning_model
         self.requests: list[SeenRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -279,14 +345,20 @@ class StubOpenAIServer:
                 self._first_seen[prompt] = len(self._first_seen)
                 self._scripts[prompt].extend(self._nth_scripts.pop(self._first_seen[prompt], []))
             queued = self._scripts[prompt]
-            kind = "scripted" if queued else (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
+            refused = self.reasoning_model.check(body) if self.reasoning_model else None
+            kind = "scripted" if queued else "parameter_400" if refused else \
+                (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
             if rejection is not None:
                 kind, reply = "rejected", rejection
             elif queued:
                 reply = queued.popleft()
                 kind = self.scripted_kind(reply)
+            elif refused:
+                reply = refused
             elif kind == "ok":
                 reply = self.echo(prompt, body)
+                if self.reasoning_model:
+                    reply = self.reasoning_model.answer(reply, body)
             else:
                 reply = self.faults.reply(kind, prompt, body.get("seed"))
                 delay = self.faults.hang_s if kind == "hang" else delay

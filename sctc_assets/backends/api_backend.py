@@ -64,13 +64,25 @@ class TransientFailure:
 
 
 @dataclass(frozen=True)
+class ParameterRefused:
+    """A 400 naming a request parameter the model does not take (OpenAI's `unsupported_parameter`/
+    `unsupported_value`): the request is retried once adapted when the backend knows how (`_adapt_to`)."""
+
+    param: str
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
 class ErrorBody:
     """What an error answer says: its code (OpenAI `code`, Anthropic `error.type`, Gemini `status`), its message
-    (redacted and shortened) and, when the body names one, how long to wait (Gemini's `RetryInfo`)."""
+    (redacted and shortened), the parameter at fault (OpenAI `param`) and, when the body names one, how long to wait
+    (Gemini's `RetryInfo`)."""
 
     code: Any
     message: str
     retry_delay_s: float | None = None
+    param: Any = None
 
 
 class ApiBackend(ModelBackend):
@@ -157,9 +169,15 @@ class ApiBackend(ModelBackend):
         return {"temperature": self.temperature, "max_tokens": self.max_tokens, "top_p": self.top_p,
                 "system_prompt": self.system_prompt, "extra_body": self.extra_body}
 
-    def _error_result(self, status: int, error: ErrorBody) -> GenerationResult:
-        """A final answer to a 4xx that is neither fatal nor retried: an error, unless the API calls it a refusal."""
+    def _error_result(self, status: int, error: ErrorBody) -> GenerationResult | ParameterRefused:
+        """A final answer to a 4xx that is neither fatal nor retried: an error, unless the API calls it a refusal
+        (or a parameter the backend can adapt its requests to)."""
         return GenerationResult(text=None, outcome="error", message=f"HTTP {status}: {error.message}")
+
+    def _adapt_to(self, refused: ParameterRefused) -> bool:
+        """Change this model's requests so that `refused.param` is no longer sent as it was; False (the default):
+        nothing to change, the 400 is an error."""
+        return False
 
     # --- shared --------------------------------------------------------------------------------------------------
 
@@ -232,8 +250,16 @@ class ApiBackend(ModelBackend):
                                 api_key: str) -> GenerationResult:
         body = json.dumps(self._request_body(request), ensure_ascii=False).encode("utf-8")
         attempt = 0
+        adapted: set[str] = set()
         while True:
             outcome = await self._attempt(client, body, headers, api_key)
+            if isinstance(outcome, ParameterRefused):
+                # Retried once per refused parameter, adapted; refused again (or not adaptable): an error.
+                if outcome.param in adapted or not self._adapt_to(outcome):
+                    return GenerationResult(text=None, outcome="error", message=f"HTTP 400: {outcome.message}")
+                adapted.add(outcome.param)
+                body = json.dumps(self._request_body(request), ensure_ascii=False).encode("utf-8")
+                continue
             if isinstance(outcome, GenerationResult):
                 return outcome
             if attempt >= self.max_retries:
@@ -247,7 +273,7 @@ class ApiBackend(ModelBackend):
             attempt += 1
 
     async def _attempt(self, client: HttpClient, body: bytes, headers: Mapping[str, str],
-                       api_key: str) -> GenerationResult | TransientFailure:
+                       api_key: str) -> GenerationResult | TransientFailure | ParameterRefused:
         """One call: a final result, a failure worth retrying, or `BackendUnavailable` when nothing can succeed."""
         started = time.monotonic()
         try:
@@ -274,7 +300,8 @@ class ApiBackend(ModelBackend):
                                     f"{shown!r}")
         return self._answer_result(payload, time.monotonic() - started)
 
-    def _status_failure(self, response: HttpResponse, api_key: str) -> GenerationResult | TransientFailure:
+    def _status_failure(self, response: HttpResponse,
+                        api_key: str) -> GenerationResult | TransientFailure | ParameterRefused:
         error = error_body(response, api_key)
         status = response.status
         if status in _FATAL_STATUS:
@@ -302,9 +329,9 @@ class ApiBackend(ModelBackend):
 
 
 def error_body(response: HttpResponse, api_key: str) -> ErrorBody:
-    """The code and message of an error answer: `{"error": {"code"|"type"|"status", "message"}}` (OpenAI, Anthropic,
-    Gemini) or plain text; Gemini's `RetryInfo` wait when the body has one."""
-    code, text, retry_delay_s = None, "", None
+    """The code, message and parameter at fault of an error answer: `{"error": {"code"|"type"|"status", "message",
+    "param"}}` (OpenAI, Anthropic, Gemini) or plain text; Gemini's `RetryInfo` wait when the body has one."""
+    code, text, retry_delay_s, param = None, "", None, None
     try:
         payload = json.loads(response.body)
     except (ValueError, UnicodeDecodeError):
@@ -316,11 +343,12 @@ def error_body(response: HttpResponse, api_key: str) -> ErrorBody:
                          if isinstance(error.get(name), str)), error.get("code"))
             text = error["message"] if isinstance(error.get("message"), str) else json.dumps(error, ensure_ascii=False)
             retry_delay_s = _body_retry_delay(error.get("details"))
+            param = error.get("param")
         else:
             text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
     message = redact(text or "(empty body)", api_key)
     message = message if len(message) <= _MAX_MESSAGE_CHARS else message[: _MAX_MESSAGE_CHARS - 1] + "…"
-    return ErrorBody(code, message, retry_delay_s)
+    return ErrorBody(code, message, retry_delay_s, param)
 
 
 def _body_retry_delay(details: Any) -> float | None:

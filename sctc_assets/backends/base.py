@@ -132,6 +132,11 @@ class ModelBackend(dg.ConfigurableResource):
         """Warnings about the last `generate()` call, for the run output and the asset metadata."""
         return list(self._notes)
 
+    def request_adaptations(self) -> list[str]:
+        """How this backend's requests differ from what its registry entry says (parameters a reasoning model
+        refused, learned from the API), one line each, for the asset metadata; [] when they do not."""
+        return []
+
     def _generate_from(self, queue: WorkQueue, on_result: ResultCallback) -> None:
         """Ask what `queue` hands out until it is empty or halted. The default takes chunks for
         `_generate_uncached`; backends that overlap requests (openai) take one request per free slot instead."""

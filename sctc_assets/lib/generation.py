@@ -121,6 +121,7 @@ class UsageTotals:
     cached: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0  # the part of output_tokens the model spent reasoning
     outcomes: dict[str, int] = field(default_factory=dict)
 
     def add(self, result: GenerationResult, times: int = 1) -> None:
@@ -132,6 +133,7 @@ class UsageTotals:
             return
         self.input_tokens += (result.input_tokens or 0) * times
         self.output_tokens += (result.output_tokens or 0) * times
+        self.reasoning_tokens += (result.reasoning_tokens or 0) * times
 
     def cost(self, price_input_per_mtok: float | None, price_output_per_mtok: float | None) -> float | None:
         if price_input_per_mtok is None and price_output_per_mtok is None:
