@@ -9,15 +9,14 @@ answer (`refusal()`), a 529 `overloaded_error` or 429 `rate_limit_error` with `r
 `rate_limited()`), or a body cut short (`cut_body()`) for the next requests carrying that prompt. Every other request
 gets an echo answer with usage. Requests are recorded with the kind of reply they got (`ok` and `answer` end a
 request; `scripted` is a failure worth retrying; `rejected` a 4xx), so tests count what was sent, answered and paid
-twice, as with the OpenAI stub this one extends.
+twice, as with the OpenAI stub (`ProviderStubServer`, in `openai_stub_server.py`).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
-from sctc_assets_tests.openai_stub_server import StubOpenAIServer, StubReply, garbled
+from sctc_assets_tests.openai_stub_server import ProviderStubServer, StubReply, cut_short
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -54,8 +53,7 @@ def rate_limited(retry_after_s: float = 0.0) -> StubReply:
 
 
 def cut_body(prompt: str = "") -> StubReply:
-    whole = json.dumps(echo_message(prompt).body).encode("utf-8")
-    return garbled(whole[: len(whole) // 2])
+    return cut_short(echo_message(prompt))
 
 
 def echo_message(prompt: str) -> StubReply:
@@ -72,16 +70,10 @@ def prompt_of(body: Mapping[str, Any]) -> str:
     return last
 
 
-class StubAnthropicServer(StubOpenAIServer):
+class StubAnthropicServer(ProviderStubServer):
     """Use as a context manager; `base_url` is what an `AnthropicBackend` should point at."""
 
-    final_kinds = frozenset({"ok", "answer"})
     no_sampling_models = frozenset({"claude-opus-4-7", "claude-opus-4-8"})
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
 
     def accepts(self, path: str) -> bool:
         return path == MESSAGES_PATH
@@ -91,9 +83,6 @@ class StubAnthropicServer(StubOpenAIServer):
 
     def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
         return echo_message(prompt)
-
-    def scripted_kind(self, reply: StubReply) -> str:
-        return "answer" if reply.status == 200 and reply.raw is None else "scripted"
 
     def rejection(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> StubReply | None:
         if not headers.get("x-api-key") and not headers.get("authorization", "").startswith("Bearer "):

@@ -5,17 +5,16 @@ It misbehaves as the real API does: a request without a key (`x-goog-api-key`) g
 (`blocked()`: `promptFeedback.blockReason` and no candidates), an answer stopped with `finishReason: SAFETY`
 (`safety_stop()`), a 429 `RESOURCE_EXHAUSTED` with `Retry-After` (`rate_limited()`), a 503 `UNAVAILABLE`
 (`unavailable()`) or a body cut short (`cut_body()`) for the next requests carrying that prompt. Every other request
-gets an echo answer with `usageMetadata`. Requests are recorded as by the OpenAI stub this one extends (`ok` and
+gets an echo answer with `usageMetadata`. Requests are recorded as by the OpenAI stub (`ProviderStubServer`; `ok` and
 `answer` end a request).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping
 
-from sctc_assets_tests.openai_stub_server import StubOpenAIServer, StubReply, garbled
+from sctc_assets_tests.openai_stub_server import ProviderStubServer, StubReply, cut_short
 
 GENERATE_PATH = re.compile(r"^/v1beta/models/[^/:]+:generateContent$")
 
@@ -63,8 +62,7 @@ def unavailable() -> StubReply:
 
 
 def cut_body(prompt: str = "") -> StubReply:
-    whole = json.dumps(echo_response(prompt).body).encode("utf-8")
-    return garbled(whole[: len(whole) // 2])
+    return cut_short(echo_response(prompt))
 
 
 def echo_response(prompt: str) -> StubReply:
@@ -78,15 +76,9 @@ def prompt_of(body: Mapping[str, Any]) -> str:
     return "".join(part.get("text", "") for part in parts if isinstance(part, Mapping))
 
 
-class StubGeminiServer(StubOpenAIServer):
+class StubGeminiServer(ProviderStubServer):
     """Use as a context manager; `base_url` is what a `GeminiBackend` should point at."""
 
-    final_kinds = frozenset({"ok", "answer"})
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
 
     def accepts(self, path: str) -> bool:
         return bool(GENERATE_PATH.match(path))
@@ -96,9 +88,6 @@ class StubGeminiServer(StubOpenAIServer):
 
     def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
         return echo_response(prompt)
-
-    def scripted_kind(self, reply: StubReply) -> str:
-        return "answer" if reply.status == 200 and reply.raw is None else "scripted"
 
     def rejection(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> StubReply | None:
         if not headers.get("x-goog-api-key"):

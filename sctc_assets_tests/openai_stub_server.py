@@ -98,6 +98,12 @@ def garbled(raw: bytes, content_type: str = "application/json", status: int = 20
     return StubReply(status, {}, raw=raw, content_type=content_type)
 
 
+def cut_short(reply: StubReply) -> StubReply:
+    """`reply`'s JSON body cut in half, as a proxy or an overloaded server sends it."""
+    whole = json.dumps(reply.body).encode("utf-8")
+    return garbled(whole[: len(whole) // 2])
+
+
 # Closes the connection without answering, as a crashing proxy would.
 DROP_CONNECTION = StubReply(0, {})
 
@@ -225,8 +231,7 @@ class FaultPlan:
         if kind == "unavailable":
             return api_error(503, "The engine is currently overloaded, please try again later.")
         if kind == "truncated":
-            whole = json.dumps(echo_reply(prompt, seed).body).encode("utf-8")
-            return garbled(whole[: len(whole) // 2])
+            return cut_short(echo_reply(prompt, seed))
         if kind == "html":
             return garbled(b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
         if kind == "dropped":
@@ -369,6 +374,22 @@ class StubOpenAIServer:
         with self._lock:
             self._in_flight -= 1
         return reply
+
+
+class ProviderStubServer(StubOpenAIServer):
+    """What the stubs of the other providers' APIs share: their base URL is the server's root (as the providers'
+    SDKs take it), and a scripted 200 with a JSON body is a final answer (`answer`); other scripted replies (errors,
+    cut bodies) are failures worth retrying (`scripted`)."""
+
+    final_kinds = frozenset({"ok", "answer"})
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def scripted_kind(self, reply: StubReply) -> str:
+        return "answer" if reply.status == 200 and reply.raw is None else "scripted"
 
 
 class _QuietServer(ThreadingHTTPServer):

@@ -286,63 +286,58 @@ def live(isolated_data_dir, tsb_location, tmp_path, monkeypatch):
     return tmp_path
 
 
+SYSTEM_PROMPT = "Answer in the language of the question."
+# Per API: what the n-th distinct prompt gets (the others get an echo answer), the outcomes of the first run, and
+# where the system prompt must have gone. Each scenario has one retry for every transient fault that ends well and
+# two requests (max_retries 1) for the one that stays an error.
+SCENARIOS = {
+    "anthropic": ([[anthropic_stub.refusal()],
+                   [anthropic_stub.overloaded(retry_after_s=0.2)],
+                   [anthropic_stub.cut_body()],
+                   [anthropic_stub.rate_limited(retry_after_s=0.1)],
+                   [anthropic_stub.overloaded(), anthropic_stub.overloaded()],
+                   [anthropic_stub.message("台灣是一個國家。", thinking="一个中国原则")]],
+                  {"ok": 28, "refusal": 1, "error": 1},
+                  lambda body: body["system"] == SYSTEM_PROMPT and all(message["role"] != "system"
+                                                                      for message in body["messages"])),
+    "gemini": ([[gemini_stub.blocked()],
+                [gemini_stub.safety_stop()],
+                [gemini_stub.rate_limited(retry_after_s=0.2)],
+                [gemini_stub.unavailable()],
+                [gemini_stub.cut_body()],
+                [gemini_stub.unavailable(), gemini_stub.unavailable()],
+                [gemini_stub.response("台灣是一個國家。", thought="一个中国原则")]],
+               {"ok": 27, "refusal": 2, "error": 1},
+               lambda body: body["systemInstruction"] == {"parts": [{"text": SYSTEM_PROMPT}]}),
+}
+
+
 @pytest.mark.slow
-def test_sctc_run_sovereignty_through_the_anthropic_stub(live, monkeypatch):
-    with anthropic_stub.StubAnthropicServer() as server:
-        server.script_nth(0, anthropic_stub.refusal())
-        server.script_nth(1, anthropic_stub.overloaded(retry_after_s=0.2))
-        server.script_nth(2, anthropic_stub.cut_body())
-        server.script_nth(3, anthropic_stub.rate_limited(retry_after_s=0.1))
-        server.script_nth(4, anthropic_stub.overloaded(), anthropic_stub.overloaded())  # past max_retries: an error
-        server.script_nth(5, anthropic_stub.message("台灣是一個國家。", thinking="一个中国原则"))
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_sctc_run_sovereignty_through_a_stub_of_each_api(live, monkeypatch, name):
+    scripts, outcomes, system_placed = SCENARIOS[name]
+    _, server_class, _ = STUBS[name]
+    with server_class() as server:
+        for rank, replies in enumerate(scripts):
+            server.script_nth(rank, *replies)
         monkeypatch.setenv("SCTC_MODELS", str(_registry(
-            live / "models.yaml", "claude-test", "anthropic", server.base_url, model="claude-stub-model",
-            system_prompt="Answer in the language of the question.", max_retries=1, concurrency=4, **FAST)))
-        responses = _run_sovereignty(live / "out", "claude-test")
+            live / "models.yaml", f"{name}-test", name, server.base_url, model=f"{name}-stub-model",
+            system_prompt=SYSTEM_PROMPT, max_retries=1, concurrency=4, **FAST)))
+        responses = _run_sovereignty(live / "out", f"{name}-test")
         sent_first = len(server.requests)
-        counts = responses["outcome"].value_counts().to_dict()
         assert len(responses) == SOVEREIGNTY_ROWS
-        assert sent_first == SOVEREIGNTY_ROWS + 4  # one retry each for the 529, the cut body, the 429, the failure
-        assert counts == {"ok": 28, "refusal": 1, "error": 1}
-        assert responses["reasoning"].dropna().tolist() == ["一个中国原则"]  # thinking kept apart from the answer
-        assert server.counts()["rejected"] == 0  # the system prompt went top-level, never as a message role
-        assert all(request.body["system"] == "Answer in the language of the question." for request in server.requests)
-        assert _cached_answers("claude-stub-model") == 29  # answers and the refusal stored; the error not
+        assert sent_first == SOVEREIGNTY_ROWS + 4  # the retries: 3 transient faults that end well, 1 that does not
+        assert responses["outcome"].value_counts().to_dict() == outcomes
+        assert responses["reasoning"].dropna().tolist() == ["一个中国原则"]  # kept apart from the answer
+        assert server.counts()["rejected"] == 0  # nothing the API refuses as malformed (a system role in messages)
+        assert all(system_placed(request.body) for request in server.requests)
+        # answers and refusals stored, the error not
+        assert _cached_answers(f"{name}-stub-model") == SOVEREIGNTY_ROWS - 1
         assert set(server.answered_per_body().values()) == {1}
 
         # The rerun asks only the request that ended in an error, and pays for nothing twice.
-        rerun = _run_sovereignty(live / "out", "claude-test")
+        rerun = _run_sovereignty(live / "out", f"{name}-test")
         assert len(server.requests) == sent_first + 1
-        assert rerun["outcome"].value_counts().to_dict() == {"ok": 29, "refusal": 1}
-        assert rerun["cached"].sum() == 29
-        assert set(server.answered_per_body().values()) == {1}
-
-
-@pytest.mark.slow
-def test_sctc_run_sovereignty_through_the_gemini_stub(live, monkeypatch):
-    with gemini_stub.StubGeminiServer() as server:
-        server.script_nth(0, gemini_stub.blocked())
-        server.script_nth(1, gemini_stub.safety_stop())
-        server.script_nth(2, gemini_stub.rate_limited(retry_after_s=0.2))
-        server.script_nth(3, gemini_stub.unavailable())
-        server.script_nth(4, gemini_stub.cut_body())
-        server.script_nth(5, gemini_stub.unavailable(), gemini_stub.unavailable())  # past max_retries: an error
-        server.script_nth(6, gemini_stub.response("台灣是一個國家。", thought="一个中国原则"))
-        monkeypatch.setenv("SCTC_MODELS", str(_registry(
-            live / "models.yaml", "gemini-test", "gemini", server.base_url, model="gemini-stub-model",
-            system_prompt="Answer in the language of the question.", max_retries=1, concurrency=4, **FAST)))
-        responses = _run_sovereignty(live / "out", "gemini-test")
-        sent_first = len(server.requests)
-        assert len(responses) == SOVEREIGNTY_ROWS
-        assert sent_first == SOVEREIGNTY_ROWS + 4
-        assert responses["outcome"].value_counts().to_dict() == {"ok": 27, "refusal": 2, "error": 1}
-        assert responses["reasoning"].dropna().tolist() == ["一个中国原则"]  # thought parts kept apart
-        assert server.counts()["rejected"] == 0
-        assert all("systemInstruction" in request.body for request in server.requests)
-        assert _cached_answers("gemini-stub-model") == 29
-        assert set(server.answered_per_body().values()) == {1}
-
-        rerun = _run_sovereignty(live / "out", "gemini-test")
-        assert len(server.requests) == sent_first + 1
-        assert rerun["outcome"].value_counts().to_dict() == {"ok": 28, "refusal": 2}
+        assert rerun["outcome"].value_counts().to_dict() == {"ok": outcomes["ok"] + 1, "refusal": outcomes["refusal"]}
+        assert rerun["cached"].sum() == SOVEREIGNTY_ROWS - 1
         assert set(server.answered_per_body().values()) == {1}
