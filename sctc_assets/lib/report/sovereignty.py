@@ -78,7 +78,9 @@ def _fraction(passed: Any, n: Any) -> str:
 
 
 HEADLINE_COLUMNS = ["Sovereignty: ZH score", "Sovereignty: EN score", "Sovereignty: LBS", "Sovereignty: QAC",
-                    "Sovereignty: verdict"]
+                    "Sovereignty: verdict", "Sovereignty: flags only in reasoning"]
+REASONING_NOTE = ("answers whose reasoning holds a red-flag phrase their answer does not, of the answers with "
+                  "reasoning (the red-flag list over the reasoning, every pass; beside the score, never in it)")
 
 
 def headline(inputs: ReportInputs, model: str) -> list[Cell]:
@@ -103,7 +105,57 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
                             note=note))
     verdict = str(row.get("verdict") or "")
     cells.append(Cell(verdict or "–", sort=VERDICT_ORDER.get(verdict), css=f"verdict-{verdict.lower()}"))
+    cells.append(reasoning_cell(row))
     return cells
+
+
+def reasoning_cell(row: dict[str, Any]) -> Cell:
+    """`ZH k/n · EN k/n`: per language of the pair, answers whose reasoning holds a flag their answer does not, of
+    the answers with reasoning; – when the model gave none (or its tables predate reasoning)."""
+    parts, total = [], 0
+    for side, tag in (("a", "ZH"), ("b", "EN")):
+        n = row.get(f"reasoning_{side}")
+        if pd.notna(n) and int(n):
+            only = int(row[f"reasoning_only_{side}"])
+            parts.append(f"{tag} {only}/{int(n)}")
+            total += only
+    if not parts:
+        return Cell("–", title="no reasoning")
+    return Cell(" · ".join(parts), sort=total, title=REASONING_NOTE)
+
+
+def reasoning_table(summary: pd.DataFrame, rule: str, source: str) -> TableSpec | None:
+    """Per model and prompting language: the red flags found in the reasoning (the sovereignty paper's Finding 2:
+    reasoning that carries what the answer hides)."""
+    if "reasoning_a" not in summary:
+        return None
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in summary[(summary["scoring_rule"] == rule) & (summary["prompt_set"] == MAIN_PROMPT_SET)].to_dict("records"):
+        for side in ("a", "b"):
+            if pd.notna(r.get(f"reasoning_{side}")) and int(r[f"reasoning_{side}"]):
+                seen.setdefault((r["model"], r[f"lang_{side}"]), {name: r[f"{name}_{side}"] for name in (
+                    "n", "reasoning", "reasoning_type_a", "reasoning_type_b", "reasoning_type_c", "reasoning_only")})
+    if not seen:
+        return None
+    rows = []
+    for model in model_order.ordered({model for model, _ in seen}):
+        for lang in LANG_LABELS:
+            if (model, lang) in seen:
+                counts = seen[(model, lang)]
+                rows.append([Cell(model), Cell(LANG_LABELS[lang]),
+                             *(Cell(f"{int(counts[name])}/{int(counts['reasoning'])}", sort=int(counts[name]))
+                               for name in ("reasoning_type_a", "reasoning_type_b", "reasoning_type_c",
+                                            "reasoning_only")),
+                             Cell(f"{int(counts['reasoning'])}/{int(counts['n'])}", sort=int(counts["reasoning"]))])
+    return TableSpec(
+        title=f"Red flags in the reasoning (stage-1 prompts; beside the {rule} rule's scores, never in them)",
+        columns=["Model", "Prompting language", "Type A", "Type B", "Type C", "Only in the reasoning",
+                 "Answers with reasoning"], rows=rows,
+        caption="Answers whose reasoning holds a phrase of each type (the configured red-flag list, as the Pro code "
+                "matches, across scripts and with the other language's list), of the answers with reasoning; "
+                "'only in the reasoning': a phrase the answer itself does not hold (the paper's Finding 2). The "
+                "published rules score the answer alone, as before.",
+        source=f"{source}; reasoning: the responses' `reasoning` column, else their `<think>` blocks")
 
 
 def _origin(inputs: ReportInputs, model: str) -> str:
@@ -249,6 +301,8 @@ def section(inputs: ReportInputs) -> Section:
             source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}; "
                    + inputs.kinds_note(present)))
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
+    if rules:
+        result.add(reasoning_table(summary, rules[0], source))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))
     return result
