@@ -264,13 +264,12 @@ def test_red_flags_in_the_reasoning_are_counted_beside_the_scores_never_in_them(
             assert row[f"reasoning_{side}"] == row[f"reasoning_type_a_{side}"] == row[f"reasoning_only_{side}"] \
                 == expected
             assert row[f"reasoning_type_b_{side}"] == row[f"reasoning_type_c_{side}"] == 0
-    # The report shows it beside the scorecard: a scorecard column and a table in the sovereignty section.
+    # The report shows it beside the scorecard (Table 3), in the sovereignty section.
     inputs = ReportInputs({"sovereignty_model_summary": summary})
-    cells = report_sovereignty.headline(inputs, MODEL)
-    assert len(cells) == len(report_sovereignty.HEADLINE_COLUMNS)
-    assert cells[-1].text == f"ZH {per_lang['zh_hant']}/{per_lang['zh_hant']} · EN {per_lang['en']}/{per_lang['en']}"
     section = report_sovereignty.section(inputs)
-    [table] = [block for block in section.blocks if getattr(block, "title", "").startswith("Red flags in the reasoning")]
+    titles = [getattr(block, "title", "") for block in section.blocks]
+    assert titles[0].startswith("Table 3") and titles[1].startswith("Red flags in the reasoning"), titles
+    table = section.blocks[1]
     assert [row[0].text for row in table.rows] == [MODEL] * 3
     assert {row[-2].text for row in table.rows} == {f"{count}/{count}" for count in per_lang}
 

@@ -78,9 +78,7 @@ def _fraction(passed: Any, n: Any) -> str:
 
 
 HEADLINE_COLUMNS = ["Sovereignty: ZH score", "Sovereignty: EN score", "Sovereignty: LBS", "Sovereignty: QAC",
-                    "Sovereignty: verdict", "Sovereignty: flags only in reasoning"]
-REASONING_NOTE = ("answers whose reasoning holds a red-flag phrase their answer does not, of the answers with "
-                  "reasoning (the red-flag list over the reasoning, every pass; beside the score, never in it)")
+                    "Sovereignty: verdict"]
 
 
 def headline(inputs: ReportInputs, model: str) -> list[Cell]:
@@ -105,23 +103,7 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
                             note=note))
     verdict = str(row.get("verdict") or "")
     cells.append(Cell(verdict or "–", sort=VERDICT_ORDER.get(verdict), css=f"verdict-{verdict.lower()}"))
-    cells.append(reasoning_cell(row))
     return cells
-
-
-def reasoning_cell(row: dict[str, Any]) -> Cell:
-    """`ZH k/n · EN k/n`: per language of the pair, answers whose reasoning holds a flag their answer does not, of
-    the answers with reasoning; – when the model gave none (or its tables predate reasoning)."""
-    parts, total = [], 0
-    for side, tag in (("a", "ZH"), ("b", "EN")):
-        n = row.get(f"reasoning_{side}")
-        if pd.notna(n) and int(n):
-            only = int(row[f"reasoning_only_{side}"])
-            parts.append(f"{tag} {only}/{int(n)}")
-            total += only
-    if not parts:
-        return Cell("–", title="no reasoning")
-    return Cell(" · ".join(parts), sort=total, title=REASONING_NOTE)
 
 
 def reasoning_table(summary: pd.DataFrame, rule: str, source: str) -> TableSpec | None:
@@ -294,6 +276,8 @@ def section(inputs: ReportInputs) -> Section:
     rules = [rule for rule in ("code", "paper", "judge") if rule in set(summary["scoring_rule"])]
     for rule in rules:
         result.add(table3(summary, rule, inputs, source))
+        if rule == rules[0]:  # beside the first scorecard: the counts are the same under every rule
+            result.add(reasoning_table(summary, rule, source))
         result.add(FigureSpec(
             name=f"sovereignty_scores_{rule}", title=f"Score per prompting language ({rule} rule, stage-1 prompts)",
             caption="Share of passing answers; error bars: 95 % intervals where available; dotted line: 5/10.",
@@ -301,8 +285,6 @@ def section(inputs: ReportInputs) -> Section:
             source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}; "
                    + inputs.kinds_note(present)))
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
-    if rules:
-        result.add(reasoning_table(summary, rules[0], source))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))
     return result
