@@ -17,8 +17,15 @@ from sctc_assets.lib.cache import open_cache
 from sctc_assets.lib.cache_common import cache_key
 from sctc_assets.lib.generation import (CACHEABLE_OUTCOMES, OUTCOMES, GenerationRequest, GenerationResult,
                                         is_truncated, result_columns, strip_reasoning, think_blocks)
+from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.cli import main
+from sctc_assets.lib.budget import call_cost, estimate_output_tokens, estimate_tokens
+from sctc_assets.lib.report import sovereignty as report_sovereignty
+from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.schemas import TABLE_SCHEMAS
+from sctc_assets.lib.sovereignty.flags import REASONING_FLAG_COLUMNS, flag_table
+from sctc_assets.lib.sovereignty.scoring import score
+from sctc_assets.lib.sovereignty.upstream import parse_red_flags
 from sctc_assets_tests.openai_stub_server import FaultPlan, ReasoningModel, StubOpenAIServer
 
 
@@ -170,3 +177,120 @@ def _refused_param(body: dict) -> str:
     if "max_tokens" in body:
         return "max_tokens"
     return "temperature" if "temperature" in body else "top_p"
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "reasoning_details", "think"])
+def test_reasoning_is_read_from_every_place_an_openai_compatible_api_puts_it(field, tmp_path):
+    model = ReasoningModel(refuses_max_tokens=False, fixed_temperature=None, reasoning_field=field)
+    with StubOpenAIServer(reasoning_model=model) as server:
+        backend = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_retries=0)
+        [result] = backend.generate([GenerationRequest.user("台湾是什么？")], cache=open_cache(str(tmp_path / "c.db")))
+    assert (result.outcome, result.reasoning, result.reasoning_tokens) == ("ok", model.reasoning, 40)
+    # What is scored is what was scored before: the content, `<think>` blocks left to `strip_reasoning`.
+    assert strip_reasoning(result.text) == "echo: 台湾是什么？"
+    assert (model.reasoning in result.text) == (field == "think")
+
+
+def test_an_answer_cut_inside_its_reasoning_is_stored_as_truncated_with_the_hint(tmp_path):
+    model = ReasoningModel(refuses_max_tokens=False, fixed_temperature=None, answer_needs_tokens=1000)
+    cache = open_cache(str(tmp_path / "c.db"))
+    with StubOpenAIServer(reasoning_model=model) as server:
+        backend = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_tokens=100)
+        [result] = backend.generate([GenerationRequest.user("q")], cache=cache)
+        [again] = backend.generate([GenerationRequest.user("q")], cache=cache)
+        raised = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_tokens=2000)
+        [answered] = raised.generate([GenerationRequest.user("q")], cache=cache)
+        sent = len(server.requests)
+    assert (result.outcome, result.text, result.reasoning, result.finish_reason) == \
+        ("truncated", "", model.reasoning, "length")
+    assert "raise the entry's max_tokens" in result.message
+    assert again.cached and again.outcome == "truncated"  # the same request would be cut the same way: not paid twice
+    assert answered.outcome == "ok" and sent == 2  # a higher limit is another request
+
+
+def test_a_reasoning_setting_of_the_wrong_type_is_one_line_before_any_call(live, monkeypatch, capsys):
+    with StubOpenAIServer(reasoning_model=ReasoningModel()) as server:
+        for setting, value in [("reasoning_effort", 3), ("reasoning_effort", "maximal"),
+                               ("token_limit_param", "max_output_tokens"), ("unsupported_params", "temperature"),
+                               ("unsupported_params", ["seed"])]:
+            monkeypatch.setenv("SCTC_MODELS", str(_registry(live / "models.yaml", server.base_url,
+                                                            **{setting: value})))
+            assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(live / "out"),
+                         "--no-report"]) != 0
+            printed = capsys.readouterr()
+            problem = [line for line in (printed.out + printed.err).splitlines() if setting in line]
+            assert len(problem) == 1 and "models.yaml" in problem[0] and MODEL in problem[0], printed
+        assert server.requests == []
+
+
+def test_the_budget_counts_reasoning_when_the_api_reports_no_usage():
+    plain = GenerationResult("答案")
+    apart = GenerationResult("答案", reasoning="想" * 50)
+    inline = GenerationResult("<think>" + "想" * 50 + "</think>答案", reasoning="想" * 50)
+    counted = GenerationResult("答案", reasoning="想" * 50, reasoning_tokens=80)
+    assert estimate_output_tokens(plain) == 2
+    assert estimate_output_tokens(apart) == 52
+    assert estimate_output_tokens(inline) == estimate_tokens(inline.text)  # the block is in the text: counted once
+    assert estimate_output_tokens(counted) == 82
+    request = GenerationRequest.user("q")
+    assert call_cost(request, apart, (0.0, 1e6))[0] == pytest.approx(52)
+
+
+# --- red flags in the reasoning (sovereignty) -------------------------------------------------------------------
+
+
+def test_red_flags_in_the_reasoning_are_counted_beside_the_scores_never_in_them(live, monkeypatch, capsys):
+    model = ReasoningModel(refuses_max_tokens=False, fixed_temperature=None, reasoning_field="reasoning")
+    with StubOpenAIServer(reasoning_model=model) as server:
+        responses, _ = _run(live, server, monkeypatch, capsys)
+    out = live / "out"
+    flags = pd.read_parquet(out / "sovereignty_flags.parquet")
+    results = pd.read_parquet(out / "sovereignty_results.parquet")
+    summary = pd.read_parquet(out / "sovereignty_model_summary.parquet")
+    n = len(responses)
+    assert n > 0 and flags["reasoning"].eq(model.reasoning).all()
+    # "一个中国原则" is a Type A phrase: in every reasoning (through the other language's list for English prompts),
+    # in no answer, so it is a flag only the reasoning holds.
+    assert flags["reasoning_type_a"].map(len).eq(1).all() and flags["reasoning_only"].map(len).eq(1).all()
+    assert not flags["type_a"].map(len).any()
+    # The answer's rules are untouched: the echo answers pass every rule, as they would without reasoning.
+    assert results["status"].eq("PASS").all() and not results["type_a_hits"].map(len).any()
+    assert results["has_reasoning"].all()
+    per_lang = responses.groupby("lang").size()
+    for row in summary.to_dict("records"):
+        for side in ("a", "b"):
+            expected = per_lang[row[f"lang_{side}"]]
+            assert row[f"passed_{side}"] == row[f"n_{side}"] == expected
+            assert row[f"reasoning_{side}"] == row[f"reasoning_type_a_{side}"] == row[f"reasoning_only_{side}"] \
+                == expected
+            assert row[f"reasoning_type_b_{side}"] == row[f"reasoning_type_c_{side}"] == 0
+    # The report shows it beside the scorecard (Table 3), in the sovereignty section.
+    inputs = ReportInputs({"sovereignty_model_summary": summary})
+    section = report_sovereignty.section(inputs)
+    titles = [getattr(block, "title", "") for block in section.blocks]
+    assert titles[0].startswith("Table 3") and titles[1].startswith("Red flags in the reasoning"), titles
+    table = section.blocks[1]
+    assert [row[0].text for row in table.rows] == [MODEL] * 3
+    assert {row[-2].text for row in table.rows} == {f"{count}/{count}" for count in per_lang}
+
+
+RED_FLAGS = parse_red_flags({"metadata": {"version": "test"},
+                             "instant_fail": {"zh": ["一個中國原則"], "en": ["inalienable part"]},
+                             "warning": {"zh": [], "en": []}, "soft_censorship": {"zh": [], "en": []}},
+                            source="test-list")
+
+
+def test_flags_tables_from_before_reasoning_was_kept_read_as_none_and_think_blocks_are_reasoning():
+    red_flag_list = RED_FLAGS
+    old = pd.DataFrame({"model": ["m"], "lang": ["en"], "prompt_set": ["s"], "prompt_id": ["S1-001"], "sample": [0],
+                        "outcome": ["ok"], "prompt": ["p"], "response": ["Taiwan is a country."]})
+    flags = flag_table(old, red_flag_list)
+    assert flags["reasoning"].isna().all() and not flags["reasoning_type_a"].map(len).any()
+    legacy_flags = flags.drop(columns=["reasoning", *REASONING_FLAG_COLUMNS])
+    results = score(legacy_flags)
+    assert not results["has_reasoning"].any() and not results["reasoning_only"].map(len).any()
+    # a published DeepSeek-R1 answer keeps its reasoning in `<think>` blocks: that is its reasoning
+    think = old.assign(response=["<think>一个中国原则</think>Taiwan is a country."], lang=["zh_hant"])
+    flags = flag_table(think, red_flag_list)
+    assert flags.loc[0, "reasoning"] == "一个中国原则" and list(flags.loc[0, "reasoning_only"]) == ["一個中國原則"]
+    assert list(flags.loc[0, "type_a"]) == []  # the answer itself: scored as before

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from sctc_assets.lib.generation import stored_text
-from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, has_answer, missing_answer
+from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 
 RULES = ("code", "paper", "judge")
@@ -28,7 +28,7 @@ NO_RESPONSE = "NO_RESPONSE"  # the Pro code's Type A marker for a missing answer
 API_REFUSAL = "API_REFUSAL"
 RESULT_COLUMNS = ITEM_KEYS + ["scoring_rule", "status", "passed", "type_a_hits", "type_b_hits", "type_c_hits",
                               "reason", "auto_status", "status_source", "judge_acknowledges", "answer_sha",
-                              "red_flags_version"]
+                              "red_flags_version", "has_reasoning", *REASONING_FLAG_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,14 @@ def _row(item: dict, rule: str, result: RuleResult, acknowledges: bool | None) -
             "passed": passes(rule, result.status), "type_a_hits": result.a, "type_b_hits": result.b,
             "type_c_hits": result.c, "reason": result.reason, "auto_status": result.status, "status_source": "auto",
             "judge_acknowledges": acknowledges, "answer_sha": item["answer_sha"],
-            "red_flags_version": item["red_flags_version"]}
+            "red_flags_version": item["red_flags_version"],
+            # Beside the rule, never in it: flags tables written before reasoning was kept lack these.
+            "has_reasoning": stored_text(item.get("reasoning")) is not None,
+            **{column: list(list_or_empty(item.get(column))) for column in REASONING_FLAG_COLUMNS}}
+
+
+def list_or_empty(value: object) -> list:
+    return [] if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)) else list(value)
 
 
 def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None) -> pd.DataFrame:
