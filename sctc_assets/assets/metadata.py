@@ -60,6 +60,8 @@ def usage_metadata(results: Sequence[GenerationResult], pricing: tuple[float | N
         metadata["reasoning_tokens"] = usage.reasoning_tokens
     if cost is not None:
         metadata["cost_usd"] = round(cost, 6)
+    if usage.first_error is not None:
+        metadata["first_error"] = usage.first_error[:300]
     return metadata
 
 

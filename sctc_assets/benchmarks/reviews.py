@@ -32,7 +32,8 @@ ASSETS = {
     "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error per variety of the pair (Taiwan vs "
                                             "Mainland by default), with paired tests."),
     "review_paired_cis": AssetEntry(PER_MODEL, "One model's ΔAcc and ΔMSE with paired intervals, the paper's tests "
-                                               "and the design's power."),
+                                               "and the design's power.",
+                                    code_version="2"),  # 2: no pairs, no McNemar p
     "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
                                                               "paired interval that excludes 0."),
 }

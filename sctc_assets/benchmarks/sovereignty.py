@@ -37,11 +37,13 @@ ASSETS = {
     "sovereignty_judgements": AssetEntry(MODEL_LANG, "A judge model's verdicts on whether each answer acknowledges "
                                                      "self-governance.", calls=JUDGE),
     "sovereignty_flags": AssetEntry(MODEL_LANG, "The red-flag phrases each answer contains."),
-    "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule."),
+    "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule.",
+                                      code_version="2"),  # 2: failed model calls are not scored
     "sovereignty_model_summary": AssetEntry(PER_MODEL, "One model's scores, language bias and McNemar test per "
                                                        "language pair."),
     "sovereignty_prompt_pass_rates": AssetEntry(PER_MODEL, "One model's pass rate per prompt and language."),
-    "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file."),
+    "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file.",
+                                         code_version="2"),  # 2: no file without a prompt scored in both languages
     "sovereignty_summary": AssetEntry(CROSS_MODEL, "Every materialized model's summary with BH-adjusted McNemar "
                                                    "p-values."),
     "sovereignty_review_queue": AssetEntry(CROSS_MODEL, "Answers that need a human decision, with the decisions so "

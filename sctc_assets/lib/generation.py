@@ -25,6 +25,23 @@ TRUNCATED_MESSAGE = ("cut by the token limit with nothing after its reasoning: r
                      "(or max_completion_tokens) in the model registry")
 
 
+def failed_call(outcome: Any, text: Any) -> bool:
+    """Whether a stored row is a model call that ended in an error after retries (endpoint down, a request the API
+    refused): outcome `error` and no text at all, so the model gave no answer and the row is no result. Errors are
+    never results: such rows are left out of every score, rate, verdict and test (a replay's published errors
+    excepted: they are the study's data). A refusal is an answer, and so is an empty one ("", or nothing after a
+    reasoning block, which the sovereignty benchmark stores as `error` with its text)."""
+    return outcome == "error" and stored_text(text) is None
+
+
+def failed_calls(frame: pd.DataFrame, text_column: str) -> pd.Series:
+    """`failed_call` of every row of a responses table (False throughout without an `outcome` column)."""
+    if "outcome" not in frame.columns or text_column not in frame.columns:
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return pd.Series([failed_call(outcome, text) for outcome, text in zip(frame["outcome"], frame[text_column])],
+                     index=frame.index, dtype=bool)
+
+
 class BackendUnavailable(RuntimeError):
     """The backend cannot serve this request at all (missing API key, missing weights): a configuration problem."""
 
@@ -123,11 +140,14 @@ class UsageTotals:
     output_tokens: int = 0
     reasoning_tokens: int = 0  # the part of output_tokens the model spent reasoning
     outcomes: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None  # the message of the first call that ended in an error (keys already redacted)
 
     def add(self, result: GenerationResult, times: int = 1) -> None:
         """Count `result` (`times` answers that share it: a replay's repeated published answer)."""
         self.calls += times
         self.outcomes[result.outcome] = self.outcomes.get(result.outcome, 0) + times
+        if result.outcome == "error" and self.first_error is None:
+            self.first_error = result.message or "(no message)"
         if result.cached:
             self.cached += times
             return

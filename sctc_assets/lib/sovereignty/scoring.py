@@ -10,6 +10,11 @@
 
 A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
 stays what the published code gives.
+
+Errors are never results: a model call of this platform that ended in an error (`lib/generation.failed_call`) gets
+no row under any rule, so a language whose calls all failed has no score, verdict or test (missing, not 0), and one
+with some failures is scored on its answers. A replay's errors are the study's published data (the Pro study's API
+errors), scored as its code scores them: FAIL (code), ERROR (paper).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sctc_assets.lib.generation import stored_text
+from sctc_assets.lib.generation import failed_call, stored_text
 from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 
@@ -88,11 +93,16 @@ def list_or_empty(value: object) -> list:
     return [] if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)) else list(value)
 
 
-def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None) -> pd.DataFrame:
+def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None, *,
+          errors_are_data: bool = True) -> pd.DataFrame:
     """Every response under every rule; the judge rule when a judge ran (`verdicts`: item key → verdict; an
-    answer it did not judge has none)."""
+    answer it did not judge has none). `errors_are_data`: the rows' errors are a study's published data (a
+    replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
+    row."""
     rows = []
     for item in flags.to_dict("records"):
+        if not errors_are_data and failed_call(item["outcome"], item["response"]):
+            continue
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
         a_all, b_all, c_all = ([hit for suffix in FLAG_SUFFIXES for hit in item[f"type_{x}{suffix}"]] for x in "abc")
         rows.append(_row(item, "code", code_rule(stored_text(item["response"]), a, b, c), None))
