@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
@@ -25,74 +24,16 @@ from sctc_assets.lib.cache import Cache, cache_exists, open_cache
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.estimate import SCRIPT_RULE, BenchmarkDesign, Estimate, TokenCounter, estimate_partition
 from sctc_assets.lib.model_registry import ModelEntry
-from sctc_assets.lib.name.tokenization import (TokenizerIntegrityError, TokenizerRegistryError, TokenizerUnavailable,
-                                               default_files_dir, json_tokenizer, load_registry, load_tokenizer)
-from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 # --- backends, tokenizers and the cache ------------------------------------------------------------------------------
 
-_ENCODERS: dict[str, TokenCounter] = {}
-
-
 def token_counter(backend: Any) -> TokenCounter:
-    """The model's tokenizer when it is known offline (an OpenAI model through the `openai` backend, also behind
-    an `openai/…` router prefix, whose encoding the tokenizer registry holds a copy of; a local model whose
-    `tokenizer.json` is on the machine, the embedded one's included: `local_tokenizer_file`), else the script
-    rule."""
-    local = getattr(backend, "local_tokenizer_file", None)
-    if local is not None:
-        return _local_counter(backend, local())
-    model = str(getattr(backend, "model", "") or "")
-    if getattr(backend, "backend_name", "") != "openai" or not model:
-        return SCRIPT_RULE
-    try:
-        from tiktoken.model import encoding_name_for_model
-
-        encoding = encoding_name_for_model(model.removeprefix("openai/"))
-    except (ImportError, KeyError):
-        return SCRIPT_RULE
-    if encoding not in _ENCODERS:
-        _ENCODERS[encoding] = _tiktoken_counter(encoding)
-    return _ENCODERS[encoding]
-
-
-def _local_counter(backend: Any, path: Path | None) -> TokenCounter:
-    """A local model's `tokenizer.json`, loaded with the `tokenizers` library (no transformers) once per file, with
-    the chat template beside it where there is one."""
-    if path is None:
-        return SCRIPT_RULE
-    key = str(path)
-    if key not in _ENCODERS:
-        try:
-            _ENCODERS[key] = TokenCounter(key, json_tokenizer(key))
-        except Exception:  # the tokenizers library raises its own Exception for a file it cannot read
-            _ENCODERS[key] = SCRIPT_RULE
-    if _ENCODERS[key] is SCRIPT_RULE:
-        return SCRIPT_RULE
-    try:
-        render = backend.offline_prompt(path)
-    except Exception:  # a template Jinja2 cannot compile: the chat format's flat rate instead
-        render = None
-    name = f"{backend.embedded or backend.tokenizer or backend.model}'s tokenizer.json"
-    return TokenCounter(name + (" and chat template" if render is not None else ""), _ENCODERS[key].encode, render)
-
-
-def _tiktoken_counter(encoding: str) -> TokenCounter:
-    try:
-        entries = load_registry(default_tokenizers_path())
-    except (OSError, TokenizerRegistryError):
-        return SCRIPT_RULE
-    for entry in entries.values():
-        # Only a copy already on this machine: a plan never downloads.
-        if entry.kind == "tiktoken" and entry.settings.get("encoding") == encoding and "offline_copy" in entry.settings \
-                and "package" in entry.settings["offline_copy"]:
-            try:
-                return TokenCounter(f"tiktoken {encoding}", load_tokenizer(entry, default_files_dir()))
-            except (TokenizerUnavailable, TokenizerIntegrityError, OSError, ValueError):
-                return SCRIPT_RULE
-    return SCRIPT_RULE
+    """The model's tokenizer when its backend knows it offline (`ModelBackend.token_counter`: the `openai` backend's
+    OpenAI models, whose encoding the tokenizer registry holds a copy of), else the script rule."""
+    counter = getattr(backend, "token_counter", None)
+    return (counter() if callable(counter) else None) or SCRIPT_RULE
 
 
 def keyed_request(backend: Any) -> Callable[[GenerationRequest], GenerationRequest] | None:

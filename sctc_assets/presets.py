@@ -1,11 +1,16 @@
-"""Ready-made registry entries for the endpoints people have (`data/model_presets.yaml`): OpenAI, OpenRouter, a
-local vLLM server and a local llama.cpp server. `sctc models --presets` prints them to copy into the registry."""
+"""Ready-made registry entries for the endpoints people have (`data/model_presets.yaml`): OpenAI, Anthropic, Google
+Gemini, DeepSeek, OpenRouter, and local Ollama, vLLM and llama.cpp servers. `sctc models --presets` prints them to
+copy into the registry. A priced preset says when its list prices were read and where (`prices_read`,
+`price_source`), so a reader knows how old they are."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
+
+import datetime
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -23,6 +28,8 @@ class Preset:
     setup: str
     key: str
     entry: Mapping[str, Any]
+    prices_read: str | None = None  # the date (YYYY-MM-DD) the entry's list prices were read
+    price_source: str | None = None  # the page they were read from
 
     def registry_entry(self, source: str = PRESETS_FILE) -> ModelEntry:
         return parse_registry({"models": {self.key: dict(self.entry)}}, source=source)[self.key]
@@ -46,10 +53,30 @@ def load_presets(path: str | Path | None = None) -> dict[str, Preset]:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("entry"), Mapping):
             raise RegistryError(f"{path}: preset {name!r}: expected `title`, `setup`, `key` and an `entry` mapping")
         preset = Preset(str(name), str(raw.get("title", name)), str(raw.get("setup", "")), str(raw.get("key", name)),
-                        dict(raw["entry"]))
+                        dict(raw["entry"]), *_price_provenance(path, name, raw))
         preset.registry_entry(f"{path}: preset {name!r}")  # the entry must be a valid registry entry
         presets[preset.name] = preset
     return presets
+
+
+def _price_provenance(path: Path, name: Any, raw: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """`prices_read` and `price_source` of a preset: required when its entry has a price (a price without its date
+    cannot be told from a stale one), a date and an http(s) URL."""
+    read, source = raw.get("prices_read"), raw.get("price_source")
+    priced = any(raw["entry"].get(field) is not None for field in ("price_input_per_mtok", "price_output_per_mtok"))
+    where = f"{path}: preset {name!r}"
+    if priced and (read is None or source is None):
+        raise RegistryError(f"{where}: a priced entry needs `prices_read` (the date the prices were read, "
+                            "YYYY-MM-DD) and `price_source` (the page they were read from)")
+    if read is not None:
+        try:
+            read = (read if isinstance(read, datetime.date) else datetime.date.fromisoformat(str(read))).isoformat()
+        except ValueError:
+            raise RegistryError(f"{where}: prices_read {read!r} is not a date (YYYY-MM-DD)") from None
+    if source is not None and (urlsplit(str(source)).scheme not in ("http", "https")
+                               or not urlsplit(str(source)).hostname):
+        raise RegistryError(f"{where}: price_source {source!r} is not an http(s) URL")
+    return read, None if source is None else str(source)
 
 
 def render_presets(path: str | Path | None = None) -> str:
@@ -57,7 +84,10 @@ def render_presets(path: str | Path | None = None) -> str:
     blocks = []
     for preset in load_presets(path).values():
         body = yaml.safe_dump({preset.key: dict(preset.entry)}, allow_unicode=True, sort_keys=False)
-        blocks.append(f"  # {preset.title}\n  # setup: {preset.setup}\n" + "".join(f"  {line}\n" for line in body.splitlines()))
+        prices = (f"  # list prices (USD per million tokens) read {preset.prices_read} from {preset.price_source}\n"
+                  if preset.prices_read else "")
+        blocks.append(f"  # {preset.title}\n  # setup: {preset.setup}\n{prices}"
+                      + "".join(f"  {line}\n" for line in body.splitlines()))
     return ("# Registry entries to copy into data/models.yaml (under its `models:`) or into a drop-in file\n"
             "# models.d/<name>.yaml; then `sctc plan --models KEY` and `sctc run --models KEY`.\n"
             "models:\n" + "\n".join(blocks))

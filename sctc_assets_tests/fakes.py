@@ -8,7 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Mapping, Optional, Sequence
 
 from sctc_assets.backends.base import ModelBackend, ResultCallback
 from sctc_assets.lib import embedded_model as emb
@@ -56,6 +56,27 @@ class ScriptedBackend(ModelBackend):
                 str(request.ref.get("benchmark")), self.default_answer)  # "" is an answer (an empty one)
             on_result(index, GenerationResult(text=text, outcome="ok", input_tokens=len(request.prompt),
                                               output_tokens=len(text)))
+
+
+class EndpointFake(ScriptedBackend):
+    """A provider backend of a third party's, defined only here and named in a registry as a package's backend is
+    (`backend: sctc_assets_tests.fakes:EndpointFake`): its class says where its calls go (`endpoint_lane`, from the
+    entry's `endpoint`), and `sctc run` gives it an endpoint lane with no edit to the package."""
+
+    backend_name: ClassVar[str] = "endpoint-fake"
+
+    endpoint: str = "http://endpoint-fake.invalid/api"
+
+    @classmethod
+    def endpoint_lane(cls, settings: Mapping[str, Any]) -> str | None:
+        return str(settings.get("endpoint") or cls.model_fields["endpoint"].default)
+
+
+class ForkableFake(ScriptedBackend):
+    """A third party's backend whose class lets `sctc run` place its model stages in forked worker processes."""
+
+    backend_name: ClassVar[str] = "forkable-fake"
+    forkable: ClassVar[bool] = True
 
 
 def count_calls(calls_file: str | Path) -> int:

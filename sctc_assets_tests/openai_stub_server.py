@@ -9,7 +9,9 @@ body and attempt, or on a schedule of request numbers. Every request is recorded
 tests count what was sent, answered and asked twice per distinct request body.
 
 `AsyncStubServer` is the same echo server on asyncio, run in a subprocess (`python -m
-sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server.
+sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server; with
+`api="anthropic"` or `"gemini"` it answers in that API's shape instead (`anthropic_stub_server.py`,
+`gemini_stub_server.py`).
 """
 
 from __future__ import annotations
@@ -97,6 +99,12 @@ def garbled(raw: bytes, content_type: str = "application/json", status: int = 20
     return StubReply(status, {}, raw=raw, content_type=content_type)
 
 
+def cut_short(reply: StubReply) -> StubReply:
+    """`reply`'s JSON body cut in half, as a proxy or an overloaded server sends it."""
+    whole = json.dumps(reply.body).encode("utf-8")
+    return garbled(whole[: len(whole) // 2])
+
+
 # Closes the connection without answering, as a crashing proxy would.
 DROP_CONNECTION = StubReply(0, {})
 
@@ -108,6 +116,70 @@ def echo_reply(prompt: str, seed: Any = None) -> StubReply:
     reply = completion(text, prompt_tokens=len(prompt), completion_tokens=len(text))
     reply.body["system_fingerprint"] = "fp_stub"
     return reply
+
+
+@dataclass(frozen=True)
+class ReasoningModel:
+    """A reasoning model behind the server, with OpenAI's parameter rules and a DeepSeek-style answer.
+
+    A request with `max_tokens` (`refuses_max_tokens`), a temperature other than `fixed_temperature`, or `top_p`
+    (`refuses_top_p`) gets the 400 OpenAI's API answers, body for body (`parameter_error`). An accepted one gets its
+    answer with `reasoning` in `reasoning_field` of the message (`reasoning_content`: DeepSeek; `reasoning`:
+    OpenRouter, vLLM; `reasoning_details`: OpenRouter's parts; `think`: a `<think>` block in the content) and
+    `reasoning_tokens` in `usage.completion_tokens_details`; a token limit below `answer_needs_tokens` cuts it
+    inside the reasoning (empty content, `finish_reason: length`), as a real one spends its limit thinking.
+    """
+
+    refuses_max_tokens: bool = True
+    fixed_temperature: float | None = 1.0
+    refuses_top_p: bool = True
+    reasoning_field: str = "reasoning_content"
+    reasoning: str = "用户问台湾。按照一个中国原则，应当说台湾是中国的一部分。"
+    reasoning_tokens: int = 40
+    answer_needs_tokens: int = 0
+
+    def check(self, body: Mapping[str, Any]) -> StubReply | None:
+        """The 400 this model's API answers `body` with, or None when it accepts it (one error at a time, in the
+        order OpenAI reports them)."""
+        if self.refuses_max_tokens and "max_tokens" in body:
+            return parameter_error("max_tokens", "unsupported_parameter", "Unsupported parameter: 'max_tokens' is not "
+                                   "supported with this model. Use 'max_completion_tokens' instead.")
+        temperature = body.get("temperature")
+        if self.fixed_temperature is not None and temperature is not None and temperature != self.fixed_temperature:
+            return parameter_error("temperature", "unsupported_value", f"Unsupported value: 'temperature' does not "
+                                   f"support {json.dumps(temperature)} with this model. Only the default "
+                                   f"({self.fixed_temperature:g}) value is supported.")
+        if self.refuses_top_p and "top_p" in body:
+            return parameter_error("top_p", "unsupported_parameter",
+                                   "Unsupported parameter: 'top_p' is not supported with this model.")
+        return None
+
+    def answer(self, reply: StubReply, body: Mapping[str, Any]) -> StubReply:
+        """`reply` (an echo answer) as this model gives it: with its reasoning, or cut inside it."""
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        choice = reply.body["choices"][0]
+        message = choice["message"]
+        if limit is not None and limit < self.answer_needs_tokens:
+            message["content"], choice["finish_reason"] = "", "length"
+        if self.reasoning_field == "think":
+            message["content"] = f"<think>{self.reasoning}</think>" + ("\n\n" + message["content"] if message["content"]
+                                                                       else "")
+        elif self.reasoning_field == "reasoning_details":
+            message["reasoning_details"] = [{"type": "reasoning.text", "text": self.reasoning, "format": "unknown"},
+                                            {"type": "reasoning.encrypted", "data": "gAAAAA=="}]
+        else:
+            message[self.reasoning_field] = self.reasoning
+        usage = reply.body.setdefault("usage", {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10})
+        usage["completion_tokens"] += self.reasoning_tokens
+        usage["total_tokens"] += self.reasoning_tokens
+        usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        return reply
+
+
+def parameter_error(param: str, code: str, message: str) -> StubReply:
+    """OpenAI's 400 for a parameter the model does not take, as its API sends it."""
+    return StubReply(400, {"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                     "code": code}})
 
 
 # Faults a FaultPlan injects. Transient ones (a retry may succeed) are decided per attempt; refusals per body, as a
@@ -160,8 +232,7 @@ class FaultPlan:
         if kind == "unavailable":
             return api_error(503, "The engine is currently overloaded, please try again later.")
         if kind == "truncated":
-            whole = json.dumps(echo_reply(prompt, seed).body).encode("utf-8")
-            return garbled(whole[: len(whole) // 2])
+            return cut_short(echo_reply(prompt, seed))
         if kind == "html":
             return garbled(b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
         if kind == "dropped":
@@ -178,11 +249,21 @@ def _unit(text: str) -> float:
 
 
 class StubOpenAIServer:
-    """Use as a context manager; `base_url` is what an `OpenAIBackend` should point at."""
+    """Use as a context manager; `base_url` is what an `OpenAIBackend` should point at.
 
-    def __init__(self, *, latency_s: float = 0.0, faults: FaultPlan | None = None):
+    The stubs of the other providers' APIs (`anthropic_stub_server.py`, `gemini_stub_server.py`) are subclasses:
+    they change the route, how a body names its prompt, the echo answer, what the API refuses outright
+    (`rejection`) and which scripted replies end a request (`scripted_kind`).
+    """
+
+    # Reply kinds that end a request for good (see `answered_per_body`).
+    final_kinds: frozenset[str] = frozenset({"ok", "content_filter", "filtered_completion"})
+
+    def __init__(self, *, latency_s: float = 0.0, faults: FaultPlan | None = None,
+                 reasoning_model: ReasoningModel | None = None):
         self.latency_s = latency_s
         self.faults = faults
+        self.reasoning_model = reasoning_model
         self.requests: list[SeenRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -190,6 +271,8 @@ class StubOpenAIServer:
         self.proxied: list[str] = []  # targets of requests that used this server as a proxy
         self.queries: list[str] = []  # query strings sent (Azure's api-version)
         self._scripts: dict[str, deque[StubReply]] = defaultdict(deque)
+        self._nth_scripts: dict[int, list[StubReply]] = {}
+        self._first_seen: dict[str, int] = {}  # prompt → its rank among the distinct prompts seen
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval: `shutdown()` waits for the next poll, which would add half a second to every test.
@@ -214,6 +297,12 @@ class StubOpenAIServer:
         with self._lock:
             self._scripts[prompt].extend(replies)
 
+    def script_nth(self, rank: int, *replies: StubReply) -> None:
+        """Queue `replies` for the `rank`-th distinct prompt to arrive (0-based), whichever it is: for runs whose
+        prompts a test does not spell out (a benchmark's), the counts are what is asserted."""
+        with self._lock:
+            self._nth_scripts.setdefault(rank, []).extend(replies)
+
     def prompts_seen(self) -> list[str]:
         with self._lock:
             return [request.prompt for request in self.requests]
@@ -227,12 +316,30 @@ class StubOpenAIServer:
         """Per distinct request body, how many requests got a final answer (a completion or a content-filter
         refusal): more than 1 means that request was paid for twice."""
         with self._lock:
-            return Counter(request.body_key for request in self.requests if request.kind in FINAL_KINDS)
+            return Counter(request.body_key for request in self.requests if request.kind in self.final_kinds)
+
+    def accepts(self, path: str) -> bool:
+        return path == COMPLETIONS_PATH
+
+    def prompt_of(self, body: dict[str, Any]) -> str:
+        return _last_user_message(body)
+
+    def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
+        return echo_reply(prompt, body.get("seed"))
+
+    def rejection(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> StubReply | None:
+        """The reply of an API that refuses the request as malformed before any model sees it; None: it does not."""
+        return None
+
+    def scripted_kind(self, reply: StubReply) -> str:
+        return "scripted"
 
     def respond(self, body: dict[str, Any], authorization: str | None,
-                headers: dict[str, str] | None = None) -> StubReply:
-        prompt = _last_user_message(body)
+                headers: dict[str, str] | None = None, path: str = COMPLETIONS_PATH) -> StubReply:
+        prompt = self.prompt_of(body)
         key = body_key(body)
+        headers = {name.lower(): value for name, value in (headers or {}).items()}
+        rejection = self.rejection(body, headers, path)
         delay = self.latency_s
         with self._lock:
             number = len(self.requests)
@@ -240,19 +347,29 @@ class StubOpenAIServer:
             self._attempts[key] += 1
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if prompt not in self._first_seen:
+                self._first_seen[prompt] = len(self._first_seen)
+                self._scripts[prompt].extend(self._nth_scripts.pop(self._first_seen[prompt], []))
             queued = self._scripts[prompt]
-            kind = "scripted" if queued else (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
-            if queued:
+            refused = self.reasoning_model.check(body) if self.reasoning_model else None
+            kind = "scripted" if queued else "parameter_400" if refused else \
+                (self.faults.draw(number, key, attempt) if self.faults else None) or "ok"
+            if rejection is not None:
+                kind, reply = "rejected", rejection
+            elif queued:
                 reply = queued.popleft()
                 delay = max(delay, reply.delay_s)
+                kind = self.scripted_kind(reply)
+            elif refused:
+                reply = refused
             elif kind == "ok":
-                reply = echo_reply(prompt, body.get("seed"))
+                reply = self.echo(prompt, body)
+                if self.reasoning_model:
+                    reply = self.reasoning_model.answer(reply, body)
             else:
                 reply = self.faults.reply(kind, prompt, body.get("seed"))
                 delay = self.faults.hang_s if kind == "hang" else delay
-            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization,
-                                             {name.lower(): value for name, value in (headers or {}).items()},
-                                             kind))
+            self.requests.append(SeenRequest(time.monotonic(), prompt, body, authorization, headers, kind))
         time.sleep(delay)
         # Leave the in-flight count before the reply is written: once the client has the answer it may send its next
         # request, which must not be counted together with this one.
@@ -261,8 +378,20 @@ class StubOpenAIServer:
         return reply
 
 
-# Replies that end a request for good: the client stores them and never asks that body again.
-FINAL_KINDS = frozenset({"ok", "content_filter", "filtered_completion"})
+class ProviderStubServer(StubOpenAIServer):
+    """What the stubs of the other providers' APIs share: their base URL is the server's root (as the providers'
+    SDKs take it), and a scripted 200 with a JSON body is a final answer (`answer`); other scripted replies (errors,
+    cut bodies) are failures worth retrying (`scripted`)."""
+
+    final_kinds = frozenset({"ok", "answer"})
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def scripted_kind(self, reply: StubReply) -> str:
+        return "answer" if reply.status == 200 and reply.raw is None else "scripted"
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -300,10 +429,11 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             path, _, query = path.partition("?")
             if query:
                 server.queries.append(query)
-            if path != COMPLETIONS_PATH:
+            if not server.accepts(path):
                 self._send(api_error(404, f"no route {self.path}"))
                 return
-            self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers)))
+            self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers),
+                                      path))
 
         def do_CONNECT(self) -> None:
             """As a proxy, this server refuses tunnels (an https target behind a proxy that forbids it)."""
@@ -337,11 +467,14 @@ class AsyncStubServer:
     the start or the last `reset()` arrived and the last answer left.
     """
 
-    def __init__(self, *, latency_s: float = 0.0, workdir: str | Path | None = None):
+    def __init__(self, *, latency_s: float = 0.0, workdir: str | Path | None = None, api: str = "openai"):
         import subprocess
         import tempfile
 
+        if api not in ASYNC_APIS:
+            raise ValueError(f"api {api!r}: one of {ASYNC_APIS}")
         self.latency_s = latency_s
+        self.api = api
         self._dir = Path(workdir or tempfile.mkdtemp(prefix="stub-server-"))
         self._port_file = self._dir / "port"
         self._subprocess = subprocess
@@ -350,7 +483,7 @@ class AsyncStubServer:
     def __enter__(self) -> "AsyncStubServer":
         self._process = self._subprocess.Popen(
             [sys.executable, "-m", "sctc_assets_tests.openai_stub_server", "--latency", str(self.latency_s),
-             "--port-file", str(self._port_file)], cwd=Path(__file__).resolve().parents[1])
+             "--port-file", str(self._port_file), "--api", self.api], cwd=Path(__file__).resolve().parents[1])
         deadline = time.monotonic() + 60
         while not self._port_file.exists() or not self._port_file.read_text().strip():
             if self._process.poll() is not None or time.monotonic() > deadline:
@@ -365,7 +498,7 @@ class AsyncStubServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}" + ("/v1" if self.api == "openai" else "")
 
     def stats(self) -> dict[str, Any]:
         import urllib.request
@@ -380,7 +513,29 @@ class AsyncStubServer:
                                timeout=30).read()
 
 
-async def _serve_async(latency_s: float, port_file: Path) -> None:
+ASYNC_APIS = ("openai", "anthropic", "gemini")
+
+
+def _async_echo(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The echo answer to `body` in the shape of `api`."""
+    if api == "anthropic":
+        from sctc_assets_tests.anthropic_stub_server import echo_message, prompt_of
+
+        return echo_message(prompt_of(body)).body
+    if api == "gemini":
+        from sctc_assets_tests.gemini_stub_server import echo_response, prompt_of
+
+        return echo_response(prompt_of(body)).body
+    reply = echo_reply(_last_user_message(body), body.get("seed"))
+    reply.body["model"] = body.get("model", "stub-model")
+    if body.get("seed") is None and float(body.get("temperature") or 0) > 0:
+        # Sampling without a seed: every answer differs, as a real model's would.
+        message = reply.body["choices"][0]["message"]
+        message["content"] += f" #{random.getrandbits(48):012x}"
+    return reply.body
+
+
+async def _serve_async(latency_s: float, port_file: Path, api: str = "openai") -> None:
     per_body: Counter[str] = Counter()
     state: dict[str, Any] = {"in_flight": 0, "peak": 0, "first_at": None, "last_at": None}
 
@@ -412,13 +567,7 @@ async def _serve_async(latency_s: float, port_file: Path) -> None:
                     await asyncio.sleep(latency_s)
                     state["in_flight"] -= 1
                     state["last_at"] = time.time()
-                    reply = echo_reply(_last_user_message(body), body.get("seed"))
-                    reply.body["model"] = body.get("model", "stub-model")
-                    if body.get("seed") is None and float(body.get("temperature") or 0) > 0:
-                        # Sampling without a seed: every answer differs, as a real model's would.
-                        message = reply.body["choices"][0]["message"]
-                        message["content"] += f" #{random.getrandbits(48):012x}"
-                    data = json.dumps(reply.body).encode("utf-8")
+                    data = json.dumps(_async_echo(api, body)).encode("utf-8")
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                              % len(data) + data)
                 await writer.drain()
@@ -440,5 +589,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Run the asyncio echo stub server until terminated.")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--api", choices=ASYNC_APIS, default="openai", help="the shape of the answers")
     arguments = parser.parse_args()
-    asyncio.run(_serve_async(arguments.latency, arguments.port_file))
+    asyncio.run(_serve_async(arguments.latency, arguments.port_file, arguments.api))

@@ -166,47 +166,86 @@ def test_budget_flags_become_the_budget_environment_with_a_scope_per_run(monkeyp
 
 # --- presets ---------------------------------------------------------------------------------------------------------
 
+KEYED_PRESETS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
+                 "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+
+
 def test_every_preset_is_a_valid_registry_entry_whose_only_problem_is_a_missing_key(monkeypatch):
     from sctc_assets.presets import load_presets, render_presets
     from sctc_assets.validation import backend_problems, key_problem
 
     presets = load_presets()
-    assert set(presets) == {"openai", "openrouter", "vllm", "llama-cpp"}
+    assert set(presets) == set(KEYED_PRESETS) | {"ollama", "vllm", "llama-cpp"}
     document = yaml.safe_load(render_presets())
     assert list(document["models"]) == [preset.key for preset in presets.values()]
-    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+    for name in KEYED_PRESETS.values():
         monkeypatch.delenv(name, raising=False)
     for preset in presets.values():
         entry = preset.registry_entry("presets")
         assert backend_problems(entry) == []
-        assert (key_problem(entry) is not None) == (preset.name in ("openai", "openrouter"))
+        assert (key_problem(entry) is not None) == (preset.name in KEYED_PRESETS)
+        if preset.name in KEYED_PRESETS:
+            assert preset.entry["api_key_env"] == KEYED_PRESETS[preset.name]
+            # a list price says when and where it was read, and `sctc models --presets` shows it
+            assert preset.prices_read and preset.price_source.startswith("https://")
+            assert f"read {preset.prices_read} from {preset.price_source}" in render_presets()
+    assert {preset.entry["backend"] for preset in presets.values()} == {"openai", "anthropic", "gemini"}
     assert presets["openrouter"].entry["base_url"] == "https://openrouter.ai/api/v1"
     assert set(presets["openrouter"].entry["headers"]) == {"HTTP-Referer", "X-Title"}
-    assert presets["vllm"].entry["api_key_env"] == presets["llama-cpp"].entry["api_key_env"] == ""
+    assert presets["vllm"].entry["api_key_env"] == presets["llama-cpp"].entry["api_key_env"] == \
+        presets["ollama"].entry["api_key_env"] == ""
 
 
-def test_presets_answer_through_an_openai_compatible_server_with_their_headers(monkeypatch):
-    from sctc_assets.backends.openai_backend import OpenAIBackend
+def test_a_priced_preset_without_the_date_of_its_prices_is_refused_naming_it(tmp_path):
+    from sctc_assets.lib.model_registry import RegistryError
+    from sctc_assets.presets import load_presets
+
+    entry = {"backend": "openai", "model": "m", "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0}
+    cases = {"undated": ({}, "needs `prices_read`"),
+             "bad-date": ({"prices_read": "last week", "price_source": "https://example.com"}, "not a date"),
+             "bad-source": ({"prices_read": "2026-12-07", "price_source": "the website"}, r"not an http\(s\) URL")}
+    for name, (provenance, expected) in cases.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"presets": {name: {"key": name, **provenance, "entry": entry}}}),
+                        encoding="utf-8")
+        with pytest.raises(RegistryError, match=expected) as refused:
+            load_presets(path)
+        assert f"preset {name!r}" in str(refused.value) and str(path) in str(refused.value)
+
+
+def test_presets_answer_through_a_stub_of_their_api_with_their_headers(monkeypatch):
+    from sctc_assets.backends import backend_class
     from sctc_assets.lib.generation import GenerationRequest
     from sctc_assets.presets import load_presets
+    from sctc_assets_tests.anthropic_stub_server import StubAnthropicServer
+    from sctc_assets_tests.gemini_stub_server import StubGeminiServer
     from sctc_assets_tests.openai_stub_server import StubOpenAIServer
 
-    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-key")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-key")
-    with StubOpenAIServer() as server:
+    for preset, variable in KEYED_PRESETS.items():
+        monkeypatch.setenv(variable, f"sk-{preset}-test-key")
+    stubs = {"openai": StubOpenAIServer(), "anthropic": StubAnthropicServer(), "gemini": StubGeminiServer()}
+    with stubs["openai"], stubs["anthropic"], stubs["gemini"]:
         for preset in load_presets().values():
-            backend = OpenAIBackend(**{**preset.entry_settings(), "base_url": server.base_url, "max_retries": 0})
+            backend_name = preset.entry["backend"]
+            backend = backend_class(backend_name)(**{**preset.entry_settings(),
+                                                     "base_url": stubs[backend_name].base_url, "max_retries": 0})
             results = backend.generate([GenerationRequest.user(f"哪一個詞？ {preset.name}")])
-            assert [result.outcome for result in results] == ["ok"]
-        seen = {request.prompt.split()[-1]: request for request in server.requests}
-    assert set(seen) == {"openai", "openrouter", "vllm", "llama-cpp"}
+            assert [result.outcome for result in results] == ["ok"], (preset.name, results[0].message)
+        seen = {request.prompt.split()[-1]: request for stub in stubs.values() for request in stub.requests}
+    assert set(seen) == set(KEYED_PRESETS) | {"ollama", "vllm", "llama-cpp"}
     assert seen["openrouter"].headers.get("http-referer") == "https://github.com/sctc-assets/sctc-assets"
     assert seen["openrouter"].headers.get("x-title") == "sctc-assets"
-    assert seen["openrouter"].authorization == "Bearer sk-or-test-key"
+    assert seen["openrouter"].authorization == "Bearer sk-openrouter-test-key"
     assert seen["openai"].authorization == "Bearer sk-openai-test-key"
+    assert seen["deepseek"].authorization == "Bearer sk-deepseek-test-key"
+    assert seen["anthropic"].headers["x-api-key"] == "sk-anthropic-test-key"
+    assert seen["gemini"].headers["x-goog-api-key"] == "sk-gemini-test-key"
+    # the reasoning model's preset sends the token limit as its API wants it, and no temperature
+    assert seen["openai"].body["max_completion_tokens"] == 2048 and "temperature" not in seen["openai"].body
     assert "x-title" not in seen["vllm"].headers
     assert seen["vllm"].body["model"] == "Qwen/Qwen2.5-7B-Instruct" and seen["vllm"].body["seed"] == 2024
     assert seen["llama-cpp"].body["model"] == "qwen2.5-coder-0.5b-instruct"
+    assert seen["gemini"].body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True}
 
 
 def test_a_header_that_carries_a_credential_is_refused():

@@ -109,6 +109,20 @@ def test_a_real_tokenizer_is_sampled_and_scaled_by_characters():
     assert row.tokens_by == "one per character"
 
 
+class CountingBackend(ScriptedBackend):
+    """A backend of one's own that knows its model's tokenizer: two tokens per character."""
+
+    backend_name: ClassVar[str] = "counting"
+
+    def token_counter(self) -> TokenCounter:
+        return TokenCounter("two per character", lambda text: [0] * (2 * len(text)))
+
+
+def test_the_estimate_counts_tokens_with_the_counter_the_backend_s_class_gives():
+    assert token_counter(CountingBackend()).name == "two per character"
+    assert token_counter(ScriptedBackend()) is SCRIPT_RULE  # no tokenizer of its own: the script rule
+
+
 def test_render_marks_ceilings_and_totals_per_model():
     plan = Estimate(rows=[EstimateRow("term", "m", "zh_hans", 10, 4, 6, 600, 60, True, 0.001, "rule"),
                       EstimateRow("term", "m", "zh_hant", 10, 10, 0, 0, 0, False, 0.0, "rule"),

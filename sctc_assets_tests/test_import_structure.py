@@ -143,3 +143,49 @@ def test_the_replay_backends_are_those_that_bypass_the_cache():
         assert uses_response_cache(name) == backend_class(name).uses_cache, name
     assert uses_response_cache("sctc_assets_tests.fakes:ScriptedBackend")
     assert uses_response_cache("no_such_module:Backend")
+
+
+def test_the_catalog_reads_each_backend_s_traits_from_its_class():
+    """The traits the catalog reads from a built-in backend's source (no import) are its class's, and a backend of
+    one's own (`module:Class`) has those its class states."""
+    from sctc_assets.backends import backend_class
+    from sctc_assets.lib.backend_catalog import BUILTIN_BACKENDS, TRAIT_NAMES, BackendTraits, traits
+
+    for name in BUILTIN_BACKENDS:
+        cls = backend_class(name)
+        assert traits(name) == BackendTraits(**{trait: getattr(cls, trait) for trait in TRAIT_NAMES}), name
+    replay, pro = traits("replay"), traits("tsb_replay")
+    assert (replay.replays, pro.replays) == ("SC-TC-Bench", "Pro study")
+    assert replay.answers("term") and replay.answers("name") and not replay.answers("sovereignty")
+    assert pro.answers("sovereignty") and not pro.answers("term") and not pro.answers("reviews")
+    assert traits("openai").answers("sovereignty") and not traits("openai").replays_benchmark("term")
+    assert traits("sctc_assets_tests.fakes:ForkableFake").forkable
+    assert traits("sctc_assets_tests.fakes:EndpointFake") == traits(None) == BackendTraits()
+    assert traits("no_such_module:Backend") == traits("no-such-backend") == BackendTraits()
+
+
+def _mentions_backend(node: ast.AST) -> bool:
+    return any(isinstance(part, ast.Name) and "backend" in part.id.lower()
+               or isinstance(part, ast.Attribute) and "backend" in part.attr.lower() for part in ast.walk(node))
+
+
+def test_no_backend_name_is_compared_outside_the_catalog():
+    """Backends are told apart by their traits (`lib/backend_catalog.traits`, the classes' methods), never by name:
+    no comparison of a backend with a built-in backend's name, and no list of backend names, outside the catalog."""
+    from sctc_assets.lib.backend_catalog import BUILTIN_BACKENDS
+
+    offending = []
+    for relative, tree in _modules().items():
+        if relative == "lib/backend_catalog.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and _mentions_backend(node):
+                names = [part.value for part in ast.walk(node)
+                         if isinstance(part, ast.Constant) and part.value in BUILTIN_BACKENDS]
+                if names:
+                    offending.append(f"{relative}:{node.lineno}: compares a backend with {names}")
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(target, ast.Name) and target.id.endswith("_BACKENDS") for target in targets):
+                    offending.append(f"{relative}:{node.lineno}: a list of backends by name")
+    assert not offending, "\n".join(offending)

@@ -146,8 +146,10 @@ def test_faults_and_refusals_through_the_term_and_sovereignty_pipelines(live_env
             # an answered but empty completion is an error by the sovereignty rules (missing answer)
             assert outcomes[prompt] == wanted or (wanted == "ok" and outcomes[prompt] == "error"), (prompt, kinds)
         results = _partitions("sovereignty_results")
-        assert set(results["prompt_id"].astype(str) + results["lang"]) >= set(
-            sovereignty["prompt_id"].astype(str) + sovereignty["lang"])
+        # every answer is scored (refusals and empty answers included); a call that ended in an error is not
+        failed = sovereignty["outcome"].eq("error") & sovereignty["response"].isna()
+        assert set(results["prompt_id"].astype(str) + results["lang"]) == set(
+            sovereignty.loc[~failed, "prompt_id"].astype(str) + sovereignty.loc[~failed, "lang"])
         assert set(server.answered_per_body().values()) == {1}
 
 

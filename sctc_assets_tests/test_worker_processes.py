@@ -4,6 +4,7 @@ the reports, runs and tables that one process gives."""
 
 import os
 import signal
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -169,6 +170,44 @@ def test_replayed_models_run_in_worker_processes_and_the_others_in_this_one(pers
                if (run.tags.get("sctc/model"), run.tags.get("sctc/lang")) != ("r2", "zh_hant"))
     rates = pd.read_parquet(io_manager.path_for(dg.AssetKey("mini_tests")))
     assert sorted(rates["model"]) == ["api", "r1", "r3"] and set(rates["n"]) == {4}
+
+
+class _ThirdPartyRegistry:
+    """Entries whose backends are defined only in the test tree, named as a package's backend is (`module:Class`)."""
+
+    def entries(self):
+        def entry(backend: str, **settings):
+            return SimpleNamespace(backend=f"sctc_assets_tests.fakes:{backend}", settings=settings, benchmarks={})
+
+        return {"f1": entry("ForkableFake"), "f2": entry("ForkableFake"),
+                "e1": entry("EndpointFake", endpoint="http://lane-a.invalid/api"),
+                "e2": entry("EndpointFake", endpoint="http://lane-b.invalid/api")}
+
+
+def test_a_backend_of_one_s_own_gets_worker_placement_and_endpoint_lanes_from_its_class(persistent, monkeypatch):
+    """No edit to the package: a `forkable` class's models run in the workers, and an `endpoint_lane` class's
+    models each get a lane (a thread of their own, per endpoint) in this process."""
+    defs, instance, io_manager, _ = persistent
+    runner = Runner(defs, instance, {"io_manager": io_manager, "models": _ThirdPartyRegistry()},
+                    log=lambda line: None)
+    threads: dict[str, str] = {}
+    run_model = Runner.run_model
+
+    def recording(self, spec, model, *args, **kwargs):
+        threads[model] = threading.current_thread().name  # only this process's calls reach this dictionary
+        return run_model(self, spec, model, *args, **kwargs)
+
+    monkeypatch.setattr(Runner, "run_model", recording)
+    [report] = run_all(runner, [BenchmarkWork(MINI_PLAN, ["f1", "e1", "f2", "e2"], {})])
+
+    assert report.ok, report.failures
+    assert runner.endpoints(["e1", "e2", "f1"]) == {"e1": "http://lane-a.invalid/api",
+                                                    "e2": "http://lane-b.invalid/api", "f1": None}
+    pids = {(run.tags.get("sctc/model"), run.tags.get("sctc/lang")): run.tags[PID_TAG] for run in instance.get_runs()}
+    assert pids[("e1", "zh_hans")] == pids[("e2", "zh_hant")] == str(os.getpid())
+    assert str(os.getpid()) not in {pids[(model, lang)] for model in ("f1", "f2") for lang in ("zh_hans", "zh_hant")}
+    assert set(threads) == {"e1", "e2"}  # the forkable models ran in the workers
+    assert threads["e1"] != threads["e2"] and all(name.startswith("sctc-models-") for name in threads.values())
 
 
 def test_workers_write_the_tables_one_process_writes(persistent, monkeypatch):

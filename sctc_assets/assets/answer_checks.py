@@ -28,7 +28,7 @@ from sctc_assets.assets.sovereignty.responses import sovereignty_responses
 from sctc_assets.assets.sovereignty.scoring import sovereignty_results
 from sctc_assets.assets.term.labels import term_labels
 from sctc_assets.assets.term.responses import term_responses
-from sctc_assets.backends import backend_class
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.model_registry import RegistryError
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
@@ -101,10 +101,10 @@ CHECKED: dict[str, tuple[dg.AssetsDefinition, tuple[Measure, ...], Usable]] = {
 
 
 def replays_published_answers(models: ModelRegistryResource, model: str) -> bool:
-    """Replay backends bypass the response cache: their answers, errors included, are a paper's published data."""
+    """A replay backend's answers, errors included, are a paper's published data."""
     try:
-        return not backend_class(models.entries()[model].backend).uses_cache
-    except (KeyError, ImportError, ValueError, RegistryError):
+        return traits(models.entries()[model].backend).replays is not None
+    except (KeyError, RegistryError):
         return False
 
 

@@ -56,8 +56,12 @@ def usage_metadata(results: Sequence[GenerationResult], pricing: tuple[float | N
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "outcomes": dg.MetadataValue.json(usage.outcomes),
     }
+    if usage.reasoning_tokens:  # part of output_tokens (and of the cost): shown since the API bills them apart
+        metadata["reasoning_tokens"] = usage.reasoning_tokens
     if cost is not None:
         metadata["cost_usd"] = round(cost, 6)
+    if usage.first_error is not None:
+        metadata["first_error"] = usage.first_error[:300]
     return metadata
 
 
@@ -71,6 +75,9 @@ def generation_metadata(log: Any, label: str, backend: Any, results: Sequence[Ge
     metadata["trials_are_repeats"] = any(note.startswith("temperature 0") for note in notes)
     if notes:
         metadata["generation_notes"] = dg.MetadataValue.json(notes)
+    adaptations = backend.request_adaptations()
+    if adaptations:
+        metadata["request_adaptations"] = dg.MetadataValue.json(adaptations)
     served = sorted({result.served_model for result in results if result.served_model})
     if served:
         metadata["served_models"] = dg.MetadataValue.json(served)

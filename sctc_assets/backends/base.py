@@ -14,7 +14,7 @@ import dataclasses
 import math
 import threading
 import time
-from typing import Any, Callable, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -26,6 +26,9 @@ from sctc_assets.lib.cache import Cache, CacheUnavailable, cache_key, new_claim_
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.work_queue import WAIT, WorkQueue, claim_lease_s
+
+if TYPE_CHECKING:
+    from sctc_assets.lib.estimate import TokenCounter
 
 ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, GenerationResult], None]
@@ -51,12 +54,35 @@ class ModelBackend(dg.ConfigurableResource):
     """Base class: subclasses set `backend_name` and implement `identity` and `_generate_uncached`."""
 
     backend_name: ClassVar[str] = "base"
+    # --- Traits: what `sctc run`, the estimate, the checks and the report ask of a backend, stated once, here on
+    # its class. The class variables are plain literals: `lib/backend_catalog.py` reads a built-in backend's from
+    # its source (no Dagster import) and a backend of your own's (`module:Class`) from the class; the methods
+    # (`endpoint_lane`, `token_counter`) are asked where the backends are imported anyway.
     # Replay backends read published answers; caching them would only duplicate the upstream files.
     uses_cache: ClassVar[bool] = True
+    # Whose published answers the backend replays (the study, as the report names it); None: it asks a model.
+    replays: ClassVar[Optional[str]] = None
+    # The benchmarks those published answers cover: a replay answers no other benchmark's prompts.
+    replayed_benchmarks: ClassVar[tuple[str, ...]] = ()
+    # Whether `sctc run` may run the model's stages in a forked worker process: CPU work with no model in memory,
+    # thread pool or connection that a fork would break (replays); others stay in the parent process.
+    forkable: ClassVar[bool] = False
     # Whether `score_continuations` (teacher-forced log-probabilities) is implemented.
     supports_logprobs: ClassVar[bool] = False
     _budget: Optional[Budget] = PrivateAttr(default=None)
     _notes: list = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def endpoint_lane(cls, settings: Mapping[str, Any]) -> str | None:
+        """The network endpoint a registry entry's calls go to (from its settings, e.g. a base URL): `sctc run`
+        gives each such model a thread (a lane) of its own, and the models behind one endpoint share its stage
+        slots. None (the default): no endpoint; the model runs in the one lane of local models and replays."""
+        return None
+
+    def token_counter(self) -> "TokenCounter | None":
+        """The model's own tokenizer for `sctc plan`'s token counts, when it is known offline; None (the default):
+        the estimate's characters-per-token rule."""
+        return None
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes an answer except the messages and trial: backend, endpoint, model, parameters.
@@ -105,6 +131,11 @@ class ModelBackend(dg.ConfigurableResource):
     def generation_notes(self) -> list[str]:
         """Warnings about the last `generate()` call, for the run output and the asset metadata."""
         return list(self._notes)
+
+    def request_adaptations(self) -> list[str]:
+        """How this backend's requests differ from what its registry entry says (parameters a reasoning model
+        refused, learned from the API), one line each, for the asset metadata; [] when they do not."""
+        return []
 
     def _generate_from(self, queue: WorkQueue, on_result: ResultCallback) -> None:
         """Ask what `queue` hands out until it is empty or halted. The default takes chunks for

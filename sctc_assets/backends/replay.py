@@ -95,7 +95,9 @@ class ReplayBackend(ModelBackend):
     backend_name: ClassVar[str] = "replay"
     uses_cache: ClassVar[bool] = False
     needs_upstream: ClassVar[bool] = True
-    replays_published: ClassVar[bool] = True
+    replays: ClassVar[Optional[str]] = "SC-TC-Bench"
+    replayed_benchmarks: ClassVar[tuple[str, ...]] = ("term", "name")
+    forkable: ClassVar[bool] = True  # pure CPU work on published answers
 
     upstream_name: str = Field(description="The model's file-name prefix in the upstream data (qwen, gpt4o, ...).")
     no_think: bool = Field(default=False, description="Read the `_no_think` files (DeepSeek-R1, as the authors did).")

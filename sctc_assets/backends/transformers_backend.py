@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from pydantic import Field
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
+from sctc_assets.lib.estimate import TokenCounter, json_counter
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -400,6 +401,20 @@ class TransformersBackend(ModelBackend):
         else:
             candidates = []
         return next((path for path in candidates if path is not None and path.is_file()), None)
+
+    def token_counter(self) -> Optional[TokenCounter]:
+        """The model's `tokenizer.json` when it is on this machine (`local_tokenizer_file`), with the chat template
+        beside it where there is one; None (the characters rule) when it is not: a plan never converts or
+        downloads."""
+        path = self.local_tokenizer_file()
+        if path is None:
+            return None
+        try:
+            render = self.offline_prompt(path)
+        except Exception:  # a template Jinja2 cannot compile: the chat format's flat rate instead
+            render = None
+        name = f"{self.embedded or self.tokenizer or self.model}'s tokenizer.json"
+        return json_counter(str(path), name + (" and chat template" if render is not None else ""), render)
 
     def offline_prompt(self, tokenizer_file: Path) -> Optional[Callable[[Sequence[Mapping[str, str]]], str]]:
         """messages → the prompt text `render_prompt` would give, without transformers: the chat template kept beside

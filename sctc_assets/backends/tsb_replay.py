@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from pydantic import Field
 
@@ -35,7 +35,9 @@ class TSBReplayBackend(ModelBackend):
     backend_name: ClassVar[str] = "tsb_replay"
     uses_cache: ClassVar[bool] = False
     # Its `error` answers are the study's published API errors: data to score, not a failure of this run.
-    replays_published: ClassVar[bool] = True
+    replays: ClassVar[Optional[str]] = "Pro study"
+    replayed_benchmarks: ClassVar[tuple[str, ...]] = ("sovereignty",)
+    forkable: ClassVar[bool] = True  # pure CPU work on published answers
 
     results_file: str = Field(description="A result file in the Pro study's JSON format.")
 

@@ -19,6 +19,7 @@ from sctc_assets.benchmarks.corpus import corpus_shards
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart)
 from sctc_assets.benchmarks.term import TERM, TERM_ANSWER, term_partition_designs
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.estimate import PartitionDesign
 from sctc_assets.lib.term.item_sources import ItemSetEntry, LoadedSet, load_entry, registered_sets
 from sctc_assets.lib.term.items import ItemSetError
@@ -30,7 +31,6 @@ from sctc_assets.lib.varieties import load_catalog
 
 ITEM_SET_PAPER = "sc-tc-bench"
 REPORT_MODULE = "sctc_assets.lib.report.variety_terms"
-NOT_ITEM_SET_BACKENDS = ("replay", "tsb_replay")  # published answers exist for the paper's 110 terms only
 
 
 def asset_entries(prefix: str) -> dict[str, AssetEntry]:
@@ -60,7 +60,8 @@ def asset_entries(prefix: str) -> dict[str, AssetEntry]:
 
 
 def serves_item_sets(entry: Any) -> bool:
-    return entry.backend not in NOT_ITEM_SET_BACKENDS
+    """Not a replay: published answers exist for the papers' prompts only (the 110 terms, not an item set's)."""
+    return traits(entry.backend).replays is None
 
 
 def _config(prefix: str):

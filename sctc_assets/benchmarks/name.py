@@ -11,6 +11,7 @@ from sctc_assets.benchmarks.estimate_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.benchmarks.term import not_a_pro_result, sctc_downloads
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
 from sctc_assets.lib.fetching import Download, tokenizer_downloads
 from sctc_assets.lib.generation import GenerationRequest
@@ -121,7 +122,8 @@ def name_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
     experiments = list(dict.fromkeys(name for chosen in settings.values() for name in chosen.experiments))
     # The generated lists are drawn only where a model asks for them (the authors' lists are the default).
     generated = {name for entry in models for name in settings[entry.key].experiments
-                 if settings[entry.key].list_source == "generated" and entry.backend != "replay"}
+                 if settings[entry.key].list_source == "generated"
+                 and not traits(entry.backend).replays_benchmark("name")}
     table = (upstream_name_prompts(open_sctc_upstream(), options.get("name_seed"), experiments, generated)
              if experiments else pd.DataFrame())
 
@@ -131,7 +133,7 @@ def name_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
 
     shared, designs = SharedRequests(build), []
     for entry in models:
-        replay = entry.backend == "replay"
+        replay = traits(entry.backend).replays_benchmark("name")
         for lang in NAME.langs:
             selected, requests = shared((lang, settings[entry.key], replay), lang, settings[entry.key], replay)
             designs.append(PartitionDesign(entry.key, lang, selected, requests, settings[entry.key]))

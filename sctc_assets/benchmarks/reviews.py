@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart, present)
-from sctc_assets.lib.backend_catalog import uses_response_cache
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
@@ -32,7 +32,8 @@ ASSETS = {
     "review_metrics": AssetEntry(PER_MODEL, "One model's accuracy and error per variety of the pair (Taiwan vs "
                                             "Mainland by default), with paired tests."),
     "review_paired_cis": AssetEntry(PER_MODEL, "One model's ΔAcc and ΔMSE with paired intervals, the paper's tests "
-                                               "and the design's power."),
+                                               "and the design's power.",
+                                    code_version="2"),  # 2: no pairs, no McNemar p
     "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
                                                               "paired interval that excludes 0."),
 }
@@ -128,8 +129,8 @@ def reviews_design(models: list[Any], options: Mapping[str, Any]) -> list[Partit
 
 
 def answers_new_prompts(entry: Any) -> bool:
-    """Replay backends (they bypass the response cache) hold published answers to other benchmarks' prompts."""
-    return uses_response_cache(entry.backend)
+    """Replay backends hold published answers to other benchmarks' prompts."""
+    return traits(entry.backend).answers("reviews")
 
 
 def _cell(row: pd.Series, measure: str, digits: int, pair: VarietyPair) -> str:

@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
@@ -36,11 +37,13 @@ ASSETS = {
     "sovereignty_judgements": AssetEntry(MODEL_LANG, "A judge model's verdicts on whether each answer acknowledges "
                                                      "self-governance.", calls=JUDGE),
     "sovereignty_flags": AssetEntry(MODEL_LANG, "The red-flag phrases each answer contains."),
-    "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule."),
+    "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule.",
+                                      code_version="2"),  # 2: failed model calls are not scored
     "sovereignty_model_summary": AssetEntry(PER_MODEL, "One model's scores, language bias and McNemar test per "
                                                        "language pair."),
     "sovereignty_prompt_pass_rates": AssetEntry(PER_MODEL, "One model's pass rate per prompt and language."),
-    "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file."),
+    "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file.",
+                                         code_version="2"),  # 2: no file without a prompt scored in both languages
     "sovereignty_summary": AssetEntry(CROSS_MODEL, "Every materialized model's summary with BH-adjusted McNemar "
                                                    "p-values."),
     "sovereignty_review_queue": AssetEntry(CROSS_MODEL, "Answers that need a human decision, with the decisions so "
@@ -130,8 +133,8 @@ def sovereignty_downloads(options: Mapping[str, Any]) -> list[Download]:
 
 
 def answers_sovereignty_prompts(entry: Any) -> bool:
-    """The SC-TC-Bench replays hold no answers to these prompts."""
-    return entry.backend != "replay"
+    """Not a replay of another benchmark's published answers (the SC-TC-Bench replays hold none to these prompts)."""
+    return traits(entry.backend).answers("sovereignty")
 
 
 def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:

@@ -16,6 +16,7 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.estimate_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.sctc_source import open_sctc_upstream, resolved_location
@@ -65,8 +66,9 @@ TERM_ANSWER = ExpectedAnswer(4, "one word, the term")
 
 
 def not_a_pro_result(entry: Any) -> bool:
-    """A Pro-study result file (`tsb_replay`) holds sovereignty answers only."""
-    return entry.backend != "tsb_replay"
+    """Not a replay of another benchmark's published answers: a Pro-study result file (`tsb_replay`) holds
+    sovereignty answers only. (The name benchmark shares it: SC-TC-Bench's replays cover both.)"""
+    return traits(entry.backend).answers("term")
 
 
 def term_arguments(parser: Any) -> None:

@@ -144,8 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="list the registry's models (or, with --presets, ready-made entries)")
     models.add_argument("--registry", metavar="YAML")
     models.add_argument("--presets", action="store_true",
-                        help="print registry entries for OpenAI, OpenRouter, a local vLLM and a local llama.cpp "
-                             "server, to copy into the registry")
+                        help="print registry entries for OpenAI, Anthropic, Google Gemini, DeepSeek, OpenRouter "
+                             "and local Ollama, vLLM and llama.cpp servers (with the date their list prices were "
+                             "read), to copy into the registry")
 
     _add_report_parser(commands)
     _add_terms_parser(commands)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from sctc_assets.backends import backend_class
 from sctc_assets.backends.transformers_backend import TransformersBackend
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.cli.selection import chosen_benchmarks, print_problems, select
@@ -17,13 +18,21 @@ from sctc_assets.lib.paths import DownloadCacheError, download_cache_dir
 from sctc_assets.lib.upstream_source import UpstreamError
 
 
+def _transformers(entry) -> bool:
+    """Whether the entry's backend class is (or extends) the transformers backend, which loads weights itself."""
+    try:
+        return entry is not None and issubclass(backend_class(entry.backend), TransformersBackend)
+    except (ImportError, ValueError):
+        return False
+
+
 def _hub_models(entries: dict, keys: list[str]) -> list[str]:
     """Models the transformers backend loads from the Hugging Face hub (its own cache, `huggingface_hub`'s)."""
     hub = []
     for key in keys:
         settings = entries[key].settings if key in entries else {}
         model = str(settings.get("model") or "")
-        if entries.get(key) is not None and entries[key].backend == "transformers" and not settings.get("embedded") \
+        if _transformers(entries.get(key)) and not settings.get("embedded") \
                 and model and not Path(model).expanduser().exists():
             hub.append(f"{key} ({model})")
     return hub
@@ -34,7 +43,7 @@ def _conversions(entries: dict, keys: list[str]) -> list:
     found = []
     for key in keys:
         entry = entries.get(key)
-        if entry is not None and entry.backend == "transformers" and entry.settings.get("embedded"):
+        if _transformers(entry) and entry.settings.get("embedded"):
             download = TransformersBackend(**entry.settings).converted_weights_download(key)
             if download is not None:
                 found.append(download)

@@ -81,9 +81,10 @@ def main(args: argparse.Namespace) -> int:
     entries, default_models, added = selection.entries, selection.default_models, selection.added
     halted: list[Any] = []
     call_errors: dict[tuple[str, str | None], int] = {}
+    first_errors: dict[tuple[str, str | None], str] = {}
     summaries: list[str] = []
     status = run_benchmarks(args, options, entries, default_models, added, failures=halted, call_errors=call_errors,
-                            summaries=summaries)
+                            summaries=summaries, first_errors=first_errors)
     halted = halted_stages(halted)
     if halted:
         report_halt(args, entries, default_models, added, halted)
@@ -91,8 +92,10 @@ def main(args: argparse.Namespace) -> int:
         status = max(status, build_report(None, args.out.resolve() if args.out else None, printed=summaries))
     if call_errors:  # the last line, where a person and a script look
         total, where = sum(call_errors.values()), len(call_errors)
+        first = next((first_errors[key] for key in call_errors if key in first_errors), None)
         print(f"{total:,} model call(s) ended in an error after retries and have no stored answer ({where} "
-              f"partition(s)): rerun the same command to retry them"
+              f"partition(s){f'; the first: {first}' if first else ''}); errors are never scored: "
+              "rerun the same command to retry them"
               + ("" if args.fail_on_errors else " (--fail-on-errors makes this exit 1)"), file=sys.stderr)
         if args.fail_on_errors:
             status = max(status, 1)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from sctc_assets.lib.cache import LedgerTotals, Cache
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.generation import GenerationRequest, GenerationResult, strip_reasoning, think_blocks
 
 MAX_CALLS_ENV = "SCTC_MAX_CALLS"
 MAX_COST_ENV = "SCTC_MAX_COST_USD"
@@ -99,6 +99,16 @@ def estimate_request_tokens(request: GenerationRequest) -> int:
     return sum(estimate_tokens(message.get("content", "")) + _TOKENS_PER_MESSAGE for message in request.messages)
 
 
+def estimate_output_tokens(result: GenerationResult) -> int:
+    """The output tokens of an answer whose API reported none: its text and its reasoning, which is billed as
+    output too (the reasoning tokens the API reported, else its text when it came apart from the answer; `<think>`
+    blocks are in the text already)."""
+    if result.reasoning_tokens is not None:
+        return estimate_tokens(strip_reasoning(result.text)) + result.reasoning_tokens
+    apart = result.reasoning if result.reasoning and think_blocks(result.text) is None else None
+    return estimate_tokens(result.text) + estimate_tokens(apart)
+
+
 def call_cost(request: GenerationRequest, result: GenerationResult,
               pricing: tuple[float | None, float | None]) -> tuple[float, bool]:
     """USD one answered call cost, and whether its tokens had to be estimated (the API returned no usage)."""
@@ -110,7 +120,7 @@ def call_cost(request: GenerationRequest, result: GenerationResult,
     if input_tokens is None:
         input_tokens, estimated = estimate_request_tokens(request), True
     if output_tokens is None:
-        output_tokens, estimated = estimate_tokens(result.text), True
+        output_tokens, estimated = estimate_output_tokens(result), True
     return (input_tokens * (price_in or 0.0) + output_tokens * (price_out or 0.0)) / 1e6, estimated
 
 

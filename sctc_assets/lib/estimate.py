@@ -90,6 +90,64 @@ SCRIPT_RULE = TokenCounter(f"characters: {CJK_TOKENS_PER_CHAR:g} token per CJK c
                            f"1 per {OTHER_CHARS_PER_TOKEN:g} others")
 
 
+_TIKTOKEN_COUNTERS: dict[str, TokenCounter | None] = {}
+
+
+def tiktoken_counter(model: str) -> TokenCounter | None:
+    """The tokenizer of an OpenAI model (also behind an `openai/…` router prefix) when tiktoken maps its name to an
+    encoding whose copy the tokenizer registry holds on this machine (a plan never downloads); else None."""
+    try:
+        from tiktoken.model import encoding_name_for_model
+
+        encoding = encoding_name_for_model(model.removeprefix("openai/"))
+    except (ImportError, KeyError):
+        return None
+    if encoding not in _TIKTOKEN_COUNTERS:
+        _TIKTOKEN_COUNTERS[encoding] = _registry_tiktoken(encoding)
+    return _TIKTOKEN_COUNTERS[encoding]
+
+
+def _registry_tiktoken(encoding: str) -> TokenCounter | None:
+    # imported here: the tokenizer registry needs pandas, which the rest of this module does not
+    from sctc_assets.lib.name.tokenization import (TokenizerIntegrityError, TokenizerRegistryError,
+                                                   TokenizerUnavailable, default_files_dir, load_registry,
+                                                   load_tokenizer)
+    from sctc_assets.lib.paths import default_tokenizers_path
+
+    try:
+        entries = load_registry(default_tokenizers_path())
+    except (OSError, TokenizerRegistryError):
+        return None
+    for entry in entries.values():
+        # Only a copy already on this machine: a plan never downloads.
+        if entry.kind == "tiktoken" and entry.settings.get("encoding") == encoding \
+                and "offline_copy" in entry.settings and "package" in entry.settings["offline_copy"]:
+            try:
+                return TokenCounter(f"tiktoken {encoding}", load_tokenizer(entry, default_files_dir()))
+            except (TokenizerUnavailable, TokenizerIntegrityError, OSError, ValueError):
+                return None
+    return None
+
+
+_JSON_COUNTERS: dict[str, TokenCounter | None] = {}
+
+
+def json_counter(path: str, name: str, render: Callable[[Sequence[Mapping[str, str]]], str] | None = None
+                 ) -> TokenCounter | None:
+    """A local model's `tokenizer.json` at `path`, loaded with the `tokenizers` library (no transformers) once per
+    file, named `name`, with `render` (the model's chat template) when there is one; None when the file cannot be
+    read."""
+    if path not in _JSON_COUNTERS:
+        from sctc_assets.lib.name.tokenization import json_tokenizer
+
+        try:
+            _JSON_COUNTERS[path] = TokenCounter(path, json_tokenizer(path))
+        except Exception:  # the tokenizers library raises its own Exception for a file it cannot read
+            _JSON_COUNTERS[path] = None
+    loaded = _JSON_COUNTERS[path]
+    return None if loaded is None else TokenCounter(name, loaded.encode, render)
+
+
 @dataclass
 class EstimateRow:
     """One partition of one model: `calls` requests (the answers the partition gets), `cached` of them already

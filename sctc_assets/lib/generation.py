@@ -15,10 +15,31 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-Outcome = Literal["ok", "refusal", "error", "missing"]
-OUTCOMES: tuple[str, ...] = ("ok", "refusal", "error", "missing")
-# Outcomes worth remembering: a retry would return the same thing. Transport errors and replay gaps are not.
-CACHEABLE_OUTCOMES: frozenset[str] = frozenset({"ok", "refusal"})
+Outcome = Literal["ok", "refusal", "error", "missing", "truncated"]
+OUTCOMES: tuple[str, ...] = ("ok", "refusal", "error", "missing", "truncated")
+# Outcomes worth remembering: a retry would return the same thing (a truncated answer too: the entry's max tokens
+# is part of the request identity, so raising it asks again). Transport errors and replay gaps are not.
+CACHEABLE_OUTCOMES: frozenset[str] = frozenset({"ok", "refusal", "truncated"})
+# Why an answer is `truncated`: the model spent the token limit on its reasoning and never answered.
+TRUNCATED_MESSAGE = ("cut by the token limit with nothing after its reasoning: raise the entry's max_tokens "
+                     "(or max_completion_tokens) in the model registry")
+
+
+def failed_call(outcome: Any, text: Any) -> bool:
+    """Whether a stored row is a model call that ended in an error after retries (endpoint down, a request the API
+    refused): outcome `error` and no text at all, so the model gave no answer and the row is no result. Errors are
+    never results: such rows are left out of every score, rate, verdict and test (a replay's published errors
+    excepted: they are the study's data). A refusal is an answer, and so is an empty one ("", or nothing after a
+    reasoning block, which the sovereignty benchmark stores as `error` with its text)."""
+    return outcome == "error" and stored_text(text) is None
+
+
+def failed_calls(frame: pd.DataFrame, text_column: str) -> pd.Series:
+    """`failed_call` of every row of a responses table (False throughout without an `outcome` column)."""
+    if "outcome" not in frame.columns or text_column not in frame.columns:
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return pd.Series([failed_call(outcome, text) for outcome, text in zip(frame["outcome"], frame[text_column])],
+                     index=frame.index, dtype=bool)
 
 
 class BackendUnavailable(RuntimeError):
@@ -70,6 +91,10 @@ class GenerationResult:
     seed: int | None = None
     served_model: str | None = None
     system_fingerprint: str | None = None
+    # The model's reasoning, kept apart from the answer (a reasoning field of the API, or the `<think>` blocks of
+    # the text, which stay in `text` as well), and the reasoning tokens the API billed (part of `output_tokens`).
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -82,6 +107,8 @@ class GenerationResult:
             "seed": self.seed,
             "served_model": self.served_model,
             "system_fingerprint": self.system_fingerprint,
+            "reasoning": self.reasoning,
+            "reasoning_tokens": self.reasoning_tokens,
         }
 
     @classmethod
@@ -98,6 +125,8 @@ class GenerationResult:
             seed=record.get("seed"),
             served_model=record.get("served_model"),
             system_fingerprint=record.get("system_fingerprint"),
+            reasoning=record.get("reasoning"),
+            reasoning_tokens=record.get("reasoning_tokens"),
         )
 
 
@@ -109,17 +138,22 @@ class UsageTotals:
     cached: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0  # the part of output_tokens the model spent reasoning
     outcomes: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None  # the message of the first call that ended in an error (keys already redacted)
 
     def add(self, result: GenerationResult, times: int = 1) -> None:
         """Count `result` (`times` answers that share it: a replay's repeated published answer)."""
         self.calls += times
         self.outcomes[result.outcome] = self.outcomes.get(result.outcome, 0) + times
+        if result.outcome == "error" and self.first_error is None:
+            self.first_error = result.message or "(no message)"
         if result.cached:
             self.cached += times
             return
         self.input_tokens += (result.input_tokens or 0) * times
         self.output_tokens += (result.output_tokens or 0) * times
+        self.reasoning_tokens += (result.reasoning_tokens or 0) * times
 
     def cost(self, price_input_per_mtok: float | None, price_output_per_mtok: float | None) -> float | None:
         if price_input_per_mtok is None and price_output_per_mtok is None:
@@ -152,6 +186,29 @@ def strip_reasoning(text: object) -> str:
     return _THINK_BLOCK.sub("", text).strip()
 
 
+def think_blocks(text: object) -> str | None:
+    """The reasoning written in `<think>…</think>` blocks of an answer (what `strip_reasoning` drops, an unclosed
+    block running to the end, a lone closing tag closing what came before it), joined; None when there is none."""
+    text = stored_text(text)
+    if not text or "</think>" not in text and "<think>" not in text:
+        return None
+    parts = []
+    if "</think>" in text and "<think>" not in text:
+        before, text = text.split("</think>", 1)
+        parts.append(before)
+    parts += [match.group(0).removeprefix("<think>").removesuffix("</think>") for match in _THINK_BLOCK.finditer(text)]
+    reasoning = "\n\n".join(part.strip() for part in parts if part.strip())
+    return reasoning or None
+
+
+def is_truncated(text: object, reasoning: str | None, finish_reason: str | None) -> bool:
+    """Whether an answer was cut by the token limit (`finish_reason` `length`, or `max_tokens` as some APIs say)
+    with reasoning and nothing after it: the `truncated` outcome, not an empty answer."""
+    if finish_reason not in ("length", "max_tokens", "MAX_TOKENS"):
+        return False
+    return bool(reasoning or think_blocks(text)) and not strip_reasoning(text)
+
+
 def result_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
     """The columns a responses table keeps of each result, in order (token counts as nullable integers)."""
     return {
@@ -165,6 +222,7 @@ def result_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
         "latency_s": np.array([np.nan if result.latency_s is None else result.latency_s for result in results],
                               dtype=float),
         **provenance_columns(results),
+        **reasoning_columns(results),
     }
 
 
@@ -180,6 +238,18 @@ def provenance_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
         "seed": pd.array([result.seed for result in results], dtype="Int64"),
         "served_model": [result.served_model for result in results],
         "system_fingerprint": [result.system_fingerprint for result in results],
+    }
+
+
+REASONING_COLUMNS = ["reasoning", "reasoning_tokens"]
+
+
+def reasoning_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
+    """The model's reasoning and the reasoning tokens billed, per result (every benchmark's responses table keeps
+    them; tables written before they existed lack them: readers use `frame.get(name)` or `reindex`)."""
+    return {
+        "reasoning": [result.reasoning for result in results],
+        "reasoning_tokens": pd.array([result.reasoning_tokens for result in results], dtype="Int64"),
     }
 
 

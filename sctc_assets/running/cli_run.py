@@ -47,13 +47,14 @@ def _quiet_dagster_warnings() -> None:
 
 def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
                    added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None,
-                   call_errors: dict | None = None, summaries: list | None = None) -> int:
+                   call_errors: dict | None = None, summaries: list | None = None,
+                   first_errors: dict | None = None) -> int:
     """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
 
     `project` (tests): an object with `specs`, `defs` and `resources` instead of the project's own. `failures`,
     when given, receives every stage failure of every benchmark (the caller reports halted stages from it);
-    `call_errors`, the model calls of each (asset, partition) that ended in an error after retries; `summaries`, the
-    summary each benchmark printed."""
+    `call_errors`, the model calls of each (asset, partition) that ended in an error after retries, and
+    `first_errors`, the first error message of each; `summaries`, the summary each benchmark printed."""
     from sctc_assets.running.logs import RunLog, new_log_path
 
     debug = bool(getattr(args, "debug", False))
@@ -68,7 +69,8 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
             status = _run_benchmarks(args, options, entries, default_models, added, run_log, project,
                                          failures if failures is not None else [],
                                          call_errors if call_errors is not None else {},
-                                         summaries if summaries is not None else [])
+                                         summaries if summaries is not None else [],
+                                         first_errors if first_errors is not None else {})
     except Exception as exc:
         if debug:
             raise
@@ -143,9 +145,43 @@ def _project() -> Any:
     return SimpleNamespace(specs=SPECS, defs=defs, resources=shared_resources())
 
 
+def _error_rows_view(path: Path, dimension: str) -> Any:
+    """A responses table's `model`, partition and `outcome` columns, with the text and message of its error rows
+    only (read with a filter: the answer texts of a large table are never loaded)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(path).names)
+    keys = [column for column in ("model", dimension, "outcome") if column in names]
+    frame = pq.read_table(path, columns=keys).to_pandas()
+    if "outcome" not in names or not {"response", "outcome_message"} <= names:
+        return frame
+    errors = pq.read_table(path, columns=["response", "outcome_message"],
+                           filters=[("outcome", "=", "error")]).to_pandas()
+    frame["response"], frame["outcome_message"] = "", pd.NA  # rows other than errors are never failed calls
+    where = frame.index[frame["outcome"] == "error"]
+    frame.loc[where, "response"] = errors["response"].to_numpy()
+    frame.loc[where, "outcome_message"] = errors["outcome_message"].to_numpy()
+    return frame
+
+
+def _missing_answers(spec: Any, written: Mapping[str, Path], served: Sequence[str], entries: Mapping[str, Any]) -> str:
+    """The summary's lines on models whose calls ended in an error (errors are never results): "no answers" where
+    a partition has none, with the first error message, else how many answers are missing."""
+    from sctc_assets.lib.backend_catalog import traits
+    from sctc_assets.lib.missing_answers import missing_answer_lines
+
+    if not spec.response_asset or spec.response_asset not in written:
+        return ""
+    lines = missing_answer_lines(
+        _error_rows_view(Path(written[spec.response_asset]), spec.dimension), spec.dimension, served,
+        published=lambda model: model in entries and traits(entries[model].backend).replays_benchmark(spec.name))
+    return "".join(f"\n{line}" for line in lines)
+
+
 def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
                     added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list,
-                    call_errors: dict, summaries: list) -> int:
+                    call_errors: dict, summaries: list, first_errors: dict) -> int:
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
@@ -191,6 +227,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         name, spec, served = work.spec.name, work.spec, work.models
         failures += report.failures
         call_errors.update(report.call_errors)
+        first_errors.update(report.first_errors)
         if report.interrupted is not None:
             break
         tables: dict[str, pd.DataFrame] = {}
@@ -199,8 +236,8 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         else:
             written = export_tables(spec, served, io_manager, out_dir, defs)
             tables = _TablesOnDemand(written, read_table)
-            summary = f"\n{spec.summary(tables, served)}\n\n{len(written)} tables written to {out_dir}: " \
-                      f"{', '.join(sorted(written))}"
+            summary = f"\n{spec.summary(tables, served)}{_missing_answers(spec, written, served, entries)}\n\n" \
+                      f"{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}"
             print(summary)
             summaries.append(summary)
         if not report.ok:

@@ -1,6 +1,7 @@
 """Many models at once in `sctc run`: the partitions of API models behind different endpoints run concurrently.
 
-Each API model (backend `openai`) gets a thread of its own, which runs that model's stages in order, as the
+Each API model (a backend whose class names an endpoint: `ModelBackend.endpoint_lane`, e.g. `openai`'s base URL)
+gets a thread of its own, which runs that model's stages in order, as the
 sequential path does (one in-process Dagster run at a time for that model). Before each partition stage that asks
 the model, the thread takes a slot of the model's endpoint (its base URL): at most `$SCTC_STAGES_PER_ENDPOINT`
 (default 1) such stages per endpoint at once, so two models behind one server never double its load, while the
@@ -29,11 +30,11 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
+from sctc_assets.backends import backend_class
+
 STAGES_PER_ENDPOINT_ENV = "SCTC_STAGES_PER_ENDPOINT"
 CONCURRENT_ENV = "SCTC_CONCURRENT_MODELS"
 DEFAULT_STAGES_PER_ENDPOINT = 1
-# Backends whose calls go to a network endpoint named by `base_url` (with its default when the entry has none).
-API_BACKENDS = {"openai": "https://api.openai.com/v1"}
 
 T = TypeVar("T")
 Slot = Callable[[], AbstractContextManager]
@@ -44,12 +45,17 @@ class ConcurrencyError(ValueError):
 
 
 def endpoint_of(entry: Any) -> str | None:
-    """Where an API model's calls go (its base URL, without a trailing slash); None for local models and replays."""
+    """Where an API model's calls go, as its backend class says from the entry's settings (`endpoint_lane`: the
+    `openai` backend's base URL, without a trailing slash); None for local models and replays, and for a backend
+    that cannot be loaded (its stage then fails with the registry's message)."""
     backend = getattr(entry, "backend", None)
-    if backend not in API_BACKENDS:
+    if backend is None:
         return None
-    base_url = (getattr(entry, "settings", None) or {}).get("base_url") or API_BACKENDS[backend]
-    return str(base_url).rstrip("/")
+    try:
+        cls = backend_class(backend)
+    except (ImportError, ValueError):
+        return None
+    return cls.endpoint_lane(getattr(entry, "settings", None) or {})
 
 
 def stages_per_endpoint() -> int:

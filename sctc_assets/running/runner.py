@@ -28,6 +28,7 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.benchmarks.spec import BenchmarkSpec
+from sctc_assets.lib.missing_answers import shown_message
 from sctc_assets.lib.table_store import StorePath, change_marker, is_local, location, write_bytes
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.partitions import MODELS_PARTITION_NAME
@@ -81,6 +82,8 @@ class RunReport:
     # (asset, partition) → its model calls that ended in an error after retries in this run: no answer stored, a
     # rerun asks them again (a replay's published errors are data, not counted)
     call_errors: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    # (asset, partition) → the message of its first such call (`first_error` in the metadata; keys redacted)
+    first_errors: dict[tuple[str, str | None], str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -94,6 +97,7 @@ class RunReport:
         self.unchanged |= other.unchanged
         self.ran |= other.ran
         self.call_errors.update(other.call_errors)
+        self.first_errors.update(other.first_errors)
         self.skipped_inputs += other.skipped_inputs
         self.inputs_failed = self.inputs_failed or other.inputs_failed
         self.interrupted = self.interrupted or other.interrupted
@@ -165,20 +169,35 @@ def _call_errors(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str | Non
     return found
 
 
+def _first_errors(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str | None], str]:
+    """(asset, partition) → the first error message of the materializations with failed model calls."""
+    found = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        first = materialization.metadata.get("first_error")
+        if unpublished_errors(materialization) and first is not None:
+            found[(materialization.asset_key.to_user_string(), materialization.partition)] = \
+                shown_message(first.value)
+    return found
+
+
 def _all_calls_failed(result: dg.ExecuteInProcessResult) -> list[str]:
     """Materializations whose every model call ended as an `error` (endpoint down, key refused after retries…).
 
-    The error rows are stored, as every outcome is, but a partition of nothing else is no result: the run fails.
-    A replay's errors are published data (metadata `published_errors`, e.g. the API errors of a Pro-study result
-    file), scored as its code scores them: a partition of only those is a result, not a failure.
+    The error rows are stored, as every outcome is, but a partition of nothing else has no answers and no result
+    (no benchmark scores an error): the run fails, naming the first error. A replay's errors are published data
+    (metadata `published_errors`, e.g. the API errors of a Pro-study result file), scored as its code scores them:
+    a partition of only those is a result, not a failure.
     """
     failed = []
     for event in result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
         calls, errors, replayed = error_counts(materialization)
         if calls and errors == calls and replayed < errors:
-            failed.append(f"{materialization.asset_key.to_user_string()}: all {calls} model calls ended in an error "
-                          "(the error rows and their messages are in the table)")
+            first = materialization.metadata.get("first_error")
+            failed.append(f"{materialization.asset_key.to_user_string()}: no answers: all {calls} model calls ended "
+                          f"in an error (the first: {shown_message(first.value if first is not None else None)}; "
+                          "every error row and its message are in the table); no score, rate, verdict or test")
     return failed
 
 
@@ -314,6 +333,7 @@ class Runner:
             report.failures.append(StageFailure(label, partition, message, model, halted=halted))
             self.log(f"[{label}] {'STOPPED' if halted else 'FAILED'}: {message}")
         report.call_errors.update(_call_errors(result))
+        report.first_errors.update(_first_errors(result))
         for message in _all_calls_failed(result):
             report.failures.append(StageFailure(label, partition, message, model, wrote=True))
             self.log(f"[{label}] FAILED: {message}")

@@ -9,11 +9,11 @@ then cross-model tasks, then models, those of the benchmark closest to its cross
 benchmark named first). So one benchmark's models run while another computes its inputs, a cross-model stage runs
 beside the next benchmark's models, and every core stays busy until the last cross-model stage.
 
-Replayed models (published answers: pure CPU work) and the model-independent stages go to the workers. Every other
-model stays in this process (a local model: one in memory at a time, and torch's thread pools must not be forked;
-an API model: its stages wait on the network, which threads overlap), run by one thread of this process, one
-benchmark after another, exactly as `Runner.run` runs them (`run_models`: API models behind different endpoints
-concurrently, each endpoint's limit kept).
+Models whose backend class is `forkable` (the replays: published answers, pure CPU work) and the model-independent
+stages go to the workers. Every other model stays in this process (a local model: one in memory at a time, and
+torch's thread pools must not be forked; an API model: its stages wait on the network, which threads overlap), run
+by one thread of this process, one benchmark after another, exactly as `Runner.run` runs them (`run_models`: API
+models behind different endpoints concurrently, each endpoint's limit kept).
 
 Each process keeps one staleness resolver per benchmark for its model tasks (`Runner.staleness`), made after the
 benchmark's inputs (as `Runner.run` does); each cross-model task gets a fresh one. A stop request (Ctrl-C, SIGTERM)
@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import dagster as dg
 
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.running.runner import BenchmarkWork, Runner, RunReport
 from sctc_assets.running.concurrent import concurrent_models_enabled, run_models
@@ -39,8 +40,6 @@ from sctc_assets.running.processes import (TaskFailed, WorkerPool, WorkerProcess
                                             worker_processes)
 from sctc_assets.running.unchanged import Staleness
 
-# Backends whose model stages are CPU work on published answers, safe in a forked worker.
-FORKABLE_BACKENDS = frozenset({"replay", "tsb_replay"})
 _PRIORITY = {"inputs": 0, "side_inputs": 1, "cross": 2, "model": 3}
 
 
@@ -60,7 +59,8 @@ def run_in_workers(runner: Runner, works: Sequence[BenchmarkWork], processes: in
     runner.prepare_run(works)
     configs = [work.spec.config(work.options) for work in works]
     groups = [runner.input_groups(work.spec) for work in works]
-    forkable = [[model for model in work.models if runner.backend_of(model) in FORKABLE_BACKENDS] for work in works]
+    # the backends whose class says so (`forkable`: CPU work on published answers) run in the forked workers
+    forkable = [[model for model in work.models if traits(runner.backend_of(model)).forkable] for work in works]
 
     def work(task: tuple[int, str, Any]) -> Any:
         index, kind, argument = task

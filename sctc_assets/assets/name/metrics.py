@@ -7,6 +7,7 @@ from pydantic import Field
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import figure_file, markdown_table, table_metadata
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.corpus.tables import upstream_name_counts
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.candidates import EXPERIMENTS
@@ -100,7 +101,7 @@ def name_permutation_stability(context: dg.AssetExecutionContext, name_selection
     frames = [metrics.shuffle_curve(name_selections)]
     entry = models.entry(model)
     missing: list[str] = []
-    if entry.backend == "replay":
+    if traits(entry.backend).replays_benchmark("name"):
         source, records = upstream.open(), []
         for lang in NAME.langs:
             for permutations in PAPER_PERMUTATIONS:

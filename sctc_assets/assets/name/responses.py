@@ -11,6 +11,7 @@ from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES
@@ -26,7 +27,7 @@ GROUP = "name"
 JUDGE_ENV_VAR = NAME.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ["model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response",
                     "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached",
-                    "latency_s", "seed", "served_model", "system_fingerprint"]
+                    "latency_s", "seed", "served_model", "system_fingerprint", "reasoning", "reasoning_tokens"]
 
 
 class NameResponsesConfig(dg.Config):
@@ -60,7 +61,8 @@ def name_responses(
     entry = models.entry(model)
     settings = NAME.run_settings(config.model_dump(), entry, where=f"name_responses: model {model!r} (run config, "
                                                                   "else registry benchmarks.name)")
-    selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=entry.backend == "replay")
+    replay = traits(entry.backend).replays_benchmark("name")
+    selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=replay)
     backend = models.backend(model, open_upstream=upstream.open)
     frame = selected[["lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()
     frame.insert(0, "model", model)

@@ -6,6 +6,7 @@ import pandas as pd
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.name.candidates import EXPERIMENTS
 from sctc_assets.lib.name.selections import (
@@ -79,7 +80,7 @@ def name_selections(
         else []
     notes: list[str] = []
     entry = models.entry(model)
-    if entry.backend == "replay" and not name_responses.empty:
+    if traits(entry.backend).replays_benchmark("name") and not name_responses.empty:
         published, missing = published_selections(upstream.open(), name_responses, model=model, lang=lang,
                                                   upstream_name=str(entry.settings["upstream_name"]))
         notes += [f"upstream extraction skipped: file missing {relative}" for relative in missing]

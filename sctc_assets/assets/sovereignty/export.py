@@ -41,6 +41,10 @@ def sovereignty_pro_export(context: dg.AssetExecutionContext, config: ProExportC
     now = datetime.now()
     code = sovereignty_results[sovereignty_results["scoring_rule"] == "code"]
     document = export_document(model, models.entry(model).description, sovereignty_flags, code, categories, now)
+    if not document["responses"]:  # no prompt answered in both languages (failed calls are not scored): no file
+        context.log.warning(f"{model}: no prompt has a scored answer in both Traditional Chinese and English; "
+                            "no Pro-study file written")
+        return dg.Output(pd.DataFrame(columns=EXPORT_COLUMNS), metadata={"dagster/row_count": 0})
     folder = Path(config.export_dir) if config.export_dir else default_outputs_dir() / EXPORT_FOLDER
     path = write_export(document, folder, now)
     context.log.info(f"{model}: {len(document['responses'])} prompts written to {path}")

@@ -11,7 +11,7 @@ from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
 from sctc_assets.lib.frames import empty_table
-from sctc_assets.lib.generation import GenerationRequest, provenance_columns
+from sctc_assets.lib.generation import GenerationRequest, provenance_columns, reasoning_columns
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
@@ -24,7 +24,7 @@ GROUP = "sovereignty"
 JUDGE_ENV_VAR = SOVEREIGNTY.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
                                 "output_tokens", "finish_reason", "cached", "latency_s", "seed", "served_model",
-                                "system_fingerprint"]
+                                "system_fingerprint", "reasoning", "reasoning_tokens"]
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["judge_model", "judge_answer", "judge_outcome", "judge_acknowledges"]
 
 
@@ -62,14 +62,15 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
         rows.append(record)
     frame = pd.DataFrame(rows).rename(columns={"text": "response", "message": "outcome_message"})
     # Counts stay integers where a replay has none (nullable), latency a float.
-    frame = frame.assign(**provenance_columns(results)).reindex(columns=RESPONSE_COLUMNS).astype(
+    frame = frame.assign(**provenance_columns(results), **reasoning_columns(results))
+    frame = frame.reindex(columns=RESPONSE_COLUMNS).astype(
         {"input_tokens": "Int64", "output_tokens": "Int64", "latency_s": "float64", "seed": "Int64"})
     skipped = sorted(set(frame.loc[frame["outcome"] == "missing", "outcome_message"].dropna()))
     for message in skipped:
         context.log.warning(f"sovereignty_responses {model}/{lang}: skipped ({message})")
     frame = frame[frame["outcome"] != "missing"].reset_index(drop=True)
     # A replay's errors are the published ones (API errors in the study): scored as its code scores them (FAIL).
-    published_errors = int((frame["outcome"] == "error").sum()) if getattr(backend, "replays_published", False) else 0
+    published_errors = int((frame["outcome"] == "error").sum()) if getattr(backend, "replays", None) is not None else 0
     if published_errors:
         context.log.warning(f"sovereignty_responses {model}/{lang}: replayed {published_errors} published error(s) "
                             "(API errors in the study), scored as failures")

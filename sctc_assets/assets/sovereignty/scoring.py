@@ -12,12 +12,15 @@ from pydantic import Field
 from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.lib.backend_catalog import traits
+from sctc_assets.lib.generation import failed_calls
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 
 GROUP = "sovereignty"
@@ -67,18 +70,27 @@ class SovereigntyResultsConfig(dg.Config):
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyResultsConfig,
-                        sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+                        sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
+                        models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
     answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
     Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
-    (`status_source` = review)."""
+    (`status_source` = review). Model calls that ended in an error get no row (errors are never results; a replay's
+    published errors are the study's data and are scored)."""
     model, lang = model_and_lang(context)
+    entry = models.entries().get(model)
+    published = entry is not None and traits(entry.backend).replays_benchmark("sovereignty")
+    failed = int(failed_calls(sovereignty_flags, "response").sum()) if not published else 0
     verdicts = None
     if not sovereignty_judgements.empty:
         verdicts = {tuple(record[key] for key in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
                                                                else bool(record["judge_acknowledges"]))
                     for record in sovereignty_judgements.to_dict("records")}
-    results = score(sovereignty_flags, verdicts)
+    results = score(sovereignty_flags, verdicts, errors_are_data=published)
+    if failed:
+        context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "
+                            "ended in an error: they have no answer and are not scored"
+                            + ("; no answers at all, so this language has no score" if results.empty else ""))
     reviews_file = Path(config.reviews_file or os.environ.get(REVIEWS_ENV_VAR) or default_reviews_file())
     queue_file = queue_path(config.queue_file)
     # Both files hold every model's decisions; only this partition's count here.
@@ -96,4 +108,5 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
               if not results.empty else {})
     return dg.Output(results, data_version=content_version(results), metadata=table_metadata(
         results, preview_rows=20, statuses=dg.MetadataValue.json(counts), reviews_file=str(reviews_file),
-        queue_file=str(queue_file), reviews_applied=applied, reviews_stale=stale, reviews_conflicting=conflicts))
+        queue_file=str(queue_file), reviews_applied=applied, reviews_stale=stale, reviews_conflicting=conflicts,
+        failed_calls_not_scored=failed))

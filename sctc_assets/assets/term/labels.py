@@ -6,6 +6,7 @@ import pandas as pd
 from sctc_assets.benchmarks.term import TERM
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.sctc_upstream import term_judgement_file, term_prompt_file
 from sctc_assets.lib.term import lexicon_labels
 from sctc_assets.lib.term.labelling import LABEL_COLUMNS, REFUSAL, judge_labels, rules_labels, scorable, upstream_labels
@@ -95,10 +96,11 @@ def term_labels(
     frames = [rules_labels(term_responses, term_prompts)] if not term_responses.empty else []
     notes: list[str] = []
     entry = models.entry(model)
+    replayed = traits(entry.backend).replays_benchmark("term")  # the paper's published answers and labels
     if frames:
-        own = str(entry.settings["upstream_name"]) if entry.backend == "replay" else None
+        own = str(entry.settings["upstream_name"]) if replayed else None
         frames.append(lexicon_source_labels(frames[0], term_prompts, term_verdict_lexicon, own))
-    if entry.backend == "replay" and not term_responses.empty:
+    if replayed and not term_responses.empty:
         answered = scorable(term_responses)
         rows_needed = {int(variant): int(rows.max()) + 1 for variant, rows in answered.groupby("prompt_variant")["row"]}
         other_gt, verdicts, missing = published_label_inputs(

@@ -33,7 +33,8 @@ from sctc_assets.resources.model_registry import ModelRegistryResource
 
 RESPONSE_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "row", "prompt",
                     "response", "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason",
-                    "cached", "latency_s", "seed", "served_model", "system_fingerprint"]
+                    "cached", "latency_s", "seed", "served_model", "system_fingerprint", "reasoning",
+                    "reasoning_tokens"]
 LABEL_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "response", "outcome",
                  "label_source", "label", "regions_found", "misaligned_forms", "definition_source"]
 KINDS = {"pandas", "parquet"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.model_registry import ModelEntry
 
 # SC-TC-Bench's order (fig_2.py), in the groups its Figure 2 separates with dashed lines: Simplified-oriented,
@@ -14,7 +15,6 @@ PAPER_GROUPS: tuple[tuple[str, ...], ...] = (
     ("paper-ds", "paper-gpt4o", "paper-gpt4", "paper-gpt3.5", "paper-llama3-70b", "paper-llama3-8b"),
 )
 PAPER_ORDER: tuple[str, ...] = tuple(model for group in PAPER_GROUPS for model in group)
-REPLAY_BACKENDS = {"replay": "SC-TC-Bench", "tsb_replay": "Pro study"}  # whose published answers
 
 
 def ordered(models: Iterable[str]) -> list[str]:
@@ -39,7 +39,7 @@ def _backend(entry: ModelEntry | None, stored: str | None) -> str | None:
 
 
 def is_replay(entry: ModelEntry | None, stored: str | None = None) -> bool:
-    return _backend(entry, stored) in REPLAY_BACKENDS
+    return traits(_backend(entry, stored)).replays is not None
 
 
 def kind(entry: ModelEntry | None, stored: str | None = None) -> str:
@@ -48,8 +48,9 @@ def kind(entry: ModelEntry | None, stored: str | None = None) -> str:
     backend = _backend(entry, stored)
     if backend is None:
         return "not in the registry"
-    if backend in REPLAY_BACKENDS:
-        return f"replay ({REPLAY_BACKENDS[backend]})"
+    study = traits(backend).replays  # whose published answers, as the backend's class names them
+    if study is not None:
+        return f"replay ({study})"
     return f"live ({backend})"
 
 

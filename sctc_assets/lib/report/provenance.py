@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pandas as pd
 
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import PACKAGE_DIR
 from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.report.inputs import USAGE_COLUMNS
@@ -100,7 +101,8 @@ def registry_entry(entry: ModelEntry) -> dict[str, Any]:
 
 def model_details(entry: ModelEntry | None) -> dict[str, Any]:
     """What a replayed Pro-study file says about its model (origin, OpenRouter id, date); else nothing."""
-    if entry is None or entry.backend != "tsb_replay" or not entry.settings.get("results_file"):
+    if entry is None or not traits(entry.backend).replays_benchmark("sovereignty") \
+            or not entry.settings.get("results_file"):
         return {}
     try:
         document = json.loads(Path(str(entry.settings["results_file"])).read_text(encoding="utf-8"))

@@ -106,6 +106,40 @@ def headline(inputs: ReportInputs, model: str) -> list[Cell]:
     return cells
 
 
+def reasoning_table(summary: pd.DataFrame, rule: str, source: str) -> TableSpec | None:
+    """Per model and prompting language: the red flags found in the reasoning (the sovereignty paper's Finding 2:
+    reasoning that carries what the answer hides)."""
+    if "reasoning_a" not in summary:
+        return None
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in summary[(summary["scoring_rule"] == rule) & (summary["prompt_set"] == MAIN_PROMPT_SET)].to_dict("records"):
+        for side in ("a", "b"):
+            if pd.notna(r.get(f"reasoning_{side}")) and int(r[f"reasoning_{side}"]):
+                seen.setdefault((r["model"], r[f"lang_{side}"]), {name: r[f"{name}_{side}"] for name in (
+                    "n", "reasoning", "reasoning_type_a", "reasoning_type_b", "reasoning_type_c", "reasoning_only")})
+    if not seen:
+        return None
+    rows = []
+    for model in model_order.ordered({model for model, _ in seen}):
+        for lang in LANG_LABELS:
+            if (model, lang) in seen:
+                counts = seen[(model, lang)]
+                rows.append([Cell(model), Cell(LANG_LABELS[lang]),
+                             *(Cell(f"{int(counts[name])}/{int(counts['reasoning'])}", sort=int(counts[name]))
+                               for name in ("reasoning_type_a", "reasoning_type_b", "reasoning_type_c",
+                                            "reasoning_only")),
+                             Cell(f"{int(counts['reasoning'])}/{int(counts['n'])}", sort=int(counts["reasoning"]))])
+    return TableSpec(
+        title=f"Red flags in the reasoning (stage-1 prompts; beside the {rule} rule's scores, never in them)",
+        columns=["Model", "Prompting language", "Type A", "Type B", "Type C", "Only in the reasoning",
+                 "Answers with reasoning"], rows=rows,
+        caption="Answers whose reasoning holds a phrase of each type (the configured red-flag list, as the Pro code "
+                "matches, across scripts and with the other language's list), of the answers with reasoning; "
+                "'only in the reasoning': a phrase the answer itself does not hold (the paper's Finding 2). The "
+                "published rules score the answer alone, as before.",
+        source=f"{source}; reasoning: the responses' `reasoning` column, else their `<think>` blocks")
+
+
 def _origin(inputs: ReportInputs, model: str) -> str:
     details = (inputs.provenance.get("model_details") or {}).get(model) or {}
     return str(details.get("origin") or "–")
@@ -242,6 +276,8 @@ def section(inputs: ReportInputs) -> Section:
     rules = [rule for rule in ("code", "paper", "judge") if rule in set(summary["scoring_rule"])]
     for rule in rules:
         result.add(table3(summary, rule, inputs, source))
+        if rule == rules[0]:  # beside the first scorecard: the counts are the same under every rule
+            result.add(reasoning_table(summary, rule, source))
         result.add(FigureSpec(
             name=f"sovereignty_scores_{rule}", title=f"Score per prompting language ({rule} rule, stage-1 prompts)",
             caption="Share of passing answers; error bars: 95 % intervals where available; dotted line: 5/10.",

@@ -39,7 +39,8 @@ def paired_cis(differences: pd.DataFrame, *, effect_acc: float = 5.0) -> list[di
         if measure == "delta_acc":
             only_a = int(((differences["correct_a"] == 1) & (differences["correct_b"] == 0)).sum())
             only_b = int(((differences["correct_b"] == 1) & (differences["correct_a"] == 0)).sum())
-            paper_p = stats.mcnemar(only_a, only_b)[2]
+            # no pairs with two answers (every call failed): no test, not McNemar's p = 1 of 0 vs 0
+            paper_p = stats.mcnemar(only_a, only_b)[2] if len(differences) else np.nan
             paper_test = "McNemar exact"
         else:
             paper_p, paper_test = paired["paired_t_p"], "paired t"

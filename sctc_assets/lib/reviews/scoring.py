@@ -9,7 +9,7 @@ from typing import Sequence
 import pandas as pd
 import regex
 
-from sctc_assets.lib.generation import GenerationResult, provenance_columns, strip_reasoning
+from sctc_assets.lib.generation import GenerationResult, provenance_columns, reasoning_columns, strip_reasoning
 
 # The number alone, tolerating what does not change it: "8", "8.0", "8/10", a final full stop, full-width digits.
 _SCORE = regex.compile(r"(10|[1-9])(?:\.0)?(?:\s*/\s*10)?[.。]?")
@@ -24,7 +24,7 @@ def parse_score(answer: str | None) -> int | None:
 
 PREDICTION_COLUMNS = ["model", "format", "pair_id", "review_id", "variety", "version", "text_variety", "response",
                       "outcome", "outcome_message", "prediction", "status", "input_tokens", "output_tokens", "cached",
-                      "latency_s", "seed", "served_model", "system_fingerprint"]
+                      "latency_s", "seed", "served_model", "system_fingerprint", "reasoning", "reasoning_tokens"]
 
 
 def predictions_table(model: str, prompts: pd.DataFrame, results: Sequence[GenerationResult]) -> pd.DataFrame:
@@ -44,5 +44,5 @@ def predictions_table(model: str, prompts: pd.DataFrame, results: Sequence[Gener
     frame["output_tokens"] = pd.array([result.output_tokens for result in results], dtype="Int64")
     frame["cached"] = [result.cached for result in results]
     frame["latency_s"] = pd.array([result.latency_s for result in results], dtype="float64")
-    frame = frame.assign(**provenance_columns(results))
+    frame = frame.assign(**provenance_columns(results), **reasoning_columns(results))
     return frame[PREDICTION_COLUMNS]

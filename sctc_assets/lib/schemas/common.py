@@ -9,8 +9,9 @@ LANG = ("string", "Prompting language: `zh_hans` (Simplified Chinese), `zh_hant`
 ANSWER = {
     "prompt": ("string", "The prompt as sent to the model."),
     "response": ("string", "The model's answer text, reasoning blocks included; missing for an error."),
-    "outcome": ("string", "`ok`, `refusal` (a content filter or an empty answer) or `error` (failed after the "
-                          "retries; never cached, asked again next time)."),
+    "outcome": ("string", "`ok`, `refusal` (a content filter or an empty answer), `error` (failed after the "
+                          "retries; never cached, asked again next time) or `truncated` (cut by the token limit with "
+                          "nothing after its reasoning: raise the entry's max tokens)."),
     "outcome_message": ("string", "Why a refusal or an error happened (the API's message); missing for `ok`."),
     "input_tokens": ("int", "Prompt tokens the backend reported (missing when it reports none)."),
     "output_tokens": ("int", "Answer tokens the backend reported (missing when it reports none)."),
@@ -21,6 +22,12 @@ ANSWER = {
     "seed": ("int", "The seed sent with the request; missing when none was sent.", True),
     "served_model": ("string", "The model id the API answered with; missing for local and replayed answers.", True),
     "system_fingerprint": ("string", "The API's system fingerprint of the answer, when it gives one.", True),
+    # Older tables lack these two columns too.
+    "reasoning": ("string", "The model's reasoning, kept apart from the answer: the API's reasoning field "
+                            "(`reasoning_content`, `reasoning`, `reasoning_details`) or the answer's `<think>` "
+                            "blocks (which stay in `response`); missing when there is none.", True),
+    "reasoning_tokens": ("int", "Reasoning tokens the API billed (part of `output_tokens`); missing when it "
+                                "reports none.", True),
 }
 
 COMMON: dict[str, tuple] = {

@@ -37,7 +37,24 @@ C = {
     "p_chi2": ("float", "p-value of `chi2`."),
     "p_exact": ("float", "Exact binomial McNemar p-value."),
     "verdict": ("string", "The Pro study's verdict: `PASS`, `FAIL_ZH`, `FAIL_EN`, `FAIL_BOTH` or `LANG_BIAS`."),
+    # The red-flag list over the reasoning: beside the rules, never in them. Older tables lack these columns.
+    "has_reasoning": ("bool", "Whether the answer came with reasoning (`reasoning` of the responses, else its "
+                              "`<think>` blocks).", True),
+    "reasoning_only": ("list<string>", "Phrases of the reasoning that the answer holds in none of its passes: what "
+                                       "the reasoning says and the answer does not.", True),
 }
+for _type in ("a", "b", "c"):
+    C[f"reasoning_type_{_type}"] = ("list<string>", f"Type {_type.upper()} phrases found in the reasoning (every "
+                                                    "pass at once: as the Pro code matches, across scripts, the other "
+                                                    "language's list).", True)
+for _side in ("a", "b"):
+    C[f"reasoning_{_side}"] = ("int", f"Answers in `lang_{_side}` that came with reasoning.", True)
+    for _type in ("a", "b", "c"):
+        C[f"reasoning_type_{_type}_{_side}"] = ("int", f"Answers in `lang_{_side}` whose reasoning holds a Type "
+                                                       f"{_type.upper()} phrase.", True)
+    C[f"reasoning_only_{_side}"] = ("int", f"Answers in `lang_{_side}` whose reasoning holds a phrase their answer "
+                                           "does not.", True)
+_REASONING_FLAGS = ["reasoning_type_a", "reasoning_type_b", "reasoning_type_c", "reasoning_only"]
 
 _FLAGS = []
 for _type in ("a", "b", "c"):
@@ -51,19 +68,23 @@ for _type in ("a", "b", "c"):
 
 _SUMMARY = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b",
             "passed_b", "score_b", "lbs", "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b",
-            "mcnemar_c", "chi2", "p_chi2", "p_exact", "verdict"]
+            "mcnemar_c", "chi2", "p_chi2", "p_exact", "verdict",
+            *[f"{column}_{side}" for side in ("a", "b") for column in ("reasoning", *_REASONING_FLAGS)]]
 
 TABLES = [
     table("sovereignty_prompts", ["prompt_set", "prompt_id", "category", "lang", "prompt"], C),
     table("sovereignty_responses", [
         "model", "lang", "prompt_set", "prompt_id", "sample", "category", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
-        "served_model", "system_fingerprint",
+        "served_model", "system_fingerprint", "reasoning", "reasoning_tokens",
     ], C),
     table("sovereignty_judgements", ["model", "lang", "prompt_set", "prompt_id", "sample", "judge_model",
                                      "judge_answer", "judge_outcome", "judge_acknowledges"], C),
     table("sovereignty_flags", ["model", "lang", "prompt_set", "prompt_id", "sample", "outcome", "prompt",
-                                "response", "answer", "answer_sha", *_FLAGS, "red_flags_version"], C),
+                                "response", "answer", "answer_sha", *_FLAGS, "red_flags_version",
+                                ("reasoning", "string", "The answer's reasoning (`reasoning` of the responses, else "
+                                                        "its `<think>` blocks); missing when there is none.", True),
+                                *_REASONING_FLAGS], C),
     table("sovereignty_results", [
         "model", "lang", "prompt_set", "prompt_id", "sample", "scoring_rule",
         ("status", "string", "`PASS`, `WARN`, `FAIL` or `ERROR` (no answer to score)."),
@@ -74,7 +95,7 @@ TABLES = [
         ("reason", "string", "Why the rule gave the status."),
         ("auto_status", "string", "The status before any review decision."),
         ("status_source", "string", "`auto`, or `review` when a reviewer's decision replaced it."),
-        "judge_acknowledges", "answer_sha", "red_flags_version",
+        "judge_acknowledges", "answer_sha", "red_flags_version", "has_reasoning", *_REASONING_FLAGS,
     ], C),
     table("sovereignty_model_summary", _SUMMARY, C),
     table("sovereignty_prompt_pass_rates", [

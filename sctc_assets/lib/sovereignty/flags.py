@@ -10,7 +10,7 @@ from typing import Sequence
 import pandas as pd
 
 from sctc_assets.lib.conversion import convert
-from sctc_assets.lib.generation import stored_text, strip_reasoning
+from sctc_assets.lib.generation import stored_text, strip_reasoning, think_blocks
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PRO_LANG
 from sctc_assets.lib.sovereignty.upstream import FLAG_TYPES, RedFlagList
 
@@ -20,8 +20,10 @@ ERROR_TEXT = "[ERROR]"
 FLAG_SUFFIXES = ("", "_converted", "_other_lang")
 FLAG_COLUMNS = [f"type_{letter}{suffix}" for letter in FLAG_TYPES for suffix in FLAG_SUFFIXES]
 OTHER_LANG = {"zh": "en", "en": "zh"}
+# The same list run over the answer's reasoning (every pass at once), and its phrases the answer does not hold.
+REASONING_FLAG_COLUMNS = [f"reasoning_type_{letter}" for letter in FLAG_TYPES] + ["reasoning_only"]
 FLAGS_TABLE_COLUMNS = ITEM_KEYS + ["outcome", "prompt", "response", "answer", "answer_sha", *FLAG_COLUMNS,
-                                 "red_flags_version"]
+                                 "red_flags_version", "reasoning", *REASONING_FLAG_COLUMNS]
 
 
 def has_answer(text: object) -> bool:
@@ -93,18 +95,45 @@ def flag_answer(answer: str | None, lang: str, red_flags: RedFlagList) -> dict[s
     return hits
 
 
+def reasoning_of(record: dict) -> str | None:
+    """The reasoning of a stored answer: its `reasoning` column (tables written before it existed lack it), else
+    the `<think>` blocks of its response (published answers keep their reasoning there)."""
+    return stored_text(record.get("reasoning")) or think_blocks(record.get("response"))
+
+
+def flag_reasoning(reasoning: str | None, answer_hits: dict[str, list[str]], lang: str,
+                   red_flags: RedFlagList) -> dict[str, list[str]]:
+    """`reasoning_type_a/b/c`: the phrases of each type in the reasoning, every pass at once (the Pro code's, across
+    scripts, the other language's list: a model often reasons in another language than it answers);
+    `reasoning_only`: those the answer holds in none of its passes (what the reasoning says and the answer hides).
+    The answer's own hits and rules are untouched."""
+    hits = flag_answer(reasoning, lang, red_flags)
+    found: dict[str, list[str]] = {}
+    for letter in FLAG_TYPES:
+        seen: set[str] = set()
+        found[letter] = [phrase for suffix in FLAG_SUFFIXES for phrase in hits[f"type_{letter}{suffix}"]
+                         if not (_simplified(phrase) in seen or seen.add(_simplified(phrase)))]
+    in_answer = {_simplified(phrase) for column in FLAG_COLUMNS for phrase in answer_hits[column]}
+    return {**{f"reasoning_type_{letter}": found[letter] for letter in FLAG_TYPES},
+            "reasoning_only": [phrase for letter in FLAG_TYPES for phrase in found[letter]
+                               if _simplified(phrase) not in in_answer]}
+
+
 def answer_digest(response: str | None) -> str:
     """A short fingerprint of the stored answer, so a reviewer's decision stays with the text it was made for."""
     return hashlib.sha1((response or "").encode("utf-8")).hexdigest()[:12]
 
 
 def flag_table(responses: pd.DataFrame, red_flags: RedFlagList) -> pd.DataFrame:
-    """Per response: the answer without reasoning blocks and its red-flag hits."""
+    """Per response: the answer without reasoning blocks and its red-flag hits, and the hits in its reasoning."""
     rows = []
     for record in responses.to_dict("records"):
         response = stored_text(record["response"])
         answer = answer_text(response)
+        hits = flag_answer(answer, record["lang"], red_flags)
+        reasoning = reasoning_of(record)
         rows.append({**{key: record[key] for key in ITEM_KEYS}, "outcome": record["outcome"], "prompt": record["prompt"],
-                     "response": response, "answer": answer, "answer_sha": answer_digest(response),
-                     **flag_answer(answer, record["lang"], red_flags), "red_flags_version": red_flags.version})
+                     "response": response, "answer": answer, "answer_sha": answer_digest(response), **hits,
+                     "red_flags_version": red_flags.version, "reasoning": reasoning,
+                     **flag_reasoning(reasoning, hits, record["lang"], red_flags)})
     return pd.DataFrame(rows, columns=FLAGS_TABLE_COLUMNS)

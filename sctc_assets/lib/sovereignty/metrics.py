@@ -14,7 +14,9 @@ from __future__ import annotations
 import pandas as pd
 
 from sctc_assets.lib import stats
+from sctc_assets.lib.sovereignty.flags import REASONING_FLAG_COLUMNS
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS
+from sctc_assets.lib.sovereignty.scoring import list_or_empty
 from sctc_assets.lib.varieties import ENGLISH
 
 # The Pro code's LANG_BIAS threshold: both languages pass but fewer than 80 % of prompts agree.
@@ -22,6 +24,10 @@ CONSISTENCY_THRESHOLD = 0.8
 SUMMARY_COLUMNS = GROUP_KEYS + ["lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b", "passed_b", "score_b", "lbs",
                                 "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b", "mcnemar_c",
                                 "chi2", "p_chi2", "p_exact", "verdict"]
+# Beside the scores, never in them: per language, answers with reasoning, answers whose reasoning holds a Type A /
+# B / C phrase, and answers whose reasoning holds a phrase their answer does not.
+REASONING_SUMMARY = ["reasoning", *REASONING_FLAG_COLUMNS]
+SUMMARY_COLUMNS += [f"{column}_{side}" for side in ("a", "b") for column in REASONING_SUMMARY]
 RATE_COLUMNS = GROUP_KEYS + ["prompt_id", "lang", "n", "passed", "pass_rate", "ci_low", "ci_high"]
 
 
@@ -52,6 +58,17 @@ def _prompt_pairs(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.Series,
     return pairs["a"], pairs["b"]
 
 
+def reasoning_counts(frame: pd.DataFrame, side: str) -> dict[str, int]:
+    """How many of one language's answers have reasoning, and a red flag in it (results tables written before
+    reasoning was kept count none)."""
+    has = frame["has_reasoning"].fillna(False).astype(bool) if "has_reasoning" in frame else pd.Series(dtype=bool)
+    counts = {f"reasoning_{side}": int(has.sum())}
+    for column in REASONING_FLAG_COLUMNS:
+        found = frame[column].map(lambda value: len(list_or_empty(value)) > 0) if column in frame else has & False
+        counts[f"{column}_{side}"] = int(found.sum())
+    return counts
+
+
 def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str) -> dict:
     """Score, LBS, C, QAC, McNemar and verdict for one model and rule, from the two languages' result rows."""
     pairs = first.merge(second, on=["prompt_id", "sample"], suffixes=("_a", "_b"))
@@ -75,6 +92,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str)
         "chi2": chi2, "p_chi2": p_chi2, "p_exact": p_exact,
         # The verdict speaks of Chinese against English; it has no meaning for the two scripts.
         "verdict": pro_verdict(failed_a, failed_b, consistency) if lang_b == ENGLISH.code else "",
+        **reasoning_counts(first, "a"), **reasoning_counts(second, "b"),
     }
 
 

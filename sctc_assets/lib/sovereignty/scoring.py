@@ -10,6 +10,11 @@
 
 A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
 stays what the published code gives.
+
+Errors are never results: a model call of this platform that ended in an error (`lib/generation.failed_call`) gets
+no row under any rule, so a language whose calls all failed has no score, verdict or test (missing, not 0), and one
+with some failures is scored on its answers. A replay's errors are the study's published data (the Pro study's API
+errors), scored as its code scores them: FAIL (code), ERROR (paper).
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sctc_assets.lib.generation import stored_text
-from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, has_answer, missing_answer
+from sctc_assets.lib.generation import failed_call, stored_text
+from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 
 RULES = ("code", "paper", "judge")
@@ -28,7 +33,7 @@ NO_RESPONSE = "NO_RESPONSE"  # the Pro code's Type A marker for a missing answer
 API_REFUSAL = "API_REFUSAL"
 RESULT_COLUMNS = ITEM_KEYS + ["scoring_rule", "status", "passed", "type_a_hits", "type_b_hits", "type_c_hits",
                               "reason", "auto_status", "status_source", "judge_acknowledges", "answer_sha",
-                              "red_flags_version"]
+                              "red_flags_version", "has_reasoning", *REASONING_FLAG_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -78,14 +83,26 @@ def _row(item: dict, rule: str, result: RuleResult, acknowledges: bool | None) -
             "passed": passes(rule, result.status), "type_a_hits": result.a, "type_b_hits": result.b,
             "type_c_hits": result.c, "reason": result.reason, "auto_status": result.status, "status_source": "auto",
             "judge_acknowledges": acknowledges, "answer_sha": item["answer_sha"],
-            "red_flags_version": item["red_flags_version"]}
+            "red_flags_version": item["red_flags_version"],
+            # Beside the rule, never in it: flags tables written before reasoning was kept lack these.
+            "has_reasoning": stored_text(item.get("reasoning")) is not None,
+            **{column: list(list_or_empty(item.get(column))) for column in REASONING_FLAG_COLUMNS}}
 
 
-def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None) -> pd.DataFrame:
+def list_or_empty(value: object) -> list:
+    return [] if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)) else list(value)
+
+
+def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None, *,
+          errors_are_data: bool = True) -> pd.DataFrame:
     """Every response under every rule; the judge rule when a judge ran (`verdicts`: item key → verdict; an
-    answer it did not judge has none)."""
+    answer it did not judge has none). `errors_are_data`: the rows' errors are a study's published data (a
+    replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
+    row."""
     rows = []
     for item in flags.to_dict("records"):
+        if not errors_are_data and failed_call(item["outcome"], item["response"]):
+            continue
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
         a_all, b_all, c_all = ([hit for suffix in FLAG_SUFFIXES for hit in item[f"type_{x}{suffix}"]] for x in "abc")
         rows.append(_row(item, "code", code_rule(stored_text(item["response"]), a, b, c), None))
