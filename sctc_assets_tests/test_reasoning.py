@@ -188,6 +188,7 @@ def test_an_answer_cut_inside_its_reasoning_is_stored_as_truncated_with_the_hint
     with StubOpenAIServer(reasoning_model=model) as server:
         backend = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_tokens=100)
         [result] = backend.generate([GenerationRequest.user("q")], cache=cache)
+        said = backend.generation_notes()
         [again] = backend.generate([GenerationRequest.user("q")], cache=cache)
         raised = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_tokens=2000)
         [answered] = raised.generate([GenerationRequest.user("q")], cache=cache)
@@ -195,6 +196,7 @@ def test_an_answer_cut_inside_its_reasoning_is_stored_as_truncated_with_the_hint
     assert (result.outcome, result.text, result.reasoning, result.finish_reason) == \
         ("truncated", "", model.reasoning, "length")
     assert "raise the entry's max_tokens" in result.message
+    assert said == backend.generation_notes() == [f"1 answer(s) {result.message}"]  # said in the run's output too
     assert again.cached and again.outcome == "truncated"  # the same request would be cut the same way: not paid twice
     assert answered.outcome == "ok" and sent == 2  # a higher limit is another request
 
