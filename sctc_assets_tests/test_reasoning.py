@@ -19,7 +19,7 @@ from sctc_assets.lib.generation import (CACHEABLE_OUTCOMES, OUTCOMES, Generation
                                         is_truncated, result_columns, strip_reasoning, think_blocks)
 from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.cli import main
-from sctc_assets.lib.budget import call_cost, estimate_output_tokens, estimate_tokens
+from sctc_assets.lib.budget import Budget, BudgetLimits, call_cost, estimate_output_tokens, estimate_tokens
 from sctc_assets.lib.report import sovereignty as report_sovereignty
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.schemas import TABLE_SCHEMAS
@@ -228,6 +228,15 @@ def test_the_budget_counts_reasoning_when_the_api_reports_no_usage():
     assert estimate_output_tokens(counted) == 82
     request = GenerationRequest.user("q")
     assert call_cost(request, apart, (0.0, 1e6))[0] == pytest.approx(52)
+
+
+def test_the_budget_pays_for_an_answer_cut_inside_its_reasoning(tmp_path):
+    cache = open_cache(str(tmp_path / "c.db"))
+    budget = Budget(cache, scope="s", model="m", run=BudgetLimits(), own=BudgetLimits(), pricing=(1.0, 2.0))
+    cut = GenerationResult("", outcome="truncated", reasoning="…", input_tokens=10, output_tokens=1000,
+                           reasoning_tokens=1000, finish_reason="length")
+    budget.record(GenerationRequest.user("q"), cut)
+    assert cache.ledger("s")["m"].cost_usd == pytest.approx((10 * 1.0 + 1000 * 2.0) / 1e6)
 
 
 # --- red flags in the reasoning (sovereignty) -------------------------------------------------------------------
