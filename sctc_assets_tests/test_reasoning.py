@@ -204,9 +204,11 @@ def test_an_answer_cut_inside_its_reasoning_is_stored_as_truncated_with_the_hint
 def test_a_reasoning_setting_of_the_wrong_type_is_one_line_before_any_call(live_environment, monkeypatch,
                                                                            capsys):
     with StubOpenAIServer(reasoning_model=ReasoningModel()) as server:
-        for setting, value in [("reasoning_effort", 3), ("reasoning_effort", "maximal"),
-                               ("token_limit_param", "max_output_tokens"), ("unsupported_params", "temperature"),
-                               ("unsupported_params", ["seed"])]:
+        for setting, value, why in [("reasoning_effort", 3, "valid string"),
+                                    ("reasoning_effort", "maximal", "expected one of none, minimal, low"),
+                                    ("token_limit_param", "max_output_tokens", "expected one of max_tokens"),
+                                    ("unsupported_params", "temperature", "valid list"),
+                                    ("unsupported_params", ["seed"], "only temperature, top_p can be left out")]:
             monkeypatch.setenv("SCTC_MODELS", str(_registry(live_environment / "models.yaml", server.base_url,
                                                             **{setting: value})))
             assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(live_environment / "out"),
@@ -214,6 +216,7 @@ def test_a_reasoning_setting_of_the_wrong_type_is_one_line_before_any_call(live_
             printed = capsys.readouterr()
             problem = [line for line in (printed.out + printed.err).splitlines() if setting in line]
             assert len(problem) == 1 and "models.yaml" in problem[0] and MODEL in problem[0], printed
+            assert why in problem[0], problem
         assert server.requests == []
 
 
