@@ -19,7 +19,7 @@ from sctc_assets.lib.generation import (CACHEABLE_OUTCOMES, OUTCOMES, Generation
                                         is_truncated, result_columns, strip_reasoning, think_blocks)
 from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.cli import main
-from sctc_assets.lib.budget import call_cost, estimate_output_tokens, estimate_tokens
+from sctc_assets.lib.budget import Budget, BudgetLimits, call_cost, estimate_output_tokens, estimate_tokens
 from sctc_assets.lib.report import sovereignty as report_sovereignty
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.schemas import TABLE_SCHEMAS
@@ -27,6 +27,7 @@ from sctc_assets.lib.sovereignty.flags import REASONING_FLAG_COLUMNS, flag_table
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.lib.sovereignty.upstream import parse_red_flags
 from sctc_assets_tests.openai_stub_server import FaultPlan, ReasoningModel, StubOpenAIServer
+from sctc_assets_tests.test_live_faults import KEY_ENV, live_environment  # noqa: F401 (a fixture)
 
 
 # --- the data model -----------------------------------------------------------------------------------------------
@@ -87,7 +88,6 @@ def test_an_answer_cut_inside_its_reasoning_is_truncated_not_an_answer():
 
 # --- through `sctc run`: a reasoning model on an OpenAI-compatible API ------------------------------------------------
 
-KEY_ENV = "SCTC_TEST_REASONING_KEY"
 MODEL = "reasoner"
 
 
@@ -102,18 +102,9 @@ def _registry(path: Path, base_url: str, **settings: object) -> Path:
     return path
 
 
-@pytest.fixture
-def live(isolated_data_dir, extracted_upstream, tsb_location, tmp_path, monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-test-reasoning")
-    monkeypatch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
-    monkeypatch.delenv("SCTC_MAX_CALLS", raising=False)
-    monkeypatch.delenv("SCTC_MAX_COST_USD", raising=False)
-    return tmp_path
-
-
-def _run(live: Path, server: StubOpenAIServer, monkeypatch, capsys, **settings: object) -> tuple[pd.DataFrame, str]:
-    monkeypatch.setenv("SCTC_MODELS", str(_registry(live / "models.yaml", server.base_url, **settings)))
-    out = live / "out"
+def _run(folder: Path, server: StubOpenAIServer, monkeypatch, capsys, **settings: object) -> tuple[pd.DataFrame, str]:
+    monkeypatch.setenv("SCTC_MODELS", str(_registry(folder / "models.yaml", server.base_url, **settings)))
+    out = folder / "out"
     assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(out), "--no-report"]) == 0
     printed = capsys.readouterr()
     return pd.read_parquet(out / "sovereignty_responses.parquet"), printed.out + printed.err
@@ -126,15 +117,15 @@ def _metadata(asset: str) -> list[dict]:
             for record in records]
 
 
-def test_a_reasoning_model_is_asked_by_its_rules_learned_from_the_400s_and_its_reasoning_kept(live, monkeypatch,
-                                                                                               capsys):
+def test_a_reasoning_model_is_asked_by_its_rules_learned_from_the_400s_and_its_reasoning_kept(
+        live_environment, monkeypatch, capsys):
     faults = FaultPlan(schedule={15: "rate_limit", 18: "truncated"}, retry_after_s=0.01)
     with StubOpenAIServer(reasoning_model=ReasoningModel(), faults=faults) as server:
-        responses, printed = _run(live, server, monkeypatch, capsys, top_p=0.9)
+        responses, printed = _run(live_environment, server, monkeypatch, capsys, top_p=0.9)
         sent = list(server.requests)
         first = _metadata("sovereignty_responses")
         # The entry now says what was learned: the same cache identity, so nothing is asked again.
-        again, printed_again = _run(live, server, monkeypatch, capsys, top_p=0.9,
+        again, printed_again = _run(live_environment, server, monkeypatch, capsys, top_p=0.9,
                                     token_limit_param="max_completion_tokens",
                                     unsupported_params=["temperature", "top_p"])
         asked_again = server.requests[len(sent):]
@@ -159,7 +150,7 @@ def test_a_reasoning_model_is_asked_by_its_rules_learned_from_the_400s_and_its_r
     answered = Counter(request.body_key for request in sent if request.kind == "ok")
     assert set(answered.values()) == {1} and sum(answered.values()) == len(responses)
     # Said once in the run's output, and recorded in every adapted partition's metadata.
-    for line in ("sent as max_completion_tokens", "temperature and top_p left out"):
+    for line in ("sent as max_completion_tokens", "temperature left out", "top_p left out"):
         assert printed.count(line) == 1, printed
     assert len(first) == responses["lang"].nunique()
     assert all(any("max_completion_tokens" in line for line in entry["request_adaptations"]) for entry in first)
@@ -197,6 +188,7 @@ def test_an_answer_cut_inside_its_reasoning_is_stored_as_truncated_with_the_hint
     with StubOpenAIServer(reasoning_model=model) as server:
         backend = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_tokens=100)
         [result] = backend.generate([GenerationRequest.user("q")], cache=cache)
+        said = backend.generation_notes()
         [again] = backend.generate([GenerationRequest.user("q")], cache=cache)
         raised = OpenAIBackend(model="r", base_url=server.base_url, api_key_env="", max_tokens=2000)
         [answered] = raised.generate([GenerationRequest.user("q")], cache=cache)
@@ -204,22 +196,27 @@ def test_an_answer_cut_inside_its_reasoning_is_stored_as_truncated_with_the_hint
     assert (result.outcome, result.text, result.reasoning, result.finish_reason) == \
         ("truncated", "", model.reasoning, "length")
     assert "raise the entry's max_tokens" in result.message
+    assert said == backend.generation_notes() == [f"1 answer(s) {result.message}"]  # said in the run's output too
     assert again.cached and again.outcome == "truncated"  # the same request would be cut the same way: not paid twice
     assert answered.outcome == "ok" and sent == 2  # a higher limit is another request
 
 
-def test_a_reasoning_setting_of_the_wrong_type_is_one_line_before_any_call(live, monkeypatch, capsys):
+def test_a_reasoning_setting_of_the_wrong_type_is_one_line_before_any_call(live_environment, monkeypatch,
+                                                                           capsys):
     with StubOpenAIServer(reasoning_model=ReasoningModel()) as server:
-        for setting, value in [("reasoning_effort", 3), ("reasoning_effort", "maximal"),
-                               ("token_limit_param", "max_output_tokens"), ("unsupported_params", "temperature"),
-                               ("unsupported_params", ["seed"])]:
-            monkeypatch.setenv("SCTC_MODELS", str(_registry(live / "models.yaml", server.base_url,
+        for setting, value, why in [("reasoning_effort", 3, "valid string"),
+                                    ("reasoning_effort", "maximal", "expected one of none, minimal, low"),
+                                    ("token_limit_param", "max_output_tokens", "expected one of max_tokens"),
+                                    ("unsupported_params", "temperature", "valid list"),
+                                    ("unsupported_params", ["seed"], "only temperature, top_p can be left out")]:
+            monkeypatch.setenv("SCTC_MODELS", str(_registry(live_environment / "models.yaml", server.base_url,
                                                             **{setting: value})))
-            assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(live / "out"),
+            assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(live_environment / "out"),
                          "--no-report"]) != 0
             printed = capsys.readouterr()
             problem = [line for line in (printed.out + printed.err).splitlines() if setting in line]
             assert len(problem) == 1 and "models.yaml" in problem[0] and MODEL in problem[0], printed
+            assert why in problem[0], problem
         assert server.requests == []
 
 
@@ -236,14 +233,24 @@ def test_the_budget_counts_reasoning_when_the_api_reports_no_usage():
     assert call_cost(request, apart, (0.0, 1e6))[0] == pytest.approx(52)
 
 
+def test_the_budget_pays_for_an_answer_cut_inside_its_reasoning(tmp_path):
+    cache = open_cache(str(tmp_path / "c.db"))
+    budget = Budget(cache, scope="s", model="m", run=BudgetLimits(), own=BudgetLimits(), pricing=(1.0, 2.0))
+    cut = GenerationResult("", outcome="truncated", reasoning="…", input_tokens=10, output_tokens=1000,
+                           reasoning_tokens=1000, finish_reason="length")
+    budget.record(GenerationRequest.user("q"), cut)
+    assert cache.ledger("s")["m"].cost_usd == pytest.approx((10 * 1.0 + 1000 * 2.0) / 1e6)
+
+
 # --- red flags in the reasoning (sovereignty) -------------------------------------------------------------------
 
 
-def test_red_flags_in_the_reasoning_are_counted_beside_the_scores_never_in_them(live, monkeypatch, capsys):
+def test_red_flags_in_the_reasoning_are_counted_beside_the_scores_never_in_them(live_environment, monkeypatch,
+                                                                                capsys):
     model = ReasoningModel(refuses_max_tokens=False, fixed_temperature=None, reasoning_field="reasoning")
     with StubOpenAIServer(reasoning_model=model) as server:
-        responses, _ = _run(live, server, monkeypatch, capsys)
-    out = live / "out"
+        responses, _ = _run(live_environment, server, monkeypatch, capsys)
+    out = live_environment / "out"
     flags = pd.read_parquet(out / "sovereignty_flags.parquet")
     results = pd.read_parquet(out / "sovereignty_results.parquet")
     summary = pd.read_parquet(out / "sovereignty_model_summary.parquet")

@@ -23,7 +23,8 @@ from sctc_assets.lib.budget import Budget
 from sctc_assets.lib.cache import Cache, CacheUnavailable, cache_key, new_claim_owner, score_key
 # BackendUnavailable is defined in lib so that the embedded model's files (lib/embedded_model) can raise it without
 # Dagster; backends import it from here.
-from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult
+from sctc_assets.lib.generation import (CACHEABLE_OUTCOMES, BackendUnavailable, GenerationRequest, GenerationResult,
+                                        truncation_notes)
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.work_queue import WAIT, WorkQueue, claim_lease_s
 
@@ -185,6 +186,7 @@ class ModelBackend(dg.ConfigurableResource):
             progress(done, total)
         pending = [index for index, result in enumerate(results) if result is None]
         if not pending:
+            self._notes += truncation_notes(results)  # type: ignore[arg-type]
             return results  # type: ignore[return-value]
         # Repeated identical requests (same messages, trial and seed) are asked once.
         leaders: dict[str, int] = {}
@@ -257,6 +259,7 @@ class ModelBackend(dg.ConfigurableResource):
                 f"{type(self).__name__} returned no result for {len(missing)} of {len(leaders)} requests"
                 f" (after {time.monotonic() - started:.1f}s)"
             )
+        self._notes += truncation_notes(results)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]
 
     def _answered_meanwhile(self, cache: Cache, keys: Sequence[str], results: list[GenerationResult | None],

@@ -139,16 +139,15 @@ class OpenAIBackend(ApiBackend):
         for name in self.unsupported_params or ():
             learned.pop(name, None)
         lines = []
-        if "token_limit_param" in learned:
-            lines.append(f"the token limit is sent as {learned['token_limit_param']} (the API refused "
-                         f"{'max_tokens' if learned['token_limit_param'] != 'max_tokens' else 'max_completion_tokens'}"
-                         f"): set `token_limit_param: {learned['token_limit_param']}` in the registry entry")
-        omitted = [name for name in OMITTABLE_PARAMS if learned.get(name) == "omit"]
-        if omitted:
-            lines.append(f"{' and '.join(omitted)} left out (the API refused "
-                         f"{'them' if len(omitted) > 1 else 'it'}; the model's default applies): set "
-                         f"`unsupported_params: [{', '.join(sorted(set(omitted) | set(self.unsupported_params or ())))}]`"
-                         " in the registry entry")
+        limit = learned.get("token_limit_param")
+        if limit:
+            refused = next(name for name in TOKEN_LIMIT_PARAMS if name != limit)
+            lines.append(f"the token limit is sent as {limit} (the API refused {refused}): set "
+                         f"`token_limit_param: {limit}` in the registry entry")
+        for name in OMITTABLE_PARAMS:
+            if learned.get(name) == "omit":
+                lines.append(f"{name} left out (the API refused it; the model's default applies): add {name} to "
+                             "`unsupported_params` in the registry entry")
         return lines
 
     def generation_notes(self) -> list[str]:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from sctc_assets.lib.cache import LedgerTotals, Cache
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult, strip_reasoning, think_blocks
+from sctc_assets.lib.generation import (CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult, strip_reasoning,
+                                        think_blocks)
 
 MAX_CALLS_ENV = "SCTC_MAX_CALLS"
 MAX_COST_ENV = "SCTC_MAX_COST_USD"
@@ -151,8 +152,9 @@ class Budget:
         self.ledger.refund_calls(self.scope, self.model, calls)
 
     def record(self, request: GenerationRequest, result: GenerationResult) -> None:
-        """Add an answered call's cost (nothing when the backend has no prices, or for an error)."""
-        if result.outcome not in ("ok", "refusal"):
+        """Add an answered call's cost (nothing when the backend has no prices, or for an error): a truncated
+        answer is paid for too, its reasoning tokens most of all."""
+        if result.outcome not in CACHEABLE_OUTCOMES:
             return
         cost, estimated = call_cost(request, result, self.pricing)
         if cost or estimated:

@@ -21,8 +21,7 @@ OUTCOMES: tuple[str, ...] = ("ok", "refusal", "error", "missing", "truncated")
 # is part of the request identity, so raising it asks again). Transport errors and replay gaps are not.
 CACHEABLE_OUTCOMES: frozenset[str] = frozenset({"ok", "refusal", "truncated"})
 # Why an answer is `truncated`: the model spent the token limit on its reasoning and never answered.
-TRUNCATED_MESSAGE = ("cut by the token limit with nothing after its reasoning: raise the entry's max_tokens "
-                     "(or max_completion_tokens) in the model registry")
+TRUNCATED_MESSAGE = "cut by the token limit with nothing after its reasoning: raise the entry's max_tokens"
 
 
 def failed_call(outcome: Any, text: Any) -> bool:
@@ -251,6 +250,12 @@ def reasoning_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
         "reasoning": [result.reasoning for result in results],
         "reasoning_tokens": pd.array([result.reasoning_tokens for result in results], dtype="Int64"),
     }
+
+
+def truncation_notes(results: Sequence[GenerationResult]) -> list[str]:
+    """The run-output line for answers cut inside their reasoning (none when there are none)."""
+    cut = sum(result.outcome == "truncated" for result in results)
+    return [f"{cut} answer(s) {TRUNCATED_MESSAGE}"] if cut else []
 
 
 def summarize_outcomes(results: Sequence[GenerationResult]) -> dict[str, int]:
