@@ -35,18 +35,42 @@ class RefusingServer(StubOpenAIServer):
         return api_error(400, REFUSED, code="unsupported_parameter")
 
 
+class FlakyServer(StubOpenAIServer):
+    """Refuses every Traditional Chinese prompt (HTTP 400) and, behind an overloaded gateway, every English prompt
+    whose text hashes to 0 mod 3 (HTTP 503); answers the rest."""
+
+    def respond(self, body, authorization, headers=None):
+        reply = super().respond(body, authorization, headers)
+        prompt = body["messages"][-1]["content"]
+        if _traditional(prompt):
+            return api_error(400, "refused in Traditional Chinese", code="unsupported_value")
+        if _overloaded(prompt):
+            return api_error(503, "overloaded")
+        return reply
+
+
+def _traditional(prompt: str) -> bool:
+    return any(character in prompt for character in "灣國們這請說與為臺")
+
+
+def _overloaded(prompt: str) -> bool:
+    return prompt.isascii() and sum(map(ord, prompt)) % 3 == 0
+
+
 @pytest.fixture
 def refused(isolated_data_dir, extracted_upstream, tsb_location, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     monkeypatch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
-    with RefusingServer() as server:
+    with RefusingServer() as server, FlakyServer() as flaky:
         registry = tmp_path / "models.yaml"
         registry.write_text(
             f"models:\n  {MODEL}: {{backend: openai, model: o3-mini, base_url: '{server.base_url}', "
             f"api_key_env: {KEY_ENV}, max_retries: 0, benchmarks: {{term: {{trials: 1, prompt_variants: [1]}}, "
-            "sovereignty: {samples: 1}}}\n", encoding="utf-8")
+            "sovereignty: {samples: 1}}}\n"
+            f"  flaky: {{backend: openai, model: m, base_url: '{flaky.base_url}', api_key_env: {KEY_ENV}, "
+            "max_retries: 0, benchmarks: {sovereignty: {samples: 1}}}\n", encoding="utf-8")
         monkeypatch.setenv("SCTC_MODELS", str(registry))
-        yield server, tmp_path / "out"
+        yield server, tmp_path / "out", flaky
 
 
 def _rows(out: Path, table: str) -> pd.DataFrame:
@@ -59,8 +83,8 @@ def _last_lines(printed: str) -> str:
 
 
 def test_a_model_whose_every_call_is_a_400_gets_no_sovereignty_verdict(refused, capfd):
-    server, out = refused
-    assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(out)]) == 1
+    server, out, flaky = refused
+    assert main(["run", "--benchmarks", "sovereignty", "--models", MODEL, "flaky", "--out", str(out)]) == 1
     printed = "".join(capfd.readouterr())
     assert len(server.requests) == 30  # 10 prompts × 3 languages, each refused once (no retry of a 400)
 
@@ -78,10 +102,22 @@ def test_a_model_whose_every_call_is_a_400_gets_no_sovereignty_verdict(refused, 
     assert f"the first: HTTP 400: {REFUSED}" in printed.strip().splitlines()[-1]
     assert KEY not in printed
 
+    # flaky: no answers in Traditional Chinese, some English answers missing: scored on the answers it gave
+    responses = pd.read_parquet(out / "sovereignty_responses.parquet").query("model == 'flaky'")
+    english = responses[responses["lang"] == "en"]
+    missing = int(english["prompt"].map(_overloaded).sum())
+    assert 0 < missing < 10 and (responses["lang"] == "zh_hant").sum() == 10
+    summary = pd.read_parquet(out / "sovereignty_model_summary.parquet").query("model == 'flaky'")
+    assert set(zip(summary["lang_a"], summary["lang_b"])) == {("zh_hans", "en")}  # no pair with zh_hant: no verdict
+    assert set(summary["n_b"]) == {10 - missing} and set(summary["n_a"]) == {10}
+    assert "flaky: no answers in zh_hant: all 10 model call(s) ended in an error (the first: HTTP 400: refused in " \
+           "Traditional Chinese)" in printed
+    assert f"flaky: scored on its answers; {missing} of 10 missing (en {missing}/10)" in printed
+
 
 @pytest.mark.slow
 def test_a_model_whose_every_call_is_a_400_gets_no_term_or_review_rate_or_test(refused, capfd):
-    server, out = refused
+    server, out, _ = refused
     assert main(["run", "--benchmarks", "term", "reviews", "--models", MODEL, "--out", str(out)]) == 1
     printed = "".join(capfd.readouterr())
     assert len(server.requests) == 2 * 110 + 3 * 48  # each refused once

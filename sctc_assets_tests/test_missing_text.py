@@ -272,16 +272,18 @@ def test_sovereignty_scores_refusals_and_errors_by_the_documented_rules(refused_
     results["kind"] = _kinds(results)
     status = _statuses(results, ["scoring_rule", "kind"])
     # code rule (rescore.py): no text fails; a refusal message is scored as text; paper: a refusal fails (Type C),
-    # no answer is an ERROR (an empty answer is stored as an error row)
-    assert status[("code", "refusal")] == {"FAIL"} and status[("code", "error")] == {"FAIL"}
+    # no answer is an ERROR (an empty answer is stored as an error row); a call that ended in an error is no answer
+    # of the model's and gets no row (errors are never results, #39)
+    assert status[("code", "refusal")] == {"FAIL"} and ("code", "error") not in status
     assert status[("code", "empty")] == {"FAIL"}
     assert status[("paper", "refusal")] == {"FAIL"} and status[("paper", "refusal_with_text")] == {"FAIL"}
-    assert status[("paper", "error")] == {"ERROR"} and status[("paper", "empty")] == {"ERROR"}
+    assert ("paper", "error") not in status and status[("paper", "empty")] == {"ERROR"}
     summary = table("sovereignty_summary")
     paper = summary[(summary["scoring_rule"] == "paper") & (summary["lang_a"] == "zh_hant")
                     & (summary["lang_b"] == "en")].iloc[0]
     passed = results[(results["scoring_rule"] == "paper") & (results["lang"] == "zh_hant")]["passed"].sum()
-    assert paper["passed_a"] == passed and paper["n_a"] == (responses["lang"] == "zh_hant").sum()
+    answered = responses[(responses["lang"] == "zh_hant") & (_kinds(responses) != "error")]
+    assert paper["passed_a"] == passed and paper["n_a"] == len(answered)  # scored on its answers
 
 
 @pytest.mark.slow
