@@ -18,7 +18,7 @@ from sctc_assets.lib.missing_answers import missing_answer_lines, shown_message
 from sctc_assets.lib.reviews.robust import paired_cis
 from sctc_assets.lib.sovereignty.metrics import model_summary
 from sctc_assets.lib.sovereignty.scoring import score
-from sctc_assets_tests.openai_stub_server import StubOpenAIServer, api_error
+from sctc_assets_tests.openai_stub_server import COMPLETIONS_PATH, StubOpenAIServer, api_error
 
 KEY_ENV = "SCTC_TEST_REFUSED_KEY"
 KEY = "sk-test-refused-0123456789abcdef"
@@ -30,8 +30,8 @@ REFUSED = ("Unsupported parameter: 'max_tokens' is not supported with this model
 class RefusingServer(StubOpenAIServer):
     """Every request gets the 400 OpenAI's reasoning models give to `max_tokens`."""
 
-    def respond(self, body, authorization, headers=None):
-        super().respond(body, authorization, headers)
+    def respond(self, body, authorization, headers=None, path=COMPLETIONS_PATH):
+        super().respond(body, authorization, headers, path)
         return api_error(400, REFUSED, code="unsupported_parameter")
 
 
@@ -39,8 +39,8 @@ class FlakyServer(StubOpenAIServer):
     """Refuses every Traditional Chinese prompt (HTTP 400) and, behind an overloaded gateway, every English prompt
     whose text hashes to 0 mod 3 (HTTP 503); answers the rest."""
 
-    def respond(self, body, authorization, headers=None):
-        reply = super().respond(body, authorization, headers)
+    def respond(self, body, authorization, headers=None, path=COMPLETIONS_PATH):
+        reply = super().respond(body, authorization, headers, path)
         prompt = body["messages"][-1]["content"]
         if _traditional(prompt):
             return api_error(400, "refused in Traditional Chinese", code="unsupported_value")
@@ -202,3 +202,35 @@ def test_no_pairs_with_answers_give_no_review_test():
     one = pd.DataFrame({"correct_a": [1.0, 0.0], "correct_b": [1.0, 1.0], "sq_error_a": [0.0, 1.0],
                         "sq_error_b": [0.0, 0.0]})
     assert {row["measure"]: row for row in paired_cis(one)}["delta_acc"]["paper_p"] == 1.0  # 0 vs 1: a real test
+
+
+# Every table of the name benchmark that scores, rates or tests a model's answers (its responses keep the error rows).
+NAME_RESULT_TABLES = ("name_selections", "name_judgements", "name_choice_rates", "name_extraction_agreement",
+                      "name_top_selected", "name_gender_tables", "name_permutation_stability",
+                      "name_list_clustered_rates", "name_choice_tests", "name_popularity_correlation",
+                      "name_significance_robustness", "last_name_logprobs", "last_name_agreement",
+                      "last_name_region_tests")
+
+
+@pytest.mark.slow
+def test_a_model_whose_every_call_is_a_400_gets_no_name_rate_or_test(refused, capfd):
+    """A small name run (2 experiments × 1 list × 2 shuffles × 3 languages = 12 calls, of 44,180 per language)."""
+    server, out, _ = refused
+    assert main(["run", "--benchmarks", "name", "--models", MODEL, "--name-experiments", "main", "same_name_script",
+                 "--name-lists", "1", "--name-shuffles", "2", "--out", str(out)]) == 1
+    printed = "".join(capfd.readouterr())
+    asked = len(server.requests)
+    assert asked == 2 * 2 * 3  # 2 experiments × 1 list × 2 shuffles × 3 languages, each refused once
+
+    responses = _rows(out, "name_responses")
+    assert len(responses) == asked and (responses["outcome"] == "error").all()  # the error rows are kept, as data
+    for table in NAME_RESULT_TABLES:  # every one is exported, without a row for the model
+        assert _rows(out, table).empty, table  # no valid rate of 0, no Mainland rate, no selection, no test
+    assert "no name_choice_rates were produced" in printed and "name_choice_tests over 0 model(s)" in printed
+    assert f"{MODEL}: no answers: all {asked} model call(s) ended in an error (the first: HTTP 400: {REFUSED})" \
+        in printed
+    last = _last_lines(printed)
+    for lang in ("zh_hans", "zh_hant", "en"):
+        assert f"{MODEL}/{lang}: name_responses: no answers: all 4 model calls ended in an error" in last
+    assert f"the first: HTTP 400: {REFUSED}" in printed.strip().splitlines()[-1]
+    assert KEY not in printed
