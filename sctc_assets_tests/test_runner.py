@@ -549,7 +549,7 @@ def test_sctc_ui_marks_runs_of_a_dead_sctc_run_failed_before_starting_dagster(tm
                                    status=dg.DagsterRunStatus.STARTED, tags=legacy))
     instance.add_run(dg.DagsterRun(job_name="term_model_lang", run_id="ui-run", status=dg.DagsterRunStatus.STARTED))
     started = []
-    monkeypatch.setattr(ui, "run_forwarding_signals", lambda command: started.append(command) or 0)
+    monkeypatch.setattr(ui, "run_forwarding_signals", lambda command, env=None: started.append(command) or 0)
 
     assert cli.main(["ui"]) == 0
 
