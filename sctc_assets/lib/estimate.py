@@ -90,7 +90,14 @@ SCRIPT_RULE = TokenCounter(f"characters: {CJK_TOKENS_PER_CHAR:g} token per CJK c
                            f"1 per {OTHER_CHARS_PER_TOKEN:g} others")
 
 
-_TIKTOKEN_COUNTERS: dict[str, TokenCounter | None] = {}
+# Tokenizers loaded once per process (a tiktoken encoding, a `tokenizer.json` path), None where loading failed.
+_LOADED: dict[str, TokenCounter | None] = {}
+
+
+def _loaded(key: str, load: Callable[[], TokenCounter | None]) -> TokenCounter | None:
+    if key not in _LOADED:
+        _LOADED[key] = load()
+    return _LOADED[key]
 
 
 def tiktoken_counter(model: str) -> TokenCounter | None:
@@ -102,9 +109,7 @@ def tiktoken_counter(model: str) -> TokenCounter | None:
         encoding = encoding_name_for_model(model.removeprefix("openai/"))
     except (ImportError, KeyError):
         return None
-    if encoding not in _TIKTOKEN_COUNTERS:
-        _TIKTOKEN_COUNTERS[encoding] = _registry_tiktoken(encoding)
-    return _TIKTOKEN_COUNTERS[encoding]
+    return _loaded(f"tiktoken:{encoding}", lambda: _registry_tiktoken(encoding))
 
 
 def _registry_tiktoken(encoding: str) -> TokenCounter | None:
@@ -129,23 +134,21 @@ def _registry_tiktoken(encoding: str) -> TokenCounter | None:
     return None
 
 
-_JSON_COUNTERS: dict[str, TokenCounter | None] = {}
-
-
-def json_counter(path: str, name: str, render: Callable[[Sequence[Mapping[str, str]]], str] | None = None
-                 ) -> TokenCounter | None:
+def json_counter(path: str, name: str, render: Render | None = None) -> TokenCounter | None:
     """A local model's `tokenizer.json` at `path`, loaded with the `tokenizers` library (no transformers) once per
     file, named `name`, with `render` (the model's chat template) when there is one; None when the file cannot be
     read."""
-    if path not in _JSON_COUNTERS:
-        from sctc_assets.lib.name.tokenization import json_tokenizer
-
-        try:
-            _JSON_COUNTERS[path] = TokenCounter(path, json_tokenizer(path))
-        except Exception:  # the tokenizers library raises its own Exception for a file it cannot read
-            _JSON_COUNTERS[path] = None
-    loaded = _JSON_COUNTERS[path]
+    loaded = _loaded(f"tokenizer.json:{path}", lambda: _json_tokenizer(path))
     return None if loaded is None else TokenCounter(name, loaded.encode, render)
+
+
+def _json_tokenizer(path: str) -> TokenCounter | None:
+    from sctc_assets.lib.name.tokenization import json_tokenizer
+
+    try:
+        return TokenCounter(path, json_tokenizer(path))
+    except Exception:  # the tokenizers library raises its own Exception for a file it cannot read
+        return None
 
 
 @dataclass
