@@ -1,4 +1,4 @@
-"""A small asyncio HTTP/1.1 client (h11 over asyncio streams) for JSON POSTs to one endpoint.
+"""A small asyncio HTTP/1.1 client (h11 over asyncio streams) for JSON requests to one endpoint.
 
 Why not the openai SDK or httpx: measured by `bench/openai_concurrency.py`, they cost 2.5–5 ms of CPU per request
 (httpcore's pool scans every connection on each request), which caps a 64-wide run against a 200 ms endpoint at a
@@ -16,7 +16,7 @@ import ssl
 import sys
 import urllib.request
 from dataclasses import dataclass
-from typing import Mapping
+from typing import AsyncIterator, Mapping
 from urllib.parse import unquote, urlsplit
 
 import h11
@@ -77,7 +77,8 @@ def _default_ssl_context() -> ssl.SSLContext:
 
 
 class HttpClient:
-    """POSTs to `base_url`; use as an async context manager. Callers bound the concurrency themselves."""
+    """Requests to `base_url` (POST, GET, downloads streamed by `stream`); use as an async context manager. Callers
+    bound the concurrency themselves."""
 
     def __init__(self, base_url: str, *, timeout_s: float, user_agent: str = "sctc-assets",
                  ssl_context: ssl.SSLContext | None = None, proxy: str | None = None, use_env_proxy: bool = True):
@@ -115,24 +116,67 @@ class HttpClient:
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> HttpResponse:
         """POST `body` to `base_url + path`; the timeout covers connecting, sending and reading the whole answer."""
+        return await self.request("POST", path, body, headers)
+
+    async def request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpResponse:
+        """`method` (GET, POST, DELETE) `base_url + path` with `body`; the timeout covers the whole exchange."""
         try:
-            return await asyncio.wait_for(self._post(path, body, headers), self._timeout_s)
+            return await asyncio.wait_for(self._request(method, path, body, headers), self._timeout_s)
         except asyncio.TimeoutError:
             raise TimeoutError(f"no complete answer within {self._timeout_s:g}s") from None
 
-    async def _post(self, path: str, body: bytes, headers: Mapping[str, str]) -> HttpResponse:
+    async def _request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpResponse:
         connection = await self._checkout()
         try:
-            response = await self._exchange(connection, path, body, headers)
+            response = await self._exchange(connection, path, body, headers, method=method)
         except BaseException:
             connection.close()  # mid-exchange (an error, a timeout, a cancellation): its state is unknown
             raise
+        self._release(connection)
+        return response
+
+    def _release(self, connection: _Connection) -> None:
         if connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE:
             connection.h11.start_next_cycle()
             self._idle.append(connection)
         else:
             connection.close()
-        return response
+
+    async def stream(self, method: str, path: str, headers: Mapping[str, str],
+                     body: bytes = b"") -> tuple[HttpResponse, AsyncIterator[bytes]]:
+        """Send a request and read the status and headers only: the body comes from the returned iterator chunk by
+        chunk (a large download is never held whole), each read bounded by the timeout. The response's `body` is
+        empty. Read the iterator to its end (or close it) before the next request."""
+        connection = await self._checkout()
+        try:
+            head = await asyncio.wait_for(self._send_and_head(connection, path, body, headers, method),
+                                          self._timeout_s)
+        except asyncio.TimeoutError:
+            connection.close()
+            raise TimeoutError(f"no answer within {self._timeout_s:g}s") from None
+        except BaseException:
+            connection.close()
+            raise
+
+        async def chunks() -> AsyncIterator[bytes]:
+            finished = False
+            try:
+                while True:
+                    try:
+                        chunk = await asyncio.wait_for(self._next_chunk(connection), self._timeout_s)
+                    except asyncio.TimeoutError:
+                        raise TimeoutError(f"the download stalled for {self._timeout_s:g}s") from None
+                    if chunk is None:
+                        finished = True
+                        return
+                    yield chunk
+            finally:
+                if finished:
+                    self._release(connection)
+                else:
+                    connection.close()
+
+        return head, chunks()
 
     async def _checkout(self) -> _Connection:
         while self._idle:
@@ -174,7 +218,18 @@ class HttpClient:
             raise TransportError(f"proxy {self._proxy.host}:{self._proxy.port} refused the tunnel: {first}")
 
     async def _exchange(self, connection: _Connection, path: str, body: bytes,
-                        headers: Mapping[str, str]) -> HttpResponse:
+                        headers: Mapping[str, str], *, method: str = "POST") -> HttpResponse:
+        head = await self._send_and_head(connection, path, body, headers, method)
+        chunks = []
+        while True:
+            chunk = await self._next_chunk(connection)
+            if chunk is None:
+                return HttpResponse(head.status, head.headers, b"".join(chunks))
+            chunks.append(chunk)
+
+    async def _send_and_head(self, connection: _Connection, path: str, body: bytes, headers: Mapping[str, str],
+                             method: str) -> HttpResponse:
+        """Send the request and read up to the response's head; the body is left for `_next_chunk`."""
         if self._proxy is not None and self._origin.scheme == "http":
             target = f"http://{self._origin.authority}{self._path}{path}{self._query}"  # absolute form, for the proxy
         else:
@@ -185,30 +240,42 @@ class HttpClient:
             request_headers.append(("Proxy-Authorization", self._proxy_auth))
         state = connection.h11
         try:
-            connection.writer.write(state.send(h11.Request(method="POST", target=target, headers=request_headers))
+            connection.writer.write(state.send(h11.Request(method=method, target=target, headers=request_headers))
                                     + state.send(h11.Data(data=body)) + state.send(h11.EndOfMessage()))
             await connection.writer.drain()
-            status, response_headers, chunks = 0, {}, []
             while True:
                 event = state.next_event()
                 if event is h11.NEED_DATA:
                     data = await connection.reader.read(_READ_SIZE)
-                    if not data and state.their_state is h11.SEND_RESPONSE and status == 0:
+                    if not data and state.their_state is h11.SEND_RESPONSE:
                         raise TransportError("the server closed the connection without answering")
                     state.receive_data(data)
                 elif isinstance(event, h11.Response):
-                    status = event.status_code
-                    response_headers = {name.decode("latin-1").lower(): value.decode("latin-1")
-                                        for name, value in event.headers}
-                elif isinstance(event, h11.Data):
-                    chunks.append(bytes(event.data))
-                elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                    break
+                    return HttpResponse(event.status_code, {name.decode("latin-1").lower(): value.decode("latin-1")
+                                                            for name, value in event.headers}, b"")
+                elif isinstance(event, h11.ConnectionClosed):
+                    raise TransportError("the server closed the connection without answering")
         except h11.RemoteProtocolError as error:
             raise TransportError(f"malformed HTTP response: {error}") from None
         except (OSError, asyncio.IncompleteReadError) as error:
             raise TransportError(f"{type(error).__name__}: {error}") from None
-        return HttpResponse(status, response_headers, b"".join(chunks))
+
+    async def _next_chunk(self, connection: _Connection) -> bytes | None:
+        """The next piece of the response body, or None at its end."""
+        state = connection.h11
+        try:
+            while True:
+                event = state.next_event()
+                if event is h11.NEED_DATA:
+                    state.receive_data(await connection.reader.read(_READ_SIZE))
+                elif isinstance(event, h11.Data):
+                    return bytes(event.data)
+                elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                    return None
+        except h11.RemoteProtocolError as error:
+            raise TransportError(f"malformed HTTP response: {error}") from None
+        except (OSError, asyncio.IncompleteReadError) as error:
+            raise TransportError(f"{type(error).__name__}: {error}") from None
 
 
 def _proxy_authorization(url: str | None) -> str | None:
