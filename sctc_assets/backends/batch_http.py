@@ -33,9 +33,9 @@ _FATAL_STATUS = frozenset({401, 403, 404})
 class Retryable(Exception):
     """A failed attempt worth another (raised inside a `BatchHttp` call, retried by `_with_retries`)."""
 
-    def __init__(self, description: str, delay_s: float | None = None):
+    def __init__(self, description: str, delay_s: float | None = None, status: int | None = None):
         super().__init__(description)
-        self.description, self.delay_s = description, delay_s
+        self.description, self.delay_s, self.status = description, delay_s, status
 
 
 class BatchHttp:
@@ -114,6 +114,42 @@ class BatchHttp:
 
         return self._with_retries(attempt)
 
+    def create(self, path: str, payload: Any, find: Callable[[], Any]) -> Any:
+        """POST `payload` (JSON) to `path` to create something that must never exist twice (a batch), the answer
+        parsed. A failure whose outcome is unknown (a timeout, a dropped connection, a 5xx, a garbled answer: the
+        server may have created it before failing) is followed by `find()` before the next attempt: when it returns
+        something other than None (the created object, found by its label), that is returned and nothing is created
+        again. A 429/529 refused the call before any work, so it is retried without asking."""
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        headers = {**self._headers, "Accept": "application/json", "Content-Type": "application/json"}
+        unknown = False
+
+        def attempt() -> Any:
+            nonlocal unknown
+            if unknown:
+                found = find()
+                if found is not None:
+                    return found
+            unknown = True  # until this attempt's answer says otherwise
+            try:
+                response = self._call(self._client.request("POST", path, body, headers))
+            except TimeoutError:
+                raise Retryable(f"POST {path}: timed out after {self._timeout_s:g}s") from None
+            except TransportError as error:
+                raise Retryable(f"POST {path}: connection error: {redact(str(error), self._api_key)}") from None
+            try:
+                self._check("POST", path, response)
+            except Retryable as failure:
+                unknown = failure.status not in (429, 529)
+                raise
+            try:
+                return json.loads(response.body)
+            except (ValueError, UnicodeDecodeError):
+                shown = redact(response.body[:120].decode("utf-8", "replace"), self._api_key)
+                raise Retryable(f"POST {path}: answered with something other than JSON: {shown!r}") from None
+
+        return self._with_retries(attempt)
+
     def lines(self, path: str, headers: Mapping[str, str] | None = None) -> Iterator[bytes]:
         """The lines of a download (JSONL), streamed: each line without its newline, blank lines skipped. A final
         line without a newline is yielded as it is (the caller decides whether it parses: a file cut mid-line).
@@ -172,7 +208,7 @@ class BatchHttp:
         if status in _RETRYABLE_STATUS or status >= 500:
             delay = server_delay(response.headers)
             raise Retryable(f"HTTP {status} from {where}: {error.message}",
-                            delay if delay is not None else error.retry_delay_s)
+                            delay if delay is not None else error.retry_delay_s, status)
         raise BatchApiError(f"HTTP {status} from {where}: {error.message}")
 
     def _with_retries(self, attempt: Callable[[], Any]) -> Any:

@@ -18,6 +18,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from sctc_assets.backends.api_backend import (LOCAL_SERVER_KEY, ApiBackend, ErrorBody, ParameterRefused,
                                               count_or_none, merged, redact, server_delay, text_or_none)
+from sctc_assets.backends.batch_openai import OpenAIBatchClient
 from sctc_assets.lib.estimate import TokenCounter, tiktoken_counter
 from sctc_assets.lib.generation import (TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated,
                                         think_blocks)
@@ -176,6 +177,12 @@ class OpenAIBackend(ApiBackend):
     def generate(self, requests, **options):  # type: ignore[override]
         self._said = []
         return super().generate(requests, **options)
+
+    def batch_client(self) -> OpenAIBatchClient:
+        """OpenAI's Batch API at this entry's endpoint (`batch_openai.py`), with its key, headers, timeout and retry
+        policy: lines carry the bodies `_request_body` writes and are read as synchronous answers are. The caller
+        closes it."""
+        return OpenAIBatchClient(self, api_key=self._read_api_key())
 
     def request_seed(self, request: GenerationRequest) -> int | None:
         return None if self.seed is None else self.seed + int(request.trial)
