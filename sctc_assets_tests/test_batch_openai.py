@@ -16,7 +16,7 @@ from sctc_assets.lib.batches import BatchApiError, BatchLine, LineResult
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets_tests.batch_stubs import OpenAIBatchStub, multipart_fields
 from sctc_assets_tests.openai_stub_server import (CONTENT_FILTER_MESSAGE, DROP_CONNECTION, ReasoningModel,
-                                                  api_error, completion)
+                                                  api_error, completion, garbled)
 
 KEY_ENV = "SCTC_TEST_OPENAI_BATCH_KEY"
 FAKE_KEY = "sk-batch-Hq4mT9wZ2xLp6Rr1-DO-NOT-LEAK"
@@ -214,9 +214,11 @@ def test_429_5xx_and_dropped_connections_on_upload_create_and_poll_are_retried(
     assert counts["list"] == (0 if route != "create" or fault.status == 429 else 2)
 
 
-def test_a_create_whose_answer_is_lost_is_found_not_created_twice(client: OpenAIBatchClient,
+@pytest.mark.parametrize("loss", [api_error(500, "upstream reset"), DROP_CONNECTION,
+                                  garbled(b"<html><h1>502 Bad Gateway</h1></html>", "text/html")])
+def test_a_create_whose_answer_is_lost_is_found_not_created_twice(loss: Any, client: OpenAIBatchClient,
                                                                   stub: OpenAIBatchStub) -> None:
-    stub.script_call("create", api_error(500, "upstream reset"), executed=True)
+    stub.script_call("create", loss, executed=True)
     lines = lines_for("once", "only")
     batch_id = client.submit(lines, "sctc-00000000000a")
     assert list(stub.batches) == [batch_id]

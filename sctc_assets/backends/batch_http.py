@@ -85,34 +85,14 @@ class BatchHttp:
                 headers: Mapping[str, str] | None = None) -> HttpResponse:
         """One call with retries: the 2xx response, else `BackendUnavailable`/`BatchApiError`."""
         sent = {**self._headers, "Accept": "application/json", **(headers or {})}
-
-        def attempt() -> HttpResponse:
-            try:
-                response = self._call(self._client.request(method, path, body or b"", sent))
-            except TimeoutError:
-                raise Retryable(f"{method} {path}: timed out after {self._timeout_s:g}s") from None
-            except TransportError as error:
-                raise Retryable(f"{method} {path}: connection error: {redact(str(error), self._api_key)}") from None
-            self._check(method, path, response)
-            return response
-
-        return self._with_retries(attempt)
+        return self._with_retries(lambda: self._attempt(method, path, body or b"", sent))
 
     def json(self, method: str, path: str, payload: Any = None) -> Any:
         """A JSON call: `payload` sent as the body (when given), the answer parsed. A 2xx answer that is not JSON (an
         HTML page from a proxy, a body cut short) is retried like a 5xx."""
         body = None if payload is None else json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json"} if body is not None else {}
-
-        def attempt() -> Any:
-            response = self.request(method, path, body, headers)
-            try:
-                return json.loads(response.body)
-            except (ValueError, UnicodeDecodeError):
-                shown = redact(response.body[:120].decode("utf-8", "replace"), self._api_key)
-                raise Retryable(f"{method} {path}: answered with something other than JSON: {shown!r}") from None
-
-        return self._with_retries(attempt)
+        return self._with_retries(lambda: self._parsed(method, path, self.request(method, path, body, headers)))
 
     def create(self, path: str, payload: Any, find: Callable[[], Any]) -> Any:
         """POST `payload` (JSON) to `path` to create something that must never exist twice (a batch), the answer
@@ -132,23 +112,31 @@ class BatchHttp:
                     return found
             unknown = True  # until this attempt's answer says otherwise
             try:
-                response = self._call(self._client.request("POST", path, body, headers))
-            except TimeoutError:
-                raise Retryable(f"POST {path}: timed out after {self._timeout_s:g}s") from None
-            except TransportError as error:
-                raise Retryable(f"POST {path}: connection error: {redact(str(error), self._api_key)}") from None
-            try:
-                self._check("POST", path, response)
+                response = self._attempt("POST", path, body, headers)
             except Retryable as failure:
                 unknown = failure.status not in (429, 529)
                 raise
-            try:
-                return json.loads(response.body)
-            except (ValueError, UnicodeDecodeError):
-                shown = redact(response.body[:120].decode("utf-8", "replace"), self._api_key)
-                raise Retryable(f"POST {path}: answered with something other than JSON: {shown!r}") from None
+            return self._parsed("POST", path, response)
 
         return self._with_retries(attempt)
+
+    def _attempt(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpResponse:
+        """One call, without retries: the 2xx response, else `Retryable`/`BackendUnavailable`/`BatchApiError`."""
+        try:
+            response = self._call(self._client.request(method, path, body, headers))
+        except TimeoutError:
+            raise Retryable(f"{method} {path}: timed out after {self._timeout_s:g}s") from None
+        except TransportError as error:
+            raise Retryable(f"{method} {path}: connection error: {redact(str(error), self._api_key)}") from None
+        self._check(method, path, response)
+        return response
+
+    def _parsed(self, method: str, path: str, response: HttpResponse) -> Any:
+        try:
+            return json.loads(response.body)
+        except (ValueError, UnicodeDecodeError):
+            shown = redact(response.body[:120].decode("utf-8", "replace"), self._api_key)
+            raise Retryable(f"{method} {path}: answered with something other than JSON: {shown!r}") from None
 
     def lines(self, path: str, headers: Mapping[str, str] | None = None) -> Iterator[bytes]:
         """The lines of a download (JSONL), streamed: each line without its newline, blank lines skipped. A final
