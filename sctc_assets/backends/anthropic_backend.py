@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Mapping, Optional
 from pydantic import Field
 
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
+from sctc_assets.backends.batch_anthropic import AnthropicBatchClient
 from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
 # The API version sent. 2023-06-01 still takes `temperature` and `top_p` for the models that accept them;
@@ -47,6 +48,10 @@ class AnthropicBackend(ApiBackend):
     system_prompt: Optional[str] = Field(
         default=None, description="Top-level `system` of requests that carry no system message of their own."
     )
+
+    def batch_client(self) -> AnthropicBatchClient:
+        """Message Batches (`batch_anthropic.py`) for this model: the same requests, read the same way."""
+        return AnthropicBatchClient(self)
 
     def _request_path(self) -> str:
         return "/v1/messages"

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
+from sctc_assets.backends.batch_gemini import GeminiBatchClient
 from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
 API_VERSION = "v1beta"
@@ -54,6 +55,10 @@ class GeminiBackend(ApiBackend):
 
     def request_seed(self, request: GenerationRequest) -> int | None:
         return None if self.seed is None else self.seed + int(request.trial)
+
+    def batch_client(self) -> GeminiBatchClient:
+        """Batch mode (`batch_gemini.py`) for this model: the same requests, read the same way."""
+        return GeminiBatchClient(self)
 
     def _request_path(self) -> str:
         model = self.model.removeprefix("models/")
