@@ -74,22 +74,22 @@ class StubAnthropicBatches(BatchStubServer):
         if batch is None:
             return self.error_reply(404, f"no message batch {parts[0]}")
         if method == "GET" and len(parts) == 1:
-            fault = self.fault("poll")
-            if fault:
-                return self.fault_reply(fault)
+            faulted = self.faulted("poll")
+            if faulted:
+                return faulted
             self.poll(batch)
             return json_reply(200, self._batch_json(batch))
         if method == "GET" and parts[1:] == ["results"]:
-            fault = self.fault("results")
-            if fault:
-                return self.fault_reply(fault)
+            faulted = self.faulted("results")
+            if faulted:
+                return faulted
             if not batch.ended:
                 return self.error_reply(404, "results are not available until the batch has ended")
             return Reply(200, self._results(batch), content_type="application/binary")
         if method == "POST" and parts[1:] == ["cancel"]:
-            fault = self.fault("cancel")
-            if fault:
-                return self.fault_reply(fault)
+            faulted = self.faulted("cancel")
+            if faulted:
+                return faulted
             with self._lock:
                 if not batch.ended:
                     batch.cancel_requested = True
@@ -135,9 +135,9 @@ class StubAnthropicBatches(BatchStubServer):
         return json_reply(200, self._batch_json(batch))
 
     def _list(self, query: dict[str, str]) -> Reply:
-        fault = self.fault("list")
-        if fault:
-            return self.fault_reply(fault)
+        faulted = self.faulted("list")
+        if faulted:
+            return faulted
         limit = int(query.get("limit", "20"))
         with self._lock:
             newest_first = list(reversed(self.created))

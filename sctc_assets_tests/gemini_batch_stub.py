@@ -92,17 +92,17 @@ class StubGeminiBatches(BatchStubServer):
         if batch is None:
             return self.error_reply(404, f"no batch at {path}")
         if method == "POST" and match.group(2):
-            fault = self.fault("cancel")
-            if fault:
-                return self.fault_reply(fault)
+            faulted = self.faulted("cancel")
+            if faulted:
+                return faulted
             with self._lock:
                 if not batch.ended:
                     batch.cancel_requested = True
             return json_reply(200, {})
         if method == "GET" and not match.group(2):
-            fault = self.fault("poll")
-            if fault:
-                return self.fault_reply(fault)
+            faulted = self.faulted("poll")
+            if faulted:
+                return faulted
             self.poll(batch)
             return json_reply(200, self._operation(batch))
         return self.error_reply(404, f"no route {method} {path}")
@@ -131,9 +131,9 @@ class StubGeminiBatches(BatchStubServer):
         return json_reply(200, self._operation(batch))
 
     def _list(self, query: dict[str, str]) -> Reply:
-        fault = self.fault("list")
-        if fault:
-            return self.fault_reply(fault)
+        faulted = self.faulted("list")
+        if faulted:
+            return faulted
         size = int(query.get("pageSize", "50"))
         start = int(query.get("pageToken") or 0)
         with self._lock:
@@ -145,9 +145,9 @@ class StubGeminiBatches(BatchStubServer):
         return json_reply(200, answer)
 
     def _download(self, file_id: str, query: dict[str, str]) -> Reply:
-        fault = self.fault("results")
-        if fault:
-            return self.fault_reply(fault)
+        faulted = self.faulted("results")
+        if faulted:
+            return faulted
         batch = next((batch for batch in self.created if _file_id(batch) == file_id and batch.ended), None)
         if batch is None or query.get("alt") != "media":
             return self.error_reply(404, f"no file files/{file_id}")

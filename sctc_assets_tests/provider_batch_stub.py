@@ -146,6 +146,11 @@ class BatchStubServer:
             queued = self._faults[call]
             return queued.popleft() if queued else None
 
+    def faulted(self, call: str) -> Reply | None:
+        """Count the call; the error reply of its next scripted fault, if any."""
+        fault = self.fault(call)
+        return self.fault_reply(fault) if fault else None
+
     def fault_reply(self, fault: str) -> Reply:
         if fault == "429":
             return self.error_reply(429, "rate_limited", {"Retry-After": "0"})
@@ -216,6 +221,17 @@ class BatchStubServer:
     def route(self, method: str, path: str, query: dict[str, str], headers: Mapping[str, str],
               body: Any) -> Reply:
         raise NotImplementedError
+
+
+def poll_until_ended(client: Any, provider_id: str, most: int = 10) -> list[str]:
+    """Poll a `BatchClient` until its batch ended: the states seen, one a poll."""
+    states = []
+    for _ in range(most):
+        status = client.status(provider_id)
+        states.append(status.state)
+        if status.ended:
+            return states
+    raise AssertionError(f"{provider_id} never ended: {states}")
 
 
 def results_body(lines: list[bytes], cut: bool) -> bytes:

@@ -16,7 +16,7 @@ from sctc_assets.backends.batch_anthropic import AnthropicBatchClient
 from sctc_assets.lib.batches import BatchApiError, BatchLine
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets_tests.anthropic_batch_stub import StubAnthropicBatches
-from sctc_assets_tests.provider_batch_stub import BatchPlan
+from sctc_assets_tests.provider_batch_stub import BatchPlan, poll_until_ended
 
 KEY_ENV = "SCTC_TEST_BATCH_KEY"
 KEY = "sk-ant-batch-secret-42"
@@ -39,16 +39,6 @@ def line(prompt: str) -> BatchLine:
     return BatchLine(hashlib.sha256(prompt.encode()).hexdigest(), GenerationRequest.user(prompt))
 
 
-def collect(client: AnthropicBatchClient, provider_id: str) -> list[str]:
-    """Poll until ended; the states seen."""
-    states = []
-    for _ in range(10):
-        status = client.status(provider_id)
-        states.append(status.state)
-        if status.ended:
-            return states
-    raise AssertionError(f"never ended: {states}")
-
 
 def test_a_batch_sends_the_sync_body_moves_in_progress_to_ended_and_reads_every_fate(stub):
     model = backend(stub)
@@ -61,7 +51,7 @@ def test_a_batch_sends_the_sync_body_moves_in_progress_to_ended_and_reads_every_
         provider_id = client.submit(lines, "sctc-000000000001")
         assert [params for _, params in stub.created[0].lines] == \
             [model._request_body(item.request) for item in lines]
-        assert collect(client, provider_id) == ["in_progress", "ended"]
+        assert poll_until_ended(client, provider_id) == ["in_progress", "ended"]
         status = client.status(provider_id)
         results = {result.custom_id: result for result in client.results(provider_id)}
     assert status.counts == {"processing": 0, "succeeded": 2, "errored": 3, "canceled": 0, "expired": 0,
@@ -80,7 +70,7 @@ def test_params_the_api_refuses_come_back_as_a_final_error_for_that_line_only(st
     model = backend(stub, model="claude-opus-4-7", temperature=0.5)  # this model takes no temperature
     with model.batch_client() as client:
         provider_id = client.submit([line("a"), line("b")], "sctc-x")
-        collect(client, provider_id)
+        poll_until_ended(client, provider_id)
         results = list(client.results(provider_id))
     assert [result.result.outcome for result in results] == ["error", "error"]
     assert all(result.retry is None for result in results)
@@ -91,7 +81,7 @@ def test_an_expired_batch_answers_what_it_finished_and_the_rest_are_retried(stub
     lines = [line(f"p{number}") for number in range(3)]
     with backend(stub).batch_client() as client:
         provider_id = client.submit(lines, "sctc-x")
-        assert collect(client, provider_id) == ["in_progress", "in_progress", "ended"]
+        assert poll_until_ended(client, provider_id) == ["in_progress", "in_progress", "ended"]
         counts = client.status(provider_id).counts
         results = list(client.results(provider_id))
     assert counts["succeeded"] == 1 and counts["expired"] == 2
@@ -103,7 +93,7 @@ def test_a_batch_cancelled_by_the_provider_shows_canceling_then_ends_with_its_li
     stub.plan(BatchPlan(end="cancelled", answered=0))
     with backend(stub).batch_client() as client:
         provider_id = client.submit([line("a"), line("b")], "sctc-x")
-        assert collect(client, provider_id) == ["in_progress", "canceling", "ended"]
+        assert poll_until_ended(client, provider_id) == ["in_progress", "canceling", "ended"]
         assert [result.retry for result in client.results(provider_id)] == ["canceled", "canceled"]
     assert stub.answered == {}
 
@@ -112,7 +102,7 @@ def test_cancel_asks_the_api_and_the_batch_ends_canceled(stub):
     with backend(stub).batch_client() as client:
         provider_id = client.submit([line("a")], "sctc-x")
         client.cancel(provider_id)
-        assert collect(client, provider_id) == ["canceling", "ended"]
+        assert poll_until_ended(client, provider_id) == ["canceling", "ended"]
         assert client.status(provider_id).counts["canceled"] == 1
     assert stub.calls["cancel"] == 1
 
@@ -122,14 +112,14 @@ def test_a_results_file_cut_mid_line_ends_early_and_an_unknown_custom_id_is_pass
     lines = [line(f"p{number}") for number in range(4)]
     with backend(stub).batch_client() as client:
         provider_id = client.submit(lines, "sctc-x")
-        collect(client, provider_id)
+        poll_until_ended(client, provider_id)
         seen = [result.custom_id for result in client.results(provider_id)]
     # The unknown id is the last line, and it is the one cut: 4 answers; without the cut it is passed on.
     assert seen == [item.custom_id for item in lines]
     stub.plan(BatchPlan(unknown_ids=1))
     with backend(stub).batch_client() as client:
         provider_id = client.submit(lines, "sctc-y")
-        collect(client, provider_id)
+        poll_until_ended(client, provider_id)
         seen = [result.custom_id for result in client.results(provider_id)]
     assert len(seen) == 5 and seen[-1] not in {item.custom_id for item in lines}
 
@@ -139,7 +129,7 @@ def test_a_cut_answer_line_is_skipped(stub):
     lines = [line(f"p{number}") for number in range(3)]
     with backend(stub).batch_client() as client:
         provider_id = client.submit(lines, "sctc-x")
-        collect(client, provider_id)
+        poll_until_ended(client, provider_id)
         seen = [result.custom_id for result in client.results(provider_id)]
     assert seen == [item.custom_id for item in lines[:2]]
 
@@ -149,7 +139,7 @@ def test_429_and_500_on_create_and_poll_are_retried_without_a_second_batch(stub)
     stub.fail_next("poll", "500", "429")
     with backend(stub).batch_client() as client:
         provider_id = client.submit([line("a")], "sctc-x")
-        assert collect(client, provider_id) == ["in_progress", "ended"]
+        assert poll_until_ended(client, provider_id) == ["in_progress", "ended"]
         assert client.retries == 4
     assert stub.calls["create"] == 3 and stub.calls["created"] == 1 and stub.calls["poll"] == 4
 
@@ -222,7 +212,7 @@ def test_a_results_url_on_another_origin_is_not_followed(stub):
     client = backend(stub).batch_client()
     try:
         provider_id = client.submit([line("a")], "sctc-x")
-        collect(client, provider_id)
+        poll_until_ended(client, provider_id)
         client._results_urls[provider_id] = f"http://elsewhere.invalid/v1/messages/batches/{provider_id}/results"
         assert [result.result.outcome for result in client.results(provider_id)] == ["ok"]
     finally:

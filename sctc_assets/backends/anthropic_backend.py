@@ -8,7 +8,8 @@ The answer: the text blocks of `content` joined; the thinking blocks (extended t
 safety classifiers stopped it) is outcome `refusal`; `max_tokens` with thinking and no text is `truncated`; usage is
 `input_tokens` and `output_tokens` (thinking included: the API does not count it apart). Errors are `{"type": "error",
 "error": {"type", "message"}}`: 429 and 529 (`overloaded_error`) and 5xx are retried honouring `retry-after`
-(`api_backend.py`, shared with the `openai` backend).
+(`api_backend.py`, shared with the `openai` backend). `batch_client()` sends the same requests through the Message
+Batches API at half the price (`batch_anthropic.py`).
 """
 
 from __future__ import annotations

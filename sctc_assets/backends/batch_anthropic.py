@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from datetime import datetime
@@ -30,8 +29,8 @@ from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import quote, urlsplit
 
 from sctc_assets.backends.api_backend import ApiBackend, redact
-from sctc_assets.backends.batch_common import (CLOCK_SKEW_S, answer_of, batch_http, count, create_once, json_line,
-                                               mapping)
+from sctc_assets.backends.batch_common import (CLOCK_SKEW_S, ProviderBatchClient, answer_of, count, create_once,
+                                               json_line, mapping)
 from sctc_assets.backends.batch_http import BatchHttp
 from sctc_assets.lib.batches import BatchApiError, BatchLine, BatchStatus, LineResult
 from sctc_assets.lib.generation import GenerationResult
@@ -45,7 +44,7 @@ _LIST_PAGE = 100
 _MAX_LIST_PAGES = 50
 
 
-class AnthropicBatchClient:
+class AnthropicBatchClient(ProviderBatchClient):
     """Message Batches for one `AnthropicBackend` (its requests, its answers, its key); see the module docstring."""
 
     provider = "anthropic"
@@ -54,29 +53,10 @@ class AnthropicBatchClient:
     max_bytes = 256_000_000 - 1024
 
     def __init__(self, backend: ApiBackend, http: BatchHttp | None = None):
-        self._backend = backend
-        self._http = http if http is not None else batch_http(backend)
-        self._api_key = backend._read_api_key()
+        super().__init__(backend, http)
         self._results_urls: dict[str, str] = {}
 
-    def __enter__(self) -> "AnthropicBatchClient":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
-
-    @property
-    def retries(self) -> int:
-        """Failed calls retried so far (429, 5xx, timeouts)."""
-        return self._http.retries
-
     # --- the BatchClient protocol ----------------------------------------------------------------------------------
-
-    def line_bytes(self, line: BatchLine) -> int:
-        return len(json.dumps(self._line(line), ensure_ascii=False).encode("utf-8")) + 1  # the comma between lines
 
     def submit(self, lines: Sequence[BatchLine], label: str) -> str:
         """Create one batch of `lines` (`label` is not sent: the API keeps none)."""

@@ -10,6 +10,8 @@ with the synchronous backend they stand in for.
 - `answer_of(backend, custom_id, payload)`: a line's answer read exactly as the synchronous backend reads a 200 body
   (`_is_answer`, `_answer_result`: refusals, truncation, usage), or a retry when the body has another shape.
 - `json_line(raw)`: one JSONL line parsed, or None for a line that does not parse (a file cut mid-line).
+- `ProviderBatchClient`: what both clients are made of besides their API: the backend, its `BatchHttp`, closing,
+  the retry count and the bytes a line takes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from sctc_assets.backends.api_backend import ApiBackend
 from sctc_assets.backends.batch_http import BatchHttp
-from sctc_assets.lib.batches import LineResult
+from sctc_assets.lib.batches import BatchLine, LineResult
 
 # A provider's clock and ours may differ: a batch counts as "created after" a moment when its own creation time is
 # no earlier than this many seconds before that moment.
@@ -92,3 +94,37 @@ def count(value: Any) -> int:
     except (TypeError, ValueError):
         return 0
     return max(0, number)
+
+
+class ProviderBatchClient:
+    """The part of a `BatchClient` that is not its API's: a subclass sets `provider`, `max_requests`, `max_bytes`,
+    `_line` (one request as the creation body lists it) and the protocol's calls."""
+
+    provider = ""
+    max_requests = 0
+    max_bytes = 0
+
+    def __init__(self, backend: ApiBackend, http: BatchHttp | None = None):
+        self._backend = backend
+        self._http = http if http is not None else batch_http(backend)
+        self._api_key = backend._read_api_key()
+
+    def __enter__(self) -> "ProviderBatchClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def retries(self) -> int:
+        """Failed calls retried so far (429, 5xx, timeouts)."""
+        return self._http.retries
+
+    def line_bytes(self, line: BatchLine) -> int:
+        return len(json.dumps(self._line(line), ensure_ascii=False).encode("utf-8")) + 1  # the comma between lines
+
+    def _line(self, line: BatchLine) -> dict[str, Any]:
+        raise NotImplementedError

@@ -23,14 +23,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
-from sctc_assets.backends.api_backend import ApiBackend, redact
-from sctc_assets.backends.batch_common import answer_of, batch_http, count, create_once, json_line, mapping
-from sctc_assets.backends.batch_http import BatchHttp
+from sctc_assets.backends.api_backend import redact
+from sctc_assets.backends.batch_common import ProviderBatchClient, answer_of, count, create_once, json_line, mapping
 from sctc_assets.lib.batches import BatchApiError, BatchLine, BatchStatus, LineResult
 from sctc_assets.lib.generation import GenerationResult
 
@@ -46,7 +44,7 @@ _MAX_LIST_PAGES = 50
 _ENVELOPE_BYTES = 1024
 
 
-class GeminiBatchClient:
+class GeminiBatchClient(ProviderBatchClient):
     """Batch mode for one `GeminiBackend` (its requests, its answers, its key); see the module docstring."""
 
     provider = "gemini"
@@ -54,29 +52,7 @@ class GeminiBatchClient:
     max_requests = 100_000
     max_bytes = 20_000_000 - _ENVELOPE_BYTES
 
-    def __init__(self, backend: ApiBackend, http: BatchHttp | None = None):
-        self._backend = backend
-        self._http = http if http is not None else batch_http(backend)
-        self._api_key = backend._read_api_key()
-
-    def __enter__(self) -> "GeminiBatchClient":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
-
-    @property
-    def retries(self) -> int:
-        """Failed calls retried so far (429, 5xx, timeouts)."""
-        return self._http.retries
-
     # --- the BatchClient protocol ----------------------------------------------------------------------------------
-
-    def line_bytes(self, line: BatchLine) -> int:
-        return len(json.dumps(self._line(line), ensure_ascii=False).encode("utf-8")) + 1  # the comma between lines
 
     def submit(self, lines: Sequence[BatchLine], label: str) -> str:
         if not lines:

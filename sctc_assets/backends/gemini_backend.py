@@ -10,7 +10,8 @@ system message first, else the entry's `system_prompt`), and `generationConfig` 
 `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`) are outcome `refusal`; `MAX_TOKENS` with thoughts and no text is
 `truncated`. Usage is `usageMetadata.promptTokenCount`, and `candidatesTokenCount` plus `thoughtsTokenCount` (both
 billed as output). Errors are `{"error": {"code", "message", "status"}}`; 429 (with its `RetryInfo` wait when there is
-no `Retry-After`), 503 and other 5xx are retried (`api_backend.py`, shared with the `openai` backend).
+no `Retry-After`), 503 and other 5xx are retried (`api_backend.py`, shared with the `openai` backend). `batch_client()`
+sends the same requests through the Batch API at half the price (`batch_gemini.py`).
 """
 
 from __future__ import annotations
