@@ -8,7 +8,8 @@ The answer: the text blocks of `content` joined; the thinking blocks (extended t
 safety classifiers stopped it) is outcome `refusal`; `max_tokens` with thinking and no text is `truncated`; usage is
 `input_tokens` and `output_tokens` (thinking included: the API does not count it apart). Errors are `{"type": "error",
 "error": {"type", "message"}}`: 429 and 529 (`overloaded_error`) and 5xx are retried honouring `retry-after`
-(`api_backend.py`, shared with the `openai` backend).
+(`api_backend.py`, shared with the `openai` backend). `batch_client()` sends the same requests through the Message
+Batches API at half the price (`batch_anthropic.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, ClassVar, Mapping, Optional
 from pydantic import Field
 
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
+from sctc_assets.backends.batch_anthropic import AnthropicBatchClient
 from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
 # The API version sent. 2023-06-01 still takes `temperature` and `top_p` for the models that accept them;
@@ -47,6 +49,10 @@ class AnthropicBackend(ApiBackend):
     system_prompt: Optional[str] = Field(
         default=None, description="Top-level `system` of requests that carry no system message of their own."
     )
+
+    def batch_client(self) -> AnthropicBatchClient:
+        """Message Batches (`batch_anthropic.py`) for this model: the same requests, read the same way."""
+        return AnthropicBatchClient(self)
 
     def _request_path(self) -> str:
         return "/v1/messages"

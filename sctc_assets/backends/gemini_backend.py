@@ -10,7 +10,8 @@ system message first, else the entry's `system_prompt`), and `generationConfig` 
 `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`) are outcome `refusal`; `MAX_TOKENS` with thoughts and no text is
 `truncated`. Usage is `usageMetadata.promptTokenCount`, and `candidatesTokenCount` plus `thoughtsTokenCount` (both
 billed as output). Errors are `{"error": {"code", "message", "status"}}`; 429 (with its `RetryInfo` wait when there is
-no `Retry-After`), 503 and other 5xx are retried (`api_backend.py`, shared with the `openai` backend).
+no `Retry-After`), 503 and other 5xx are retried (`api_backend.py`, shared with the `openai` backend). `batch_client()`
+sends the same requests through the Batch API at half the price (`batch_gemini.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from sctc_assets.backends.api_backend import ApiBackend, count_or_none, merged, text_or_none
+from sctc_assets.backends.batch_gemini import GeminiBatchClient
 from sctc_assets.lib.generation import TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated
 
 API_VERSION = "v1beta"
@@ -54,6 +56,10 @@ class GeminiBackend(ApiBackend):
 
     def request_seed(self, request: GenerationRequest) -> int | None:
         return None if self.seed is None else self.seed + int(request.trial)
+
+    def batch_client(self) -> GeminiBatchClient:
+        """Batch mode (`batch_gemini.py`) for this model: the same requests, read the same way."""
+        return GeminiBatchClient(self)
 
     def _request_path(self) -> str:
         model = self.model.removeprefix("models/")
