@@ -3,10 +3,9 @@ with the synchronous backend they stand in for.
 
 - `batch_http(backend)`: a `BatchHttp` with the backend's base URL, authentication headers (the key read from the
   environment at that moment, as the synchronous path reads it), extra headers, timeout and retry settings.
-- `create_once(...)`: a batch creation that is never sent twice for one outcome. `BatchHttp` retries a 5xx or a
-  timeout by itself, but a creation answered with a 500 (or whose answer was lost) may well have created the batch;
-  so before each retry the client's `find` is asked whether the batch exists, and when it does its id is returned
-  instead of creating another (the batch would be paid twice).
+- `create_once(...)`: a batch creation that is never sent twice for one outcome (`BatchHttp.create`: a creation
+  answered with a 500, or whose answer was lost, may well have created the batch, so the client's `find` is asked
+  before each such retry, and when it finds the batch its id is returned instead of creating another).
 - `answer_of(backend, custom_id, payload)`: a line's answer read exactly as the synchronous backend reads a 200 body
   (`_is_answer`, `_answer_result`: refusals, truncation, usage), or a retry when the body has another shape.
 - `json_line(raw)`: one JSONL line parsed, or None for a line that does not parse (a file cut mid-line).
@@ -17,6 +16,7 @@ with the synchronous backend they stand in for.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from sctc_assets.backends.api_backend import ApiBackend
@@ -36,36 +36,22 @@ def batch_http(backend: ApiBackend, on_retry: Callable[[str], None] | None = Non
                      backoff_max_s=backend.backoff_max_s, on_retry=on_retry)
 
 
-class _AlreadyCreated(Exception):
-    def __init__(self, provider_id: str):
-        super().__init__(provider_id)
-        self.provider_id = provider_id
+@dataclass(frozen=True)
+class _Found:
+    provider_id: str
 
 
 def create_once(http: BatchHttp, path: str, payload: Any, *, read_id: Callable[[Any], str],
                 find: Callable[[], str | None]) -> str:
-    """POST `payload` to `path` with `http`'s retries, asking `find()` before every retry whether the failed attempt
-    created the batch after all: its id when it did (`read_id(answer)` when the creation was answered)."""
-    outer = http.on_retry
+    """POST `payload` to `path` through `BatchHttp.create`, which asks `find()` before retrying a failure whose
+    outcome is unknown: the found batch's id when the failed attempt created it after all, else `read_id(answer)`."""
 
-    def before_retry(description: str) -> None:
-        if outer is not None:
-            outer(description)
-        http.on_retry = outer  # find's own retries are reported as any other
-        try:
-            found = find()
-        finally:
-            http.on_retry = before_retry
-        if found is not None:
-            raise _AlreadyCreated(found)
+    def found() -> _Found | None:
+        provider_id = find()
+        return None if provider_id is None else _Found(provider_id)
 
-    http.on_retry = before_retry
-    try:
-        return read_id(http.json("POST", path, payload))
-    except _AlreadyCreated as created:
-        return created.provider_id
-    finally:
-        http.on_retry = outer
+    answer = http.create(path, payload, found)
+    return answer.provider_id if isinstance(answer, _Found) else read_id(answer)
 
 
 def answer_of(backend: ApiBackend, custom_id: str, payload: Any) -> LineResult:
