@@ -13,8 +13,9 @@ from sctc_assets.benchmarks import SPECS
 from sctc_assets.cli import BUDGET_ENV_VARS, BUDGET_SCOPE_ENV_VAR
 from sctc_assets.cli import estimate, unchanged_run
 from sctc_assets.cli.report import build_report
-from sctc_assets.cli.selection import Selection, chosen_benchmarks, select
+from sctc_assets.cli.selection import Selection, apply_batch, batch_environment, chosen_benchmarks, select
 from sctc_assets.estimate import build_estimate
+from sctc_assets.lib.batch_settings import BATCH_WAIT_ENV, DETACH, FOREGROUND
 from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.running.cli_run import run_benchmarks
 
@@ -63,12 +64,22 @@ def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_mo
 
 
 def main(args: argparse.Namespace) -> int:
+    with batch_environment():  # --batch and --no-wait last as long as the command
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return estimate.main(args)
     args.benchmarks = chosen_benchmarks(args.benchmarks)
     selection = select(args, check_keys=True)
     if isinstance(selection, int):
         return selection
+    batch_error = apply_batch(args, selection)
+    if batch_error is not None:
+        return batch_error
+    # Batch models wait for their batches in this process unless --no-wait (a run started elsewhere detaches)
+    os.environ[BATCH_WAIT_ENV] = DETACH if args.no_wait else FOREGROUND
     apply_budget(args)
 
     options = vars(args)
