@@ -259,3 +259,53 @@ def test_batches_without_a_cache_lists_none_and_creates_none(isolated_data_dir, 
 
 def test_ages_are_short():
     assert [age(seconds) for seconds in (5, 90, 7200, 3 * 86400)] == ["5s", "2m", "2h", "3d"]
+
+
+# --- answers through a batch: the run's summary and the report --------------------------------------------------------
+
+def _answers() -> "Any":
+    import pandas as pd
+
+    # gpt: 3 answers through batch b1 (one of them cached from an earlier run), 1 synchronous; local: none.
+    return pd.DataFrame({
+        "model": ["gpt", "gpt", "gpt", "gpt", "local"],
+        "batch_id": ["b1", "b1", "b1", None, None],
+        "cached": [False, False, True, False, False],
+        "outcome": ["ok"] * 5,
+        "input_tokens": [1000, 1000, 1000, 1000, 5],
+        "output_tokens": [100, 100, 100, 100, 1],
+    })
+
+
+def test_the_summary_counts_answers_through_a_batch_and_their_cost_at_the_batch_price(tmp_path, monkeypatch):
+    from sctc_assets.lib.batch_usage import BatchUsage, batch_summary_lines, batch_usage
+
+    path = _write_registry(tmp_path, monkeypatch, """\
+        models:
+          gpt: {backend: openai, model: m, price_input_per_mtok: 2.0, price_output_per_mtok: 10.0,
+                batch_price_factor: 0.25}
+          local: {backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: local}
+        """)
+    entries = load_registry(path)
+    assert batch_usage(_answers()) == {"gpt": BatchUsage(3, 2000, 200)}
+    # 2 new batch answers: (2,000 × $2 + 200 × $10) / 1e6 × 0.25
+    assert batch_summary_lines(_answers(), ["gpt", "local"], entries) == [
+        "gpt: 3 answer(s) came through a provider batch; the new ones cost about $0.0015 at the batch price "
+        "(0.25 × the registry's)"]
+    assert batch_summary_lines(_answers().drop(columns="batch_id"), ["gpt"], entries) == []  # an older table
+
+
+def test_the_report_usage_counts_batch_answers_and_prices_them_at_the_batch_price(tmp_path):
+    from sctc_assets.lib.model_registry import ModelEntry
+    from sctc_assets.lib.report.provenance import cost, response_usage
+
+    folder = tmp_path / "storage" / "term_responses"
+    folder.mkdir(parents=True)
+    _answers().to_parquet(folder / "gpt.parquet")
+    usage = response_usage(tmp_path / "storage", {"term": "term_responses"}).set_index("model")
+    assert usage.loc["gpt", "batched"] == 3 and usage.loc["local", "batched"] == 0
+    assert (usage.loc["gpt", "input_tokens_batched_new"], usage.loc["gpt", "output_tokens_batched_new"]) == (2000, 200)
+    entry = ModelEntry("gpt", "openai", {"price_input_per_mtok": 2.0, "price_output_per_mtok": 10.0})
+    # 1 synchronous new answer at the full price, 2 batch answers at half (the default factor)
+    assert cost(usage.loc["gpt"].to_dict(), entry) == pytest.approx((1000 * 2 + 100 * 10) / 1e6
+                                                                    + (2000 * 2 + 200 * 10) / 1e6 * 0.5)
