@@ -309,3 +309,19 @@ def test_the_report_usage_counts_batch_answers_and_prices_them_at_the_batch_pric
     # 1 synchronous new answer at the full price, 2 batch answers at half (the default factor)
     assert cost(usage.loc["gpt"].to_dict(), entry) == pytest.approx((1000 * 2 + 100 * 10) / 1e6
                                                                     + (2000 * 2 + 200 * 10) / 1e6 * 0.5)
+
+
+def test_a_run_left_waiting_for_batches_says_so_and_asks_for_no_estimate(capsys):
+    from types import SimpleNamespace
+
+    from sctc_assets.cli.run import halted_stages, report_halt
+
+    waiting = SimpleNamespace(stage="term_responses[gpt|zh_hans]", halted=False,
+                              message="term_responses: BatchesPending: 2 batch(es) still running (sctc-0001, sctc-0002)")
+    failed = SimpleNamespace(stage="term_scores[gpt|zh_hans]", halted=False, message="ValueError: boom")
+    assert halted_stages([waiting, failed]) == [waiting]
+    report_halt(SimpleNamespace(), {}, [], {}, [waiting])  # no estimate is built (it would need the upstream)
+    err = capsys.readouterr().err
+    assert "1 stage(s) wait for provider batches that are still running; rerun the same command to collect them" in err
+    assert "term_responses[gpt|zh_hans]: 2 batch(es) still running (sctc-0001, sctc-0002)" in err
+    assert "left to ask" not in err
