@@ -5,7 +5,8 @@ Each benchmark's spec lists its partitions' requests (its `design`): the prompt 
 upstream data and library functions as the input assets, and each partition's requests by the builder its response
 asset calls (`lib/<benchmark>/requests.py`), so the plan and the run cannot drift apart (`test_estimate` runs both
 and compares). This module adds what the backends say (cache identity, tokenizer, prices) and the response cache's
-counts. Nothing is materialized and no model is called; the asset definitions are not loaded (only the backends).
+counts. A model that goes by batch (`batch: true`, `sctc run --batch`) is priced at its batch price
+(`batch_price_factor` × the registry's prices). Nothing is materialized and no model is called; the asset definitions are not loaded (only the backends).
 
 A benchmark's estimate can carry extra lines (e.g. the power of the design): its spec's `estimate_lines`, each
 receiving the `BenchmarkDesign` (every partition's selected prompt rows and requests, and each model's run
@@ -20,6 +21,7 @@ import json
 from typing import Any, Callable, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
+from sctc_assets.lib.batch_settings import batch_pricing
 from sctc_assets.lib.cache import Cache, cache_exists, open_cache
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.estimate import SCRIPT_RULE, BenchmarkDesign, Estimate, TokenCounter, estimate_partition
@@ -89,10 +91,11 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
                 model_key = str(identity.get("model", ""))
                 if model_key not in stored:
                     stored[model_key] = cache.count(model=model_key)
+            pricing, batch_factor = batch_pricing(backend, backend.pricing())
             estimate.rows.append(estimate_partition(
                 benchmark, partition.model, partition.partition, partition.request_set, identity=identity, cache=cache,
                 counter=token_counter(backend) if identity is not None else SCRIPT_RULE,
-                max_output_tokens=_output_ceiling(backend), pricing=backend.pricing(),
+                max_output_tokens=_output_ceiling(backend), pricing=pricing, batch_factor=batch_factor,
                 stored_count=stored.get(str((identity or {}).get("model", "")), 0),
                 asked_before=asked.setdefault(json.dumps(identity, sort_keys=True, default=str), set())
                 if identity is not None else None, keyed=keyed_request(backend),

@@ -10,6 +10,7 @@ as a failed stage; found here, nothing has run yet.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Mapping, Sequence
 
@@ -18,6 +19,7 @@ import pydantic
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.benchmarks.spec import OptionRange
 from sctc_assets.lib.cache import DATABASE_URL_ENV, CacheUnavailable, database_url, open_cache
+from sctc_assets.lib.batch_settings import batch_setting_problems
 from sctc_assets.lib.cache_postgres import is_database_url, redacted
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
 from sctc_assets.lib.dagster_home import uses_database
@@ -160,7 +162,13 @@ def _built_backend(entry: ModelEntry) -> tuple[Any, list[str]]:
 
 
 def backend_problems(entry: ModelEntry) -> list[str]:
-    return _built_backend(entry)[1]
+    """The entry's batch settings (one line per wrong key, `lib/batch_settings.py`), then what stops its backend
+    from building with the others (a wrong batch key is left out there, so it is named once)."""
+    batch = batch_setting_problems(entry)
+    if batch:
+        entry = dataclasses.replace(entry, settings={name: value for name, value in entry.settings.items()
+                                                     if name not in batch})
+    return [*batch.values(), *_built_backend(entry)[1]]
 
 
 def key_problem(entry: ModelEntry) -> str | None:

@@ -57,7 +57,8 @@ UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "fetch": "sctc_assets.cli.fetch", "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
-            "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs"}
+            "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs",
+            "batches": "sctc_assets.cli.batches"}
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
@@ -71,6 +72,11 @@ def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None
     parser.add_argument("--out", type=Path, default=None,
                         help=f"folder for the Parquet tables (default {default_outputs_dir()})")
     parser.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    parser.add_argument("--batch", action="store_true",
+                        help="send the uncached requests of every chosen model whose backend has a batch API "
+                             "(openai, anthropic, gemini) as provider batches, at the batch price (as `batch: true` "
+                             "in their registry entries does; the others are asked as usual, and said so). "
+                             "docs/batches.md")
     if budget:
         group = parser.add_argument_group("plan and budget")
         group.add_argument("--dry-run", action="store_true",
@@ -106,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
                                           "error after retries; the last line counts them), with 130 when Ctrl-C or SIGTERM stopped it (answers stored "
                                           "so far are kept; a second Ctrl-C quits at once).")
     _add_run_arguments(run, budget=True)
+    run.add_argument("--no-wait", action="store_true",
+                     help="submit the batches of batch models and stop instead of waiting for them (their stages "
+                          "end as waiting); the same command later collects them, and `sctc batches` lists them "
+                          "(default: wait, with a progress line; Ctrl-C leaves them running)")
     run.add_argument("--fail-on-errors", action="store_true",
                      help="exit 1 when model calls ended in an error after retries (their answers are missing; "
                           "the last line counts them, and a rerun retries them); default: exit 0 and say so")
@@ -151,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_report_parser(commands)
     _add_terms_parser(commands)
     _add_cache_parser(commands)
+    _add_batches_parser(commands)
 
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
     ui.add_argument("--port", type=int, default=3000, help="the port to serve the UI on, at 127.0.0.1 (default 3000)")
@@ -224,6 +235,24 @@ def _add_terms_parser(commands: Any) -> None:
                         help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
                              f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
     subset_arguments(define.add_argument_group("a part of the set (the new file holds only it)"))
+
+
+def _add_batches_parser(commands: Any) -> None:
+    batches = commands.add_parser(
+        "batches", help="list the provider batches of batch models (open and recent), or cancel one",
+        description="List the provider batches recorded in the response cache ($SCTC_DATABASE_URL, else "
+                    "data/cache/responses.sqlite) by every run that sent one (`batch: true`, `sctc run --batch`): "
+                    "the open ones and those updated in the last day, with their model, provider and provider id, "
+                    "state, line counts, age, estimated cost and the partitions waiting for them. A run of the "
+                    "model (or, for runs started in the UI, the sctc_batches sensor) collects an open batch; "
+                    "docs/batches.md. Exits with 2 for an id that cannot be cancelled, one line.")
+    batches.add_argument("--all", action="store_true", help="every recorded batch, however old")
+    batches.add_argument("--json", action="store_true", help="print the batches as a JSON list (every field)")
+    batches.add_argument("--cancel", metavar="ID",
+                         help="cancel the open batch with this local id (sctc-…) or provider id at its provider, "
+                              "through the registry entry that sent it; the next run of its model stores what it "
+                              "answered and asks the rest again")
+    batches.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
 
 
 def _add_cache_parser(commands: Any) -> None:

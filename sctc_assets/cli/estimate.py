@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from sctc_assets.cli.selection import chosen_benchmarks, models_per_benchmark, print_problems, select
+from sctc_assets.cli.selection import (apply_batch, batch_environment, chosen_benchmarks, models_per_benchmark,
+                                       print_problems, select)
 from sctc_assets.estimate import build_estimate
 from sctc_assets.lib.estimate import render
 from sctc_assets.lib.upstream_source import UpstreamError
@@ -12,10 +13,18 @@ from sctc_assets.validation import key_problems
 
 
 def main(args: argparse.Namespace) -> int:
+    with batch_environment():  # --batch and --no-wait last as long as the command
+        return _plan(args)
+
+
+def _plan(args: argparse.Namespace) -> int:
     args.benchmarks = chosen_benchmarks(args.benchmarks)
     selection = select(args, check_keys=False)
     if isinstance(selection, int):
         return selection
+    batch_error = apply_batch(args, selection)
+    if batch_error is not None:
+        return batch_error
     try:
         estimate = build_estimate(models_per_benchmark(args, selection), selection.entries, vars(args))
     except (UpstreamError, ValueError, OSError) as exc:

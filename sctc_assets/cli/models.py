@@ -4,19 +4,27 @@ Imports no Dagster: a built-in backend's settings are read from its source (`lib
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
 from tabulate import tabulate
 
 from sctc_assets.lib.backend_catalog import BUILTIN_BACKENDS, builtin_settings
+from sctc_assets.lib.batch_settings import batch_setting_problems
 from sctc_assets.lib.model_registry import RegistryError, load_registry
 from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.presets import render_presets
 
 
 def _entry_problems(entry: Any) -> list[str]:
-    """Settings the entry's backend does not have, found without importing a built-in backend (Dagster)."""
+    """The entry's wrong batch settings, then the settings its backend does not have, found without importing a
+    built-in backend (Dagster); a wrong batch key is named once."""
+    batch = batch_setting_problems(entry)
+    return [*batch.values(), *_setting_problems(entry, set(batch))]
+
+
+def _setting_problems(entry: Any, named: set[str]) -> list[str]:
     where = f"{entry.source}: model {entry.key!r}"
     known = builtin_settings(entry.backend)
     if known is None:
@@ -28,11 +36,12 @@ def _entry_problems(entry: Any) -> list[str]:
         from sctc_assets.resources.model_registry import ModelRegistryResource
 
         try:
-            ModelRegistryResource().checked_backend_class(entry)
+            ModelRegistryResource().checked_backend_class(dataclasses.replace(
+                entry, settings={name: value for name, value in entry.settings.items() if name not in named}))
         except RegistryError as exc:
             return [str(exc)]
         return []
-    unknown = sorted(set(entry.settings) - known)
+    unknown = sorted(set(entry.settings) - known - named)
     if not unknown:
         return []
     message = f"{where}: unknown setting(s) {', '.join(map(repr, unknown))} for the {entry.backend!r} backend"

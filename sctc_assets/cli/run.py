@@ -13,8 +13,9 @@ from sctc_assets.benchmarks import SPECS
 from sctc_assets.cli import BUDGET_ENV_VARS, BUDGET_SCOPE_ENV_VAR
 from sctc_assets.cli import estimate, unchanged_run
 from sctc_assets.cli.report import build_report
-from sctc_assets.cli.selection import Selection, chosen_benchmarks, select
+from sctc_assets.cli.selection import Selection, apply_batch, batch_environment, chosen_benchmarks, select
 from sctc_assets.estimate import build_estimate
+from sctc_assets.lib.batch_settings import BATCH_WAIT_ENV, DETACH, FOREGROUND
 from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.running.cli_run import run_benchmarks
 
@@ -30,17 +31,32 @@ def apply_budget(args: argparse.Namespace) -> None:
         os.environ[BUDGET_SCOPE_ENV_VAR] = f"sctc-run-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
 
 
+# The class name of the halt a batch model raises when its batches are still running (`--no-wait`, Ctrl-C).
+PENDING_ERROR = "BatchesPending"
+
+
 def halted_stages(failures: Sequence[Any]) -> list[Any]:
     """The stages that stopped because model calls were halted (budget spent, Ctrl-C): `GenerationHalted`, known by
     the runner's `halted` flag or, failing that, by the class name Dagster records in the message."""
     return [failure for failure in failures
-            if getattr(failure, "halted", False) or "GenerationHalted" in (failure.message or "")]
+            if getattr(failure, "halted", False) or "GenerationHalted" in (failure.message or "")
+            or PENDING_ERROR in (failure.message or "")]
 
 
 def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_models: Sequence[str],
                 added: Mapping[str, Sequence[str]], halted: Sequence[Any]) -> None:
     """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh estimate
     (the cache holds every answer that arrived, so the estimate counts exactly the calls a rerun makes)."""
+    pending = [failure for failure in halted if PENDING_ERROR in (failure.message or "")]
+    if pending:  # batches submitted and still running at their provider: nothing is left to ask, only to collect
+        print(f"\n{len(pending)} stage(s) wait for provider batches that are still running; rerun the same command "
+              "to collect them (`sctc batches` lists them)", file=sys.stderr)
+        for failure in pending:
+            print(f"  {failure.stage}: {(failure.message or '').split(PENDING_ERROR, 1)[-1].lstrip(':').strip()}",
+                  file=sys.stderr)
+        halted = [failure for failure in halted if failure not in pending]
+        if not halted:
+            return
     reason = (halted[0].message or "").split("GenerationHalted", 1)[-1].lstrip(":").strip()
     print(f"\nmodel calls halted: {reason}", file=sys.stderr)
     selection = Selection(dict(entries), list(default_models), {name: list(keys) for name, keys in added.items()},
@@ -63,12 +79,22 @@ def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_mo
 
 
 def main(args: argparse.Namespace) -> int:
+    with batch_environment():  # --batch and --no-wait last as long as the command
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return estimate.main(args)
     args.benchmarks = chosen_benchmarks(args.benchmarks)
     selection = select(args, check_keys=True)
     if isinstance(selection, int):
         return selection
+    batch_error = apply_batch(args, selection)
+    if batch_error is not None:
+        return batch_error
+    # Batch models wait for their batches in this process unless --no-wait (a run started elsewhere detaches)
+    os.environ[BATCH_WAIT_ENV] = DETACH if args.no_wait else FOREGROUND
     apply_budget(args)
 
     options = vars(args)

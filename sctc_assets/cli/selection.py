@@ -4,12 +4,16 @@ ranges, the registry and the chosen models, the corpora), giving the models each
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from sctc_assets.benchmarks import BENCHMARKS, SPECS
 from sctc_assets.cli import ALL
+from sctc_assets.lib.batch_settings import BATCH_MODELS_ENV, BATCH_WAIT_ENV, batch_api
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.model_registry import load_registry
 from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.lib.upstream_source import UpstreamError
@@ -86,3 +90,41 @@ def models_per_benchmark(args: argparse.Namespace, selection: Selection) -> dict
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         planned[name] = served
     return planned
+
+
+def apply_batch(args: argparse.Namespace, selection: Selection) -> int | None:
+    """`--batch`: every chosen model and judge whose backend has a batch API goes by batch (`$SCTC_BATCH_MODELS`,
+    which the model registry resource reads as `batch: true`); one line names the models asked as usual. Returns 2
+    after one error line when no chosen model has a batch API (the flag would change nothing), else None."""
+    os.environ.pop(BATCH_MODELS_ENV, None)
+    if not getattr(args, "batch", False):
+        return None
+    options = vars(args)
+    judges = [SPECS[name].chosen_judge(options) for name in args.benchmarks]
+    chosen = [key for key in dict.fromkeys([*selection.running(args.benchmarks), *judges])
+              if key and key in selection.entries]
+    asking = [key for key in chosen if traits(selection.entries[key].backend).replays is None]
+    batched = [key for key in asking if batch_api(selection.entries[key].backend) is not None]
+    if not batched:
+        return print_problems([f"--batch: none of the chosen models ({', '.join(asking) or 'none asks a model'}) "
+                               "has a backend with a batch API (openai, anthropic, gemini)"])
+    os.environ[BATCH_MODELS_ENV] = " ".join(batched)
+    skipped = [key for key in asking if key not in batched]
+    if skipped:
+        print(f"--batch: {', '.join(skipped)} {'has' if len(skipped) == 1 else 'have'} no batch API: asked as usual")
+    return None
+
+
+@contextmanager
+def batch_environment() -> Iterator[None]:
+    """`$SCTC_BATCH_MODELS` and `$SCTC_BATCH_WAIT` as they were before the command set them, once it ends (a
+    caller that goes on, such as a test, keeps no batch mode of an earlier command)."""
+    before = {name: os.environ.get(name) for name in (BATCH_MODELS_ENV, BATCH_WAIT_ENV)}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -15,7 +15,9 @@ counts them against the response cache (the keys `ModelBackend.generate` would l
   term benchmark), at most the ceiling; else the ceiling, the backend's `max_tokens`/`max_new_tokens` per call
   (marked as such).
 Cost is tokens × the registry's `price_input_per_mtok`/`price_output_per_mtok`; only calls not yet cached count. The
-expected cost uses the expected output tokens; its bound, every answer as long as the ceiling allows.
+expected cost uses the expected output tokens; its bound, every answer as long as the ceiling allows. A model that
+goes by batch is priced at the batch price (the caller passes the prices times its `batch_price_factor`, and the
+factor, which the plan shows).
 Replays of published answers make no call: their answers are counted, their calls are 0.
 """
 
@@ -173,6 +175,7 @@ class EstimateRow:
     output_by: str = ""  # "cached answers", "expected", "ceiling" (or "" when nothing is asked)
     max_output_tokens: int | None = None  # the ceiling: max_tokens × calls (None: the backend has none)
     max_cost_usd: float | None = None  # the cost with every answer at the ceiling (None: no ceiling or no price)
+    batch_factor: float | None = None  # the model goes by batch, priced at this factor of its prices (None: it does not)
 
 
 @dataclass
@@ -354,14 +357,16 @@ def estimate_partition(benchmark: str, model: str, partition: str, requests: Req
                    identity: Mapping[str, Any] | None, cache: Cache | None, counter: TokenCounter,
                    max_output_tokens: int | None, pricing: tuple[float | None, float | None],
                    stored_count: int = 0, asked_before: set | None = None,
-                   keyed: KeyedRequest | None = None, expected: ExpectedAnswer | None = None) -> EstimateRow:
+                   keyed: KeyedRequest | None = None, expected: ExpectedAnswer | None = None,
+                   batch_factor: float | None = None) -> EstimateRow:
     """Count one partition's requests against the cache and estimate the tokens and cost of the rest.
 
     `identity` None: a replay backend (nothing is asked). `stored_count`: the cache's answers of this backend's
     model (`ResponseCache.count`); 0 means no request can be cached, and no key is computed. `asked_before`: the
     signatures of the requests the same backend asks in earlier partitions of the run (updated here): a request
     asked there is cached by the time this partition runs (a review whose shuffled parts keep the plain order).
-    `expected`: the benchmark's expected answer length, used when no answer of the model is cached."""
+    `expected`: the benchmark's expected answer length, used when no answer of the model is cached. `batch_factor`:
+    the model goes by batch, and `pricing` is already its batch price (this factor × the registry's prices)."""
     if identity is None:
         return EstimateRow(benchmark, model, partition, len(requests), None, 0, note="replays published answers")
     outputs: list[int] = []
@@ -390,10 +395,12 @@ def estimate_partition(benchmark: str, model: str, partition: str, requests: Req
         output_tokens, output_by = bound, "ceiling" if bound is not None else ""
     price_in, price_out = pricing
     cost = _priced(input_tokens, output_tokens, price_in, price_out)
-    note = f"{earlier:,} asked in an earlier partition" if earlier else ""
+    notes = [f"{earlier:,} asked in an earlier partition" if earlier else "",
+             f"by batch, × {batch_factor:g} the price" if batch_factor is not None else ""]
     return EstimateRow(benchmark, model, partition, len(requests), cached, len(pending), input_tokens, output_tokens,
-                       output_by == "ceiling", cost, counter.name, note, output_by if pending else "", bound,
-                       _priced(input_tokens, bound, price_in, price_out))
+                       output_by == "ceiling", cost, counter.name, "; ".join(note for note in notes if note),
+                       output_by if pending else "", bound, _priced(input_tokens, bound, price_in, price_out),
+                       batch_factor)
 
 
 def _priced(input_tokens: int, output_tokens: int | None, price_in: float | None,
@@ -486,6 +493,9 @@ def render(plan: Estimate) -> str:
             "input tokens counted by": "; ".join(sorted(t["tokens_by"])) or "–"}
             for model, t in totals.items()], headers="keys", tablefmt="github", disable_numparse=True))
         lines.append("")
+    batched = {row.model: row.batch_factor for row in plan.rows if row.batch_factor is not None}
+    lines += [f"{model} goes by batch: its calls are sent as provider batches and priced at {factor:g} × its registry "
+              "prices (`batch_price_factor`)" for model, factor in batched.items()]
     lines.append("Estimates: answers are what each partition gets, calls the paid requests that get them (cached "
                  "answers and replays of published answers cost none; repeats of one request are asked once). Input "
                  "tokens by the model's tokenizer where known offline, else 1 token per CJK character and 1 per 4 "

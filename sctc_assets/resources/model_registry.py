@@ -11,6 +11,7 @@ import pydantic
 from pydantic import Field, PrivateAttr
 
 from sctc_assets.backends import ModelBackend, backend_class
+from sctc_assets.lib.batch_settings import batch_overrides
 from sctc_assets.lib.budget import MAX_COST_ENV, MAX_CALLS_ENV, PROCESS_SCOPE, SCOPE_ENV, Budget, BudgetError, BudgetLimits
 from sctc_assets.lib.cache import Cache, open_cache
 from sctc_assets.lib.paths import default_registry_path
@@ -83,13 +84,15 @@ class ModelRegistryResource(dg.ConfigurableResource):
         `entry`: an entry not in the registry file (one a dry run would import).
 
         `overrides` replaces settings for one benchmark run (e.g. its temperature); a setting the backend does not
-        have is left out, since it cannot change that backend's answers (a replay has no temperature).
+        have is left out, since it cannot change that backend's answers (a replay has no temperature). `sctc run
+        --batch` adds `batch: true` to the entries it chose (`$SCTC_BATCH_MODELS`, lib/batch_settings.py).
         """
         entry = entry or self.entry(key, allow_example=allow_example)
         where = self._where(entry)
         cls = self.checked_backend_class(entry)
         settings = dict(entry.settings)
-        settings.update({name: value for name, value in (overrides or {}).items() if name in cls.model_fields})
+        overrides = {**(overrides or {}), **batch_overrides(entry.key)}
+        settings.update({name: value for name, value in overrides.items() if name in cls.model_fields})
         if getattr(cls, "needs_upstream", False):
             if open_upstream is None:
                 raise RegistryError(f"{where} replays published data but no upstream is configured")

@@ -179,6 +179,24 @@ def _missing_answers(spec: Any, written: Mapping[str, Path], served: Sequence[st
     return "".join(f"\n{line}" for line in lines)
 
 
+def _batch_answers(spec: Any, written: Mapping[str, Path], served: Sequence[str], entries: Mapping[str, Any]) -> str:
+    """The summary's lines on answers that came through a provider batch, per model, with their cost at the batch
+    price (a table without the `batch_id` column has none)."""
+    import pyarrow.parquet as pq
+
+    from sctc_assets.lib.batch_usage import BATCH_COLUMN, USAGE_READ, batch_summary_lines
+
+    if not spec.response_asset or spec.response_asset not in written:
+        return ""
+    path = Path(written[spec.response_asset])
+    names = set(pq.read_schema(path).names)
+    if BATCH_COLUMN not in names:
+        return ""
+    frame = pq.read_table(path, columns=[column for column in USAGE_READ if column in names],
+                          filters=[(BATCH_COLUMN, "!=", "")]).to_pandas()
+    return "".join(f"\n{line}" for line in batch_summary_lines(frame, served, entries))
+
+
 def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
                     added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list,
                     call_errors: dict, summaries: list, first_errors: dict) -> int:
@@ -236,7 +254,8 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         else:
             written = export_tables(spec, served, io_manager, out_dir, defs)
             tables = _TablesOnDemand(written, read_table)
-            summary = f"\n{spec.summary(tables, served)}{_missing_answers(spec, written, served, entries)}\n\n" \
+            summary = f"\n{spec.summary(tables, served)}{_missing_answers(spec, written, served, entries)}" \
+                      f"{_batch_answers(spec, written, served, entries)}\n\n" \
                       f"{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}"
             print(summary)
             summaries.append(summary)

@@ -37,6 +37,9 @@ LEGACY_SETTINGS_TAG = "sctc/settings"  # where runs of earlier versions carry it
 # Per-run limits and how a run spreads its work, not data: a new budget must not re-materialize the prompts.
 _NOT_DATA = {"SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "SCTC_WORKER_PROCESSES",
              "SCTC_CONCURRENT_MODELS", "SCTC_STAGES_PER_ENDPOINT",
+             # Whether answers come through provider batches, and whether a run waits for them: the same answers
+             # (batches are not part of the cache key), so `sctc run --batch` leaves what a run without it made.
+             "SCTC_BATCH_MODELS", "SCTC_BATCH_WAIT",
              # The item-set registries name benchmarks of their own (`terms_<set>`), which are always re-run: a set
              # added must not make the other benchmarks' results look stale.
              "SCTC_ITEM_SETS", "SCTC_ITEM_SET_ENTRY"}
@@ -117,7 +120,8 @@ def model_settings_digest(settings: str, entries: Mapping[str, Any], model: str,
     model's registry entry, and the entries of the other models its config or the `SCTC_*` environment names
     (judges)."""
     environ = os.environ if environ is None else environ
-    named = set(_strings(op_config)) | {value for name, value in environ.items() if name.startswith("SCTC_")}
+    named = set(_strings(op_config)) | {value for name, value in environ.items()
+                                        if name.startswith("SCTC_") and name not in _NOT_DATA}
     used = sorted({model} | {key for key in named if key in entries})
     payload = json.dumps({"settings": settings, "entries": {key: _entry_data(entries.get(key)) for key in used}},
                          sort_keys=True, default=str)

@@ -21,7 +21,7 @@ from sctc_assets.lib.atomic_files import replacing, write_text
 from sctc_assets.lib.report.document import Missing, Section, TableSpec
 from sctc_assets.lib.report.formatting import keep_text_inside
 from sctc_assets.lib.report.inputs import ReportInputs
-from sctc_assets.lib.report.provenance import cost, model_details, platform_info, registry_entry
+from sctc_assets.lib.report.provenance import cost, model_details, platform_info, registry_entry, usage_count
 from sctc_assets.lib.report.scorecard import scorecard
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -135,9 +135,10 @@ def _usage_rows(inputs: ReportInputs) -> list[dict[str, Any]]:
         spent = cost(record, entry)
         stored = record.get("stored_at")
         row = {**record, "cost": "–" if spent is None else f"${spent:,.4f}",
+               "batched": f"{usage_count(record.get('batched')):,}",
                "stored_at": stored.strftime("%Y-%m-%d %H:%M UTC") if hasattr(stored, "strftime") else "–"}
         if inputs.is_replay(record["model"]):  # published answers: nothing was asked, cached or paid
-            row.update(cached="–", new="– (published)", cost="–", input_tokens="–", input_tokens_new="–",
+            row.update(cached="–", new="– (published)", batched="–", cost="–", input_tokens="–", input_tokens_new="–",
                        output_tokens="–", output_tokens_new="–")
         rows.append(row)
     return rows

@@ -14,7 +14,8 @@ from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.table_store import arrow_source
 
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
-                 "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at"]
+                 "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at",
+                 "batched", "input_tokens_batched_new", "output_tokens_batched_new"]
 
 
 @dataclass

@@ -18,6 +18,7 @@ import pandas as pd
 
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import PACKAGE_DIR
+from sctc_assets.lib.batch_usage import BATCH_COLUMN, BatchUsage, batch_cost, batch_usage
 from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.report.inputs import USAGE_COLUMNS
 from sctc_assets.lib.table_store import arrow_source
@@ -30,7 +31,7 @@ _SECRET_NAME = re.compile(r"(^|[_\-.])(api[_\-]?key|key|tokens?|secrets?|passwor
                           r"credentials?|cookies?|bearer)($|[_\-.])", re.IGNORECASE)
 REDACTED = "(redacted)"
 _USAGE_READ = ["model", "outcome", "status", "cached", "input_tokens", "output_tokens", "served_model",
-               "system_fingerprint"]
+               "system_fingerprint", BATCH_COLUMN]
 
 
 def package_versions(names: tuple[str, ...] = KEY_PACKAGES) -> dict[str, str]:
@@ -125,9 +126,9 @@ def _distinct(values: pd.Series, limit: int = 5) -> str:
 def response_usage(storage_dir: Path, response_tables: Mapping[str, str],
                    models: list[str] | None = None) -> pd.DataFrame:
     """Per benchmark and model: answers, cached/new, errors, tokens (all and new), the served model ids and system
-    fingerprints the API returned (tables written before those columns existed have none) and when the answers
-    were stored, from `response_tables` (benchmark → its table of answers). Reads a few columns of each partition
-    file only."""
+    fingerprints the API returned (tables written before those columns existed have none), when the answers
+    were stored, and the answers that came through a provider batch (with the new ones' tokens), from
+    `response_tables` (benchmark → its table of answers). Reads a few columns of each partition file only."""
     import pyarrow.parquet as pq
 
     records = []
@@ -158,22 +159,34 @@ def response_usage(storage_dir: Path, response_tables: Mapping[str, str],
                 values = pd.to_numeric(frame[column], errors="coerce") if column in frame else pd.Series(dtype=float)
                 tokens[column] = int(values.sum()) if len(values) else 0
                 tokens[f"{column}_new"] = int(values[~cached].sum()) if len(values) else 0
+            batched = batch_usage(frame).get(str(model), BatchUsage())
             records.append({
                 "benchmark": benchmark, "model": model, "answers": len(frame), "cached": int(cached.sum()),
                 "new": int((~cached).sum()), "errors": int(failed.fillna(False).sum()), **tokens,
                 "served_models": _distinct(frame["served_model"]) if "served_model" in frame else "",
                 "system_fingerprints": _distinct(frame["system_fingerprint"]) if "system_fingerprint" in frame else "",
-                "stored_at": frame["stored_at"].max(),
+                "stored_at": frame["stored_at"].max(), "batched": batched.answers,
+                "input_tokens_batched_new": batched.input_tokens_new,
+                "output_tokens_batched_new": batched.output_tokens_new,
             })
     return pd.DataFrame(records, columns=USAGE_COLUMNS)
 
 
+def usage_count(value: Any) -> int:
+    """A usage count; 0 where a usage table has none (a frame of an earlier version: missing or NaN)."""
+    return int(value) if isinstance(value, (int, float)) and value == value else 0
+
+
 def cost(row: Mapping[str, Any], entry: ModelEntry | None) -> float | None:
-    """Cost of the new (not cached) answers at the registry's prices; None when the entry has no price."""
+    """Cost of the new (not cached) answers at the registry's prices, those that came through a provider batch at
+    the batch price (`batch_price_factor`); None when the entry has no price."""
     if entry is None:
         return None
     price_in, price_out = entry.settings.get("price_input_per_mtok"), entry.settings.get("price_output_per_mtok")
     if price_in is None and price_out is None:
         return None
-    spent = int(row["input_tokens_new"]) * float(price_in or 0) + int(row["output_tokens_new"]) * float(price_out or 0)
-    return spent / 1e6
+    batched = BatchUsage(*(usage_count(row.get(name)) for name in ("batched", "input_tokens_batched_new",
+                                                                 "output_tokens_batched_new")))
+    synchronous = (int(row["input_tokens_new"]) - batched.input_tokens_new) * float(price_in or 0) \
+        + (int(row["output_tokens_new"]) - batched.output_tokens_new) * float(price_out or 0)
+    return synchronous / 1e6 + (batch_cost(batched, entry.settings) or 0.0)
