@@ -16,7 +16,7 @@ from sctc_assets.lib.cache import Cache
 from sctc_assets.lib.model_registry import RegistryError
 from sctc_assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.batch_wait import (BATCHES_TAG, PARTITION_TAG, SENSOR, listed, mark_retried, retries_of,
-                                              retry_tags, waiting_runs)
+                                              retry_tags, stop_waiting, waiting_runs)
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 
@@ -194,7 +194,23 @@ class _BatchPoller:
         return self._backends[key]
 
 
-@dg.sensor(name=SENSOR, minimum_interval_seconds=BATCH_SENSOR_INTERVAL_S,
+def _selection(context: dg.SensorEvaluationContext, run: dg.DagsterRun) -> list[dg.AssetKey] | None:
+    """The assets `run` materializes: its asset selection, else (a named job launched whole) its job's assets; None
+    when its job is gone from the definitions."""
+    if run.asset_selection:
+        return sorted(run.asset_selection)
+    repository = context.repository_def
+    if repository is None or not repository.has_job(run.job_name):
+        return None
+    return sorted(repository.get_job(run.job_name).asset_layer.executable_asset_keys)
+
+
+# Dagster's implicit job of all assets (what a UI materialization or a backfill runs), by name: a sensor must
+# target a job to request runs, and this one runs any asset selection with its own partitions (the waiting run's).
+ASSET_JOB = "__ASSET_JOB"
+
+
+@dg.sensor(name=SENSOR, minimum_interval_seconds=BATCH_SENSOR_INTERVAL_S, job_name=ASSET_JOB,
            default_status=dg.DefaultSensorStatus.RUNNING,
            description="Starts the runs that wait for provider batches (tagged `sctc/batches`) again once every batch"
                        " they name has ended: same assets, partition and tags (a backfill's id included, so the"
@@ -222,8 +238,14 @@ def sctc_batches(context: dg.SensorEvaluationContext, models: ModelRegistryResou
         if not all(ended):
             open_ids.update(local_id for local_id, done in zip(batches, ended) if not done)
             continue
+        selection = _selection(context, run)
+        if not selection:
+            context.log.warning(f"run {run.run_id} waited for batches {', '.join(batches)}, but its job "
+                                f"{run.job_name!r} is no longer defined: materialize its partition again yourself")
+            stop_waiting(instance, run.run_id)
+            continue
         requests.append(dg.RunRequest(
-            run_key=f"{SENSOR}:{run.run_id}", asset_selection=list(run.asset_selection or []) or None,
+            run_key=f"{SENSOR}:{run.run_id}", asset_selection=selection,
             asset_check_keys=list(run.asset_check_selection) if run.asset_check_selection else None,
             partition_key=run.tags.get(PARTITION_TAG), run_config=run.run_config, tags=retry_tags(run)))
         context.log.info(f"batches {', '.join(batches)} ended: starting the run of "

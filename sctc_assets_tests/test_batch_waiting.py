@@ -58,7 +58,8 @@ def _waiting_run(instance: dg.DagsterInstance, batches: list[str], backfill: str
 
 
 def _evaluate(instance: dg.DagsterInstance) -> dg.SensorResult:
-    return sctc_batches(dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()}))
+    return sctc_batches(dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()},
+                                                definitions=defs))
 
 
 def test_a_waiting_run_is_requested_once_when_every_batch_it_names_has_ended(batch_models):

@@ -33,9 +33,10 @@ import dagster as dg
 from sctc_assets.lib.cache import Cache
 
 BATCHES_TAG = "sctc/batches"  # the local ids of the batches a waiting run waits for, comma-separated
-WAIT_TAG = "sctc/batch_wait"  # "waiting", then "retried" once its next run exists (what the sensor looks for)
+WAIT_TAG = "sctc/batch_wait"  # "waiting", then "retried" once its next run exists (what the sensor looks for),
+# or "given_up" when it cannot be started again
 RETRY_OF_TAG = "sctc/retry_of"  # on the run the sensor started: the waiting run it continues
-WAITING, RETRIED = "waiting", "retried"
+WAITING, RETRIED, GIVEN_UP = "waiting", "retried", "given_up"
 # Dagster's own tags (dagster._core.storage.tags), by value: only `running/dagster_internals.py` imports private
 # Dagster modules.
 WILL_RETRY_TAG = "dagster/will_retry"
@@ -103,6 +104,11 @@ def mark_retried(instance: dg.DagsterInstance, waiting_run_id: str, new_run_id: 
     if waiting is None or waiting.tags.get(AUTO_RETRY_RUN_ID_TAG):
         return
     instance.add_run_tags(waiting_run_id, {AUTO_RETRY_RUN_ID_TAG: new_run_id, WAIT_TAG: RETRIED})
+
+
+def stop_waiting(instance: dg.DagsterInstance, waiting_run_id: str) -> None:
+    """`waiting_run_id` will not be started again (its job is gone): a backfill then counts its partition failed."""
+    instance.add_run_tags(waiting_run_id, {WILL_RETRY_TAG: "false", WAIT_TAG: GIVEN_UP})
 
 
 def waiting_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
