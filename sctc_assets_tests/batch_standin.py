@@ -133,7 +133,9 @@ class StandinBatchBackend(ScriptedBackend):
             cache.record_batch(record, [])
         if not provider.read()["batches"][record.provider_id]["ended"]:
             raise BatchesPending([local_id], [record.provider_id], len(keys) - len(missing), len(missing))
-        results = super().generate(requests, cache=cache, progress=progress)
+        # The batch's answers, stored as they are read: the same model asked without a batch (a fresh object, so the
+        # core's own batch path in `ModelBackend.generate`, where there is one, is not taken).
+        results = type(self)(**{**self.model_dump(), "batch": False}).generate(requests, cache=cache, progress=progress)
         cache.update_batch(local_id, state=COLLECTED, ended=True, stored=len(missing))
         return results
 

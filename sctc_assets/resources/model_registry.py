@@ -111,6 +111,11 @@ class ModelRegistryResource(dg.ConfigurableResource):
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
             raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
         backend.attach_budget(self.budget_for(entry, backend.pricing()))
+        run = self._waiting_in[1] if self._waiting_in is not None else None
+        set_batch_context = getattr(backend, "set_batch_context", None)  # the core's batch path (issue 40)
+        if set_batch_context is not None:  # what its batch records name: `sctc batches` and the sensor read them
+            partition = run.tags.get("dagster/partition") if run is not None else None
+            set_batch_context(registry_key=entry.key, partitions=[partition] if partition else [])
         if self._waiting_in is not None:
             _wait_for_batches_in_run(backend, *self._waiting_in)
         return backend
