@@ -28,6 +28,7 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.remote_origin import InProcessCodeLocationOrigin
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.backfill import execute_backfill_iteration
+from dagster._daemon.sensor import execute_sensor_iteration
 from dagster_graphql.test.utils import execute_dagster_graphql
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,13 +78,22 @@ class UI:
     def backfill(self, assets: list[str], partitions: list[str], *, max_iterations: int = 10) -> tuple[str, str, list]:
         """Launch a backfill of `partitions` of `assets` and run the daemon's iterations until it ends: its id, its
         status and its runs (id, status, tags)."""
+        backfill = self.launch(assets, partitions)
+        status = self.iterate(backfill, max_iterations=max_iterations)
+        return backfill, status, self.runs(backfill)
+
+    def launch(self, assets: list[str], partitions: list[str]) -> str:
+        """Launch a backfill of `partitions` of `assets` as *Materialize…* → *Launch backfill* does; its id."""
         launched = self.graphql(LAUNCH, {"params": {
             "assetSelection": [{"path": [name]} for name in assets], "partitionNames": partitions,
             "fromFailure": False, "runConfigData": {"execution": {"config": {"in_process": {}}}}}}
         )["launchPartitionBackfill"]
         if launched["__typename"] != "LaunchBackfillSuccess":
             raise RuntimeError(f"backfill not launched: {launched}")
-        backfill = launched["backfillId"]
+        return launched["backfillId"]
+
+    def iterate(self, backfill: str, *, max_iterations: int = 10) -> str:
+        """Run the backfill daemon's iterations until the backfill ends, at most `max_iterations`; its status."""
         status = "REQUESTED"
         for _ in range(max_iterations):
             for error in execute_backfill_iteration(self._process, logging.getLogger("sctc-test-backfill")):
@@ -92,9 +102,20 @@ class UI:
             status = self.graphql(BACKFILL, {"id": backfill})["partitionBackfillOrError"]["status"]
             if status in DONE:
                 break
+        return status
+
+    def runs(self, backfill: str) -> list[dict]:
+        """The backfill's runs (id, status, tags), newest first, as the Runs page lists them."""
         runs = self.graphql(RUNS, {"tags": [{"key": "dagster/backfill", "value": backfill}]})["runsOrError"]["results"]
-        return backfill, status, [{"id": run["runId"], "status": run["status"],
-                                   "tags": {tag["key"]: tag["value"] for tag in run["tags"]}} for run in runs]
+        return [{"id": run["runId"], "status": run["status"], "tags": {tag["key"]: tag["value"] for tag in run["tags"]}}
+                for run in runs]
+
+    def sensor_tick(self) -> None:
+        """One iteration of the sensor daemon: every running sensor whose interval has passed is evaluated in the
+        code location and the runs it requests are submitted (here: executed at once)."""
+        for error in execute_sensor_iteration(self._process, logging.getLogger("sctc-test-sensors"), None, None):
+            if error is not None:
+                raise RuntimeError(f"sensor daemon: {error.to_string()}")
 
     def runs_tagged(self, key: str, value: str) -> list[str]:
         """The ids of the runs the Runs page lists when filtered by the tag `key=value`."""

@@ -1,5 +1,6 @@
 """What no benchmark folder owns: the resources every asset shares, the model registry sensor (it keeps the
-`models` partitions of every benchmark in step with the registry) and the opt-in automation sensor.
+`models` partitions of every benchmark in step with the registry), the batch sensor (it starts the runs that wait for
+provider batches again when they end) and the opt-in automation sensor.
 
 A module of the defs folder with one `Definitions` object: Dagster takes that object and nothing else from it."""
 
@@ -13,7 +14,7 @@ from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
-from sctc_assets.sensors import model_registry_sensor
+from sctc_assets.sensors import model_registry_sensor, sctc_batches
 
 
 def shared_resources() -> dict:
@@ -26,4 +27,4 @@ def shared_resources() -> dict:
     }
 
 
-defs = dg.Definitions(resources=shared_resources(), sensors=[model_registry_sensor, automation_sensor()])
+defs = dg.Definitions(resources=shared_resources(), sensors=[model_registry_sensor, sctc_batches, automation_sensor()])

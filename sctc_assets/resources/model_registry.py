@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
+import functools
 import os
 
 import dagster as dg
@@ -11,12 +12,15 @@ import pydantic
 from pydantic import Field, PrivateAttr
 
 from sctc_assets.backends import ModelBackend, backend_class
+from sctc_assets.backends.base import GenerationHalted
 from sctc_assets.lib.batch_settings import batch_overrides
 from sctc_assets.lib.budget import MAX_COST_ENV, MAX_CALLS_ENV, PROCESS_SCOPE, SCOPE_ENV, Budget, BudgetError, BudgetLimits
 from sctc_assets.lib.cache import Cache, open_cache
 from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.lib.model_registry import ModelEntry, RegistryError, load_registry
 from sctc_assets.lib.upstream_source import UpstreamSource
+from sctc_assets.resources.batch_wait import (RETRY_OF_TAG, launched_run, mark_retried, pending_batches,
+                                              wait_for_batches)
 
 
 class ModelRegistryResource(dg.ConfigurableResource):
@@ -31,10 +35,17 @@ class ModelRegistryResource(dg.ConfigurableResource):
     budget_scope: Optional[str] = Field(default=None, description=f"What shares one budget (`sctc run` sets one per "
                                         f"run); default ${SCOPE_ENV}, else the Dagster run.")
     _run_id: Optional[str] = PrivateAttr(default=None)
+    # The run a launched run's backends wait in for provider batches (`resources/batch_wait.py`), else None.
+    _waiting_in: Optional[tuple[dg.DagsterInstance, dg.DagsterRun, Any]] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Without a budget scope, a Dagster run's partitions share its budget (a UI backfill: one run each).
         self._run_id = context.run.run_id if context.run is not None else None
+        run, instance = context.dagster_run, context.instance
+        if instance is not None and launched_run(run):
+            self._waiting_in = (instance, run, context.log)
+            if run.tags.get(RETRY_OF_TAG):  # the `sctc_batches` sensor started this run: the waiting one is done
+                mark_retried(instance, run.tags[RETRY_OF_TAG], run.run_id)
 
     def budget_limits(self) -> BudgetLimits:
         """The run's limits: the fields, else the environment (what `sctc run --max-calls/--max-cost` sets)."""
@@ -103,6 +114,13 @@ class ModelRegistryResource(dg.ConfigurableResource):
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
             raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
         backend.attach_budget(self.budget_for(entry, backend.pricing()))
+        run = self._waiting_in[1] if self._waiting_in is not None else None
+        set_batch_context = getattr(backend, "set_batch_context", None)  # the core's batch path (issue 40)
+        if set_batch_context is not None:  # what its batch records name: `sctc batches` and the sensor read them
+            partition = run.tags.get("dagster/partition") if run is not None else None
+            set_batch_context(registry_key=entry.key, partitions=[partition] if partition else [])
+        if self._waiting_in is not None:
+            _wait_for_batches_in_run(backend, *self._waiting_in)
         return backend
 
     def _where(self, entry: ModelEntry) -> str:
@@ -122,6 +140,25 @@ class ModelRegistryResource(dg.ConfigurableResource):
         """The response cache: `cache_path` when set, else PostgreSQL when `$SCTC_DATABASE_URL` is set, else the
         data folder's SQLite file."""
         return open_cache(self.cache_path)
+
+
+def _wait_for_batches_in_run(backend: ModelBackend, instance: dg.DagsterInstance, run: dg.DagsterRun,
+                             log: Any) -> None:
+    """Make `backend.generate()` end a launched run as a waiting run when its batches are still running (one place
+    for every asset's backend and judge): it tags the run and fails the step with a message naming the batches."""
+    generate = backend.generate
+
+    @functools.wraps(generate)
+    def generate_or_wait(requests, *, cache: Cache | None = None, **options):
+        try:
+            return generate(requests, cache=cache, **options)
+        except GenerationHalted as exc:
+            if pending_batches(exc) is None or cache is None:
+                raise
+            raise wait_for_batches(instance, run, cache, exc, log) from exc
+
+    # An attribute of this one object: the backend's class (and `isinstance` on it) stays as it is.
+    object.__setattr__(backend, "generate", generate_or_wait)
 
 
 def _check_settings(cls: type[ModelBackend], entry: ModelEntry, where: str) -> None:
