@@ -97,6 +97,10 @@ class BatchOutcome:
         return bool(self.open_local_ids)
 
 
+def _wait(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def request_from_json(text: str) -> GenerationRequest:
     """The request a `batch_requests` row stands for (its messages, trial and seed: all its key depends on)."""
     payload = json.loads(text)
@@ -132,8 +136,8 @@ class BatchDriver:
                  pricing: tuple[float | None, float | None] = (None, None), wait: Wait = "foreground",
                  on_progress: Callable[[str], None] | None = None, halt: Callable[[], str | None] = lambda: None,
                  budget: Budget | None = None, owner: str | None = None, registry_key: str | None = None,
-                 partitions: Sequence[str] = (), submit_grace_s: float = SUBMIT_GRACE_S,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time):
+                 partitions: Sequence[str] = (), submit_grace_s: float | None = None,
+                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] = time.time):
         self.cache, self.client = cache, client
         self.identity, self.model = dict(identity), model
         self.poll_s, self.retry_sync_max, self.max_rounds = poll_s, retry_sync_max, max_rounds
@@ -141,8 +145,8 @@ class BatchDriver:
         self.wait, self.on_progress, self.halt = wait, on_progress, halt
         self.budget, self.owner = budget, owner or new_claim_owner()
         self.registry_key, self.partitions = registry_key, list(partitions)
-        self.submit_grace_s, self._sleep, self._clock = submit_grace_s, sleep, clock
-        self._json = json.dumps(self.identity, sort_keys=True, default=str)
+        self.submit_grace_s = SUBMIT_GRACE_S if submit_grace_s is None else submit_grace_s
+        self._sleep, self._clock = sleep or _wait, clock
 
     # --- the run -----------------------------------------------------------------------------------------------------
 
@@ -231,17 +235,19 @@ class BatchDriver:
         if not keys:
             return
         lines = [self._line(key) for key in keys]
-        for part in split_lines(lines, self.client):
+        parts = split_lines(lines, self.client)
+        for number, part in enumerate(parts):
             reason = self.halt()
-            granted = len(part) if reason is not None or self.budget is None else self.budget.reserve(len(part))
-            if reason is not None or granted < len(part):
-                if self.budget is not None and 0 < granted < len(part):
-                    self.budget.refund(granted)  # a part is submitted whole or not at all
+            granted = 0 if reason is not None else len(part) if self.budget is None else self.budget.reserve(len(part))
+            if granted:
+                self._submit_part(part[:granted])
+            if granted < len(part):
+                # Ctrl-C, or the budget allows no more lines: what is left is let go for a later run.
                 self._outcome.halted = reason or (self.budget.exhausted() if self.budget else None) or \
                     "the budget is spent"
-                self.cache.release_claims(self.owner, [line.custom_id for line in part])
-                continue
-            self._submit_part(part)
+                left = part[granted:] + [line for later in parts[number + 1 :] for line in later]
+                self.cache.release_claims(self.owner, [line.custom_id for line in left])
+                return
 
     def _submit_part(self, part: list[BatchLine]) -> None:
         now = self._clock()
