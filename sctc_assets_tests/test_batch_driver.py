@@ -306,3 +306,24 @@ def test_batch_settings_do_not_change_the_cache_identity_and_need_a_batch_api():
                 {"batch_retry_sync_max": -1}, {"batch_max_rounds": 0}):
         with pytest.raises(ValidationError, match=next(iter(bad))):
             OpenAIBackend(model="m", base_url="http://stub/v1", **bad)
+
+
+def test_a_key_another_process_is_asking_synchronously_is_waited_for_not_submitted(fake, tmp_path):
+    import os
+    import threading
+
+    cache = open_cache(tmp_path / "cache.sqlite")
+    backend = BatchTestBackend()
+    requests = _requests(4)
+    busy = _key(requests[0])
+    other = f"{os.uname().nodename}:{os.getpid()}:elsewhere"  # a live owner on this host
+    assert cache.claim([busy], other, lease_s=60).claimed == [busy]
+    storing = threading.Timer(0.5, lambda: open_cache(tmp_path / "cache.sqlite").store(
+        busy, backend.identity(), requests[0], GenerationResult("the other process's answer")))
+    storing.start()
+    try:
+        results = backend.generate(requests, cache=cache)
+    finally:
+        storing.join()
+    assert results[0].text == "the other process's answer" and _outcomes(results) == {"ok": 4}
+    assert busy not in fake.lines_submitted() and sum(fake.lines_submitted().values()) == 3 and SYNC_CALLS == []

@@ -40,6 +40,7 @@ from sctc_assets.lib.budget import Budget, call_cost, estimate_request_tokens
 from sctc_assets.lib.cache import Cache, new_claim_owner
 from sctc_assets.lib.cache_common import request_json
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
+from sctc_assets.lib.work_queue import claim_lease_s
 
 # The state a record has once the provider accepted it, until the first poll says the provider's own state.
 SUBMITTED = "submitted"
@@ -48,7 +49,8 @@ SUBMITTED = "submitted"
 BATCH_WINDOW_S = 24 * 3600
 CLAIM_MARGIN_S = 2 * 3600
 SUBMIT_GRACE_S = 600.0
-# Keys claimed per statement (SQLite's host-parameter limit), and how long a collector holds `collect:<local id>`.
+# Keys claimed per statement (SQLite's host-parameter limit), and how long a collector holds `collect:<local id>`
+# (a crashed collector's hold lapses with its process on this host, else after this).
 CLAIM_CHUNK = 500
 COLLECT_LEASE_S = 900.0
 # The words of a state or retry reason that make a line count as expired or cancelled (else as cut from a file).
@@ -202,26 +204,47 @@ class BatchDriver:
     # --- intake: join open batches, claim, submit --------------------------------------------------------------------
 
     def _intake(self, keys: list[str]) -> None:
-        """Place `keys`: those an open batch holds join it; the rest are claimed and submitted; keys another process
+        """Place `keys`: those an open batch holds join it; the rest are claimed a part at a time, each part right
+        before it is recorded (so no claim waits on another part's upload), and submitted; keys another process
         is asking synchronously are handed to `sync_ask`, which waits for them as the ordinary path does."""
-        to_submit: list[str] = []
-        elsewhere: list[str] = []
+        free: list[str] = []
         for start in range(0, len(keys), CLAIM_CHUNK):
             chunk = keys[start : start + CLAIM_CHUNK]
             holding = self.cache.batches_holding(chunk)
             self._join(holding)
-            rest = [key for key in chunk if key not in holding]
-            if not rest:
-                continue
-            claim = self.cache.claim(rest, self.owner, lease_s=COLLECT_LEASE_S)
-            to_submit += claim.claimed
-            if claim.held:
-                late = self.cache.batches_holding(claim.held)  # recorded between the two statements
-                self._join(late)
-                elsewhere += [key for key in claim.held if key not in late]
+            free += [key for key in chunk if key not in holding]
+        elsewhere: list[str] = []
+        parts = split_lines([self._line(key) for key in free], self.client)
+        for number, part in enumerate(parts):
+            reason = self.halt()
+            if reason is not None:
+                self._outcome.halted = reason
+                break
+            claimed, held = self._claim([line.custom_id for line in part])
+            late = self.cache.batches_holding(held) if held else {}  # recorded between the two statements
+            self._join(late)
+            elsewhere += [key for key in held if key not in late]
+            lines = [line for line in part if line.custom_id in claimed]
+            granted = len(lines) if self.budget is None or not lines else self.budget.reserve(len(lines))
+            if granted:
+                self._submit_part(lines[:granted])
+            if granted < len(lines):
+                # The budget allows no more lines: what is left is let go for a later run.
+                self._outcome.halted = self.budget.exhausted() or "the budget is spent"
+                self.cache.release_claims(self.owner, [line.custom_id for line in lines[granted:]])
+                break
         if elsewhere:
             self._ask_sync(elsewhere)
-        self._submit(to_submit)
+
+    def _claim(self, keys: list[str]) -> tuple[set[str], list[str]]:
+        """Claim `keys` for this run: (claimed, held by another owner); keys answered meanwhile are neither."""
+        claimed: set[str] = set()
+        held: list[str] = []
+        for start in range(0, len(keys), CLAIM_CHUNK):
+            outcome = self.cache.claim(keys[start : start + CLAIM_CHUNK], self.owner, lease_s=claim_lease_s())
+            claimed.update(outcome.claimed)
+            held += outcome.held
+        return claimed, held
 
     def _join(self, holding: Mapping[str, str]) -> None:
         for key, local_id in holding.items():
@@ -229,25 +252,6 @@ class BatchDriver:
                 self._open[local_id] = self._clock()
             self._rounds[key] = self._rounds.get(key, 0) + 1
         self._outcome.joined += sum(key in self._lines for key in holding)
-
-    def _submit(self, keys: list[str]) -> None:
-        """Record and submit `keys` (claimed by this run), split at the provider's limits."""
-        if not keys:
-            return
-        lines = [self._line(key) for key in keys]
-        parts = split_lines(lines, self.client)
-        for number, part in enumerate(parts):
-            reason = self.halt()
-            granted = 0 if reason is not None else len(part) if self.budget is None else self.budget.reserve(len(part))
-            if granted:
-                self._submit_part(part[:granted])
-            if granted < len(part):
-                # Ctrl-C, or the budget allows no more lines: what is left is let go for a later run.
-                self._outcome.halted = reason or (self.budget.exhausted() if self.budget else None) or \
-                    "the budget is spent"
-                left = part[granted:] + [line for later in parts[number + 1 :] for line in later]
-                self.cache.release_claims(self.owner, [line.custom_id for line in left])
-                return
 
     def _submit_part(self, part: list[BatchLine]) -> None:
         now = self._clock()
