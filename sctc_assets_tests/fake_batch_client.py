@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from sctc_assets.lib.batches import BatchApiError, BatchLine, BatchStatus, LineResult

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import sctc_assets.lib.cache as sqlite_cache
-import sctc_assets.lib.cache_postgres as postgres_cache
+import sctc_assets.lib.cache_common as cache_common
 from sctc_assets.lib.batches import ABANDONED, COLLECTED, SUBMITTING, BatchRecord, batch_owner
 from sctc_assets.lib.cache import cache_key, new_claim_owner, open_cache, request_identity
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
@@ -36,8 +36,7 @@ def _record(local_id: str, size: int, *, created_at: float | None = None, expire
 
 
 def test_a_recorded_batch_holds_its_keys_and_lists_its_requests(cache_location, monkeypatch):
-    monkeypatch.setattr(sqlite_cache, "BATCH_PAGE", 7)  # several pages
-    monkeypatch.setattr(postgres_cache, "BATCH_PAGE", 7)
+    monkeypatch.setattr(cache_common, "BATCH_PAGE", 7)  # several pages
     cache = open_cache(cache_location)
     lines = _lines(30)
     keys = [key for key, _, _ in lines]

@@ -14,9 +14,9 @@ import pytest
 import sctc_assets.backends.base as base
 import sctc_assets.lib.batch_driver as batch_driver
 from sctc_assets.backends.base import BatchesPending, GenerationHalted, ModelBackend, ResultCallback
-from sctc_assets.lib.batches import ABANDONED, COLLECTED, SUBMITTING, BatchRecord
+from sctc_assets.lib.batches import ABANDONED, COLLECTED, SUBMITTING, BatchLine, BatchRecord
 from sctc_assets.lib.budget import Budget, BudgetLimits
-from sctc_assets.lib.cache import cache_key, open_cache, request_identity
+from sctc_assets.lib.cache import cache_key, open_cache
 from sctc_assets.lib.cache_common import request_json
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets_tests.fake_batch_client import UNKNOWN_ID, FakeBatchClient, answer_to
@@ -211,7 +211,6 @@ def test_a_crash_after_the_record_then_the_same_command_finds_or_resubmits(fake,
     record = BatchRecord(local_id="sctc-0123456789ab", provider="fake", model="fake-model", identity=identity,
                          size=6, created_at=1e9, updated_at=1e9, expires_at=4e9)
     cache.record_batch(record, [(key, request_json(identity, request)) for key, request in zip(keys, requests)])
-    from sctc_assets.lib.batches import BatchLine
     fake.submit([BatchLine(key, request) for key, request in zip(keys, requests)], "sctc-0123456789ab")  # it arrived
     submitted = len(fake.calls("submit"))
     results = backend.generate(requests, cache=cache)

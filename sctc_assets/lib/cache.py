@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from sctc_assets.lib.batches import ABANDONED, BATCH_OWNER_PREFIX, COLLECTED, BatchRecord, batch_owner
-from sctc_assets.lib.cache_common import (BATCH_COLUMNS, BATCH_PAGE, COPIED_TABLES, ClaimOutcome, LedgerTotals,
+from sctc_assets.lib.cache_common import (BATCH_COLUMNS, COPIED_TABLES, BatchLines, ClaimOutcome, LedgerTotals,
                                           batch_record, batch_row, batch_updates, cache_key, request_identity,
                                           request_json, score_identity, score_key)
 from sctc_assets.lib.cache_postgres import (DATABASE_URL_ENV, CacheUnavailable, PostgresResponseCache,
@@ -125,7 +125,7 @@ def _owner_alive(owner: str) -> bool:
     return True
 
 
-class ResponseCache:
+class ResponseCache(BatchLines):
     """Thread- and process-safe store of model answers keyed by `cache_key`, in one SQLite file."""
 
     backend = "sqlite"
@@ -208,13 +208,6 @@ class ResponseCache:
         if result.outcome not in CACHEABLE_OUTCOMES:
             return None
         return self._store(key, identity, request_json(identity, request), result)
-
-    def store_line(self, key: str, identity: Mapping[str, Any], request: str, result: GenerationResult) -> bool:
-        """`store` for a line of a provider batch, given the request JSON its batch recorded (`batch_requests`):
-        whether the cache now holds an answer for `key` (False for an error, which is never stored)."""
-        if result.outcome not in CACHEABLE_OUTCOMES:
-            return False
-        return self._store(key, identity, request, result) is not None
 
     def _store(self, key: str, identity: Mapping[str, Any], request: str,
                result: GenerationResult) -> GenerationResult:
@@ -325,17 +318,11 @@ class ResponseCache:
         rows = self._connect().execute(sql + " ORDER BY created_at DESC, local_id DESC", parameters).fetchall()
         return [batch_record(row) for row in rows]
 
-    def batch_requests(self, local_id: str) -> Iterator[tuple[str, str]]:
-        """(key, request JSON) of every line of a batch, in key order, read a page at a time."""
-        after = ""
-        while True:
-            page = self._connect().execute(
-                "SELECT key, request FROM batch_requests WHERE local_id = ? AND key > ? ORDER BY key LIMIT ?",
-                (local_id, after, BATCH_PAGE)).fetchall()
-            yield from page
-            if len(page) < BATCH_PAGE:
-                return
-            after = page[-1][0]
+    def _batch_request_page(self, local_id: str, after: str, limit: int) -> list[tuple[str, str]]:
+        return self._connect().execute(
+            "SELECT key, request FROM batch_requests WHERE local_id = ? AND key > ? ORDER BY key LIMIT ?",
+            (local_id, after, limit)).fetchall()
+
 
     def batches_holding(self, keys: list[str]) -> dict[str, str]:
         """key → local id of the open batch whose live claim holds it, for those of `keys` a batch holds."""

@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from sctc_assets.lib.batches import BatchRecord
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
 
 # The tables `sctc cache export/import` copies, with their columns in order (claims and the ledger stay behind:
 # they belong to the runs of one store).
@@ -117,3 +117,25 @@ def batch_updates(fields: Mapping[str, Any]) -> dict[str, Any]:
 def request_json(identity: Mapping[str, Any], request: GenerationRequest) -> str:
     """The JSON a request's key is computed from: what `responses.request` and `batch_requests.request` store."""
     return json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str)
+
+
+class BatchLines:
+    """The batch methods both stores share, over what each gives: `_store(key, identity, request JSON, result)`
+    and `_batch_request_page(local_id, after, limit)` (rows of `batch_requests` with a key after `after`)."""
+
+    def store_line(self, key: str, identity: Mapping[str, Any], request: str, result: GenerationResult) -> bool:
+        """`store` for a line of a provider batch, given the request JSON its batch recorded (`batch_requests`):
+        whether the cache now holds an answer for `key` (False for an error, which is never stored)."""
+        if result.outcome not in CACHEABLE_OUTCOMES:
+            return False
+        return self._store(key, identity, request, result) is not None
+
+    def batch_requests(self, local_id: str) -> Iterator[tuple[str, str]]:
+        """(key, request JSON) of every line of a batch, in key order, read a page at a time."""
+        after = ""
+        while True:
+            page = self._batch_request_page(local_id, after, BATCH_PAGE)
+            yield from page
+            if len(page) < BATCH_PAGE:
+                return
+            after = page[-1][0]

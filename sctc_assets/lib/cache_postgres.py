@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from sctc_assets.lib.batches import ABANDONED, BATCH_OWNER_PREFIX, COLLECTED, BatchRecord, batch_owner
-from sctc_assets.lib.cache_common import (BATCH_COLUMNS, BATCH_PAGE, COPIED_TABLES, ClaimOutcome, LedgerTotals,
+from sctc_assets.lib.cache_common import (BATCH_COLUMNS, COPIED_TABLES, BatchLines, ClaimOutcome, LedgerTotals,
                                           batch_record, batch_row, batch_updates, request_json, score_identity)
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
 
@@ -149,7 +149,7 @@ SELECT (SELECT key FROM inserted), (SELECT result FROM {SCHEMA}.responses WHERE 
 """
 
 
-class PostgresResponseCache:
+class PostgresResponseCache(BatchLines):
     """Thread- and process-safe store of model answers keyed by `cache_key`, in PostgreSQL (see the module)."""
 
     backend = "postgresql"
@@ -275,13 +275,6 @@ class PostgresResponseCache:
             return None
         return self._store(key, identity, request_json(identity, request), result)
 
-    def store_line(self, key: str, identity: Mapping[str, Any], request: str, result: GenerationResult) -> bool:
-        """`store` for a line of a provider batch, given the request JSON its batch recorded (`batch_requests`):
-        whether the cache now holds an answer for `key` (False for an error, which is never stored)."""
-        if result.outcome not in CACHEABLE_OUTCOMES:
-            return False
-        return self._store(key, identity, request, result) is not None
-
     def _store(self, key: str, identity: Mapping[str, Any], request: str,
                result: GenerationResult) -> GenerationResult:
         row = (key, str(identity.get("backend", "")), str(identity.get("model", "")), request,
@@ -406,16 +399,9 @@ class PostgresResponseCache:
         return [batch_record(row) for row in self._query(sql + " ORDER BY created_at DESC, local_id DESC",
                                                          parameters)]
 
-    def batch_requests(self, local_id: str) -> Iterator[tuple[str, str]]:
-        """(key, request JSON) of every line of a batch, in key order, read a page at a time."""
-        after = ""
-        while True:
-            page = self._query(f"SELECT key, request FROM {SCHEMA}.batch_requests WHERE local_id = %s AND key > %s"
-                               " ORDER BY key LIMIT %s", (local_id, after, BATCH_PAGE))
-            yield from page
-            if len(page) < BATCH_PAGE:
-                return
-            after = page[-1][0]
+    def _batch_request_page(self, local_id: str, after: str, limit: int) -> list[tuple[str, str]]:
+        return self._query(f"SELECT key, request FROM {SCHEMA}.batch_requests WHERE local_id = %s AND key > %s"
+                           " ORDER BY key LIMIT %s", (local_id, after, limit))
 
     def batches_holding(self, keys: list[str]) -> dict[str, str]:
         """key → local id of the open batch whose unexpired claim (database clock) holds it."""
