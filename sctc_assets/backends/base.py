@@ -401,10 +401,12 @@ class ModelBackend(dg.ConfigurableResource):
                          f"{outcome.retried_sync + outcome.retried_batch} lines retried")
         self._notes += notes
         pending = None
-        if outcome.open_local_ids and outcome.halted is None:
+        if outcome.open_local_ids and (outcome.halted is None or driver.wait == "detach"):
+            # Detached (a UI or daemon run): the run waits for its batches even when the budget stopped further
+            # submissions; the rerun the sensor requests collects them and halts on the budget then.
             pending = BatchesPending(outcome.open_local_ids, outcome.open_provider_ids, answered=0, remaining=0)
         reason = outcome.halted or (queue_halted[0] if queue_halted else None)
-        if reason is not None and outcome.open_local_ids:
+        if reason is not None and outcome.open_local_ids and pending is None:
             reason = (f"{reason}; {len(outcome.open_local_ids)} batch(es) left running at the provider "
                       f"({', '.join(outcome.open_local_ids)}): the same command collects them")
         return reason, pending
