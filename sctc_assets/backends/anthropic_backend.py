@@ -31,6 +31,7 @@ class AnthropicBackend(ApiBackend):
     """Claude models through Anthropic's Messages API, with bounded concurrency and retries."""
 
     backend_name: ClassVar[str] = "anthropic"
+    batch_api: ClassVar[Optional[str]] = "anthropic"
     answer_kind: ClassVar[str] = "a message"
 
     base_url: str = Field(default="https://api.anthropic.com",

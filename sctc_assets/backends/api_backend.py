@@ -125,6 +125,27 @@ class ApiBackend(ModelBackend):
                     "for credentials: the key comes from `api_key_env` only.",
     )
 
+    # Provider batches (issue #40; `lib/batch_driver.py`): none of these is part of identity(), since a batch's
+    # answer to a request and a synchronous one are the same cache entry.
+    batch: bool = Field(default=False, description="Send this model's uncached requests as provider batches (half "
+                                                   "price, answers within 24 h); needs a backend with a batch API.")
+    batch_poll_seconds: float = Field(default=60.0, ge=1.0, description="Seconds between polls of open batches.")
+    batch_price_factor: float = Field(default=0.5, gt=0.0, le=1.0,
+                                      description="Batch price over the synchronous price (0.5: half).")
+    batch_retry_sync_max: int = Field(default=20, ge=0,
+                                      description="Failed, expired or cancelled lines of a batch at or below this "
+                                                  "count are retried as ordinary calls; more in a new batch.")
+    batch_max_rounds: int = Field(default=3, ge=1,
+                                  description="Batches a line may go through before it becomes an error row.")
+
+    @field_validator("batch")
+    @classmethod
+    def _batch_needs_a_batch_api(cls, batch: bool) -> bool:
+        if batch and cls.batch_api is None:
+            raise ValueError(f"`batch: true` but the {cls.backend_name} backend has no batch API (those of openai, "
+                             "anthropic and gemini have one): remove `batch`")
+        return batch
+
     @field_validator("base_url")
     @classmethod
     def _base_url_is_a_url(cls, base_url: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Se
 import dagster as dg
 from pydantic import PrivateAttr
 
+from sctc_assets.lib.batches import BatchLine
 from sctc_assets.lib.budget import Budget
 from sctc_assets.lib.cache import Cache, CacheUnavailable, cache_key, new_claim_owner, score_key
 # BackendUnavailable is defined in lib so that the embedded model's files (lib/embedded_model) can raise it without
@@ -29,6 +31,7 @@ from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.work_queue import WAIT, WorkQueue, claim_lease_s
 
 if TYPE_CHECKING:
+    from sctc_assets.lib.batches import BatchClient
     from sctc_assets.lib.estimate import TokenCounter
 
 ProgressCallback = Callable[[int, int], None]
@@ -51,6 +54,32 @@ class GenerationHalted(RuntimeError):
         return (type(self), (self.reason, self.answered, self.remaining))
 
 
+class BatchesPending(GenerationHalted):
+    """`generate()` submitted (or joined) provider batches that have not ended yet, and was not asked to wait for
+    them (`$SCTC_BATCH_WAIT` is not `foreground`: a UI or daemon run). Every answer that had arrived is stored; the
+    batches keep running at the provider, and the same run started again once they end collects them (the
+    `sctc_batches` sensor does it for a Dagster run). `local_ids`: the batches' ids in the response cache
+    (`sctc batches`); `provider_ids`: the provider's ids of those it confirmed."""
+
+    def __init__(self, local_ids: Sequence[str], provider_ids: Sequence[str], *, answered: int, remaining: int,
+                 reason: str | None = None):
+        self.local_ids, self.provider_ids = list(local_ids), list(provider_ids)
+        reason = reason or (f"waiting for {len(self.local_ids)} provider batch(es) to end "
+                            f"({', '.join(self.local_ids)})")
+        super().__init__(reason, answered=answered, remaining=remaining)
+
+    def __reduce__(self):
+        return (_batches_pending, (self.local_ids, self.provider_ids, self.answered, self.remaining, self.reason))
+
+
+def _batches_pending(local_ids, provider_ids, answered, remaining, reason) -> BatchesPending:
+    return BatchesPending(local_ids, provider_ids, answered=answered, remaining=remaining, reason=reason)
+
+
+def _print_progress(line: str) -> None:
+    print(f"  {line}", file=sys.stderr, flush=True)
+
+
 class ModelBackend(dg.ConfigurableResource):
     """Base class: subclasses set `backend_name` and implement `identity` and `_generate_uncached`."""
 
@@ -70,8 +99,16 @@ class ModelBackend(dg.ConfigurableResource):
     forkable: ClassVar[bool] = False
     # Whether `score_continuations` (teacher-forced log-probabilities) is implemented.
     supports_logprobs: ClassVar[bool] = False
+    # The provider batch API the backend can send its requests through (`batch: true`, `batch_client()`):
+    # "openai", "anthropic", "gemini"; None: none.
+    batch_api: ClassVar[Optional[str]] = None
     _budget: Optional[Budget] = PrivateAttr(default=None)
     _notes: list = PrivateAttr(default_factory=list)
+    # Provider batches: what the record of a batch names (`set_batch_context`), where the foreground wait's progress
+    # lines go (None: standard error) and the counts of the last batched `generate()` (`BatchOutcome`).
+    _batch_context: dict = PrivateAttr(default_factory=dict)
+    _batch_progress: Optional[Callable[[str], None]] = PrivateAttr(default=None)
+    _batch_outcome: Any = PrivateAttr(default=None)
 
     @classmethod
     def endpoint_lane(cls, settings: Mapping[str, Any]) -> str | None:
@@ -84,6 +121,22 @@ class ModelBackend(dg.ConfigurableResource):
         """The model's own tokenizer for `sctc plan`'s token counts, when it is known offline; None (the default):
         the estimate's characters-per-token rule."""
         return None
+
+    def batch_client(self) -> "BatchClient":
+        """The client of the provider's batch API (`lib/batches.py`) that `generate()` sends uncached requests
+        through when the entry sets `batch: true`; backends without one raise `BackendUnavailable`."""
+        raise BackendUnavailable(f"the {self.backend_name} backend has no batch API")
+
+    def set_batch_context(self, *, registry_key: str | None = None, partitions: Sequence[str] = (),
+                          on_progress: Callable[[str], None] | None = None) -> None:
+        """What the records of this backend's batches name (its registry entry, the Dagster partitions waiting on
+        them), and where a foreground wait prints its progress lines."""
+        self._batch_context = {"registry_key": registry_key, "partitions": list(partitions)}
+        self._batch_progress = on_progress
+
+    def batch_outcome(self) -> Any:
+        """The counts of the last `generate()` that went through provider batches (`BatchOutcome`), else None."""
+        return self._batch_outcome
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes an answer except the messages and trial: backend, endpoint, model, parameters.
@@ -166,6 +219,11 @@ class ModelBackend(dg.ConfigurableResource):
         looked up in the cache once more at the end (another process may have answered it meanwhile, or be asking
         it: then its answer is waited for). Raises
         `GenerationHalted` after storing what arrived when Ctrl-C or a budget stopped it early.
+
+        With `batch: true` (a backend with a `batch_api`) and a cache, the uncached requests go through the
+        provider's batch API instead (`lib/batch_driver.py`): with `$SCTC_BATCH_WAIT=foreground` (`sctc run`) this
+        waits for the batches, printing a progress line each poll; otherwise it raises `BatchesPending` once they
+        are submitted, and the same call made again after they end collects them.
         """
         requests = [request if request.seed is not None else
                     dataclasses.replace(request, seed=self.request_seed(request)) for request in requests]
@@ -210,10 +268,48 @@ class ModelBackend(dg.ConfigurableResource):
                 if progress is not None:
                     progress(done, total)
 
+        started = time.monotonic()
+        batch_pending: BatchesPending | None = None
+        if use_cache and getattr(self, "batch", False):
+            # The uncached leaders go to the provider's batch API (lib/batch_driver.py); lines it retries
+            # synchronously come back through the ordinary queue below (`sync_ask`).
+            halted_reason, batch_pending = self._generate_through_batches(
+                requests, leaders, settle, results, identity=identity, cache=cache, budget=budget)
+            queue_halted = halted_reason
+        else:
+            queue = self._ask_through_queue(list(leaders.values()), requests, keys, settle, identity=identity,
+                                            cache=cache if use_cache else None, budget=budget,
+                                            chunk_size=self.claim_chunk_size() if use_cache else len(pending))
+            queue_halted = queue.halted
+        if use_cache:
+            self._answered_meanwhile(cache, keys, results, followers)
+        if budget is not None:
+            self._notes += budget.notes()
+        answered = sum(result is not None and result.outcome in CACHEABLE_OUTCOMES for result in results)
+        if batch_pending is not None:
+            raise BatchesPending(batch_pending.local_ids, batch_pending.provider_ids, answered=answered,
+                                 remaining=total - answered, reason=batch_pending.reason)
+        reason = queue_halted or (self.halt_reason() if any(result is None for result in results) else None)
+        missing = [index for index in leaders.values() if results[index] is None]
+        if reason is not None and (missing or queue_halted):
+            raise GenerationHalted(reason, answered=answered, remaining=total - answered)
+        if missing:
+            raise RuntimeError(
+                f"{type(self).__name__} returned no result for {len(missing)} of {len(leaders)} requests"
+                f" (after {time.monotonic() - started:.1f}s)"
+            )
+        self._notes += truncation_notes(results)  # type: ignore[arg-type]
+        return results  # type: ignore[return-value]
+
+    def _ask_through_queue(self, indices: Sequence[int], requests: Sequence[GenerationRequest], keys: Sequence[str],
+                           settle: ResultCallback, *, identity: Mapping[str, Any], cache: Cache | None,
+                           budget: Budget | None, chunk_size: int) -> WorkQueue:
+        """Ask `requests[i]` for each of `indices` the ordinary way (claimed chunk by chunk, each answer stored as
+        it arrives, `settle(i, result)` called with what the cache holds); returns the queue (`halted`)."""
         queue = WorkQueue(
-            list(leaders.values()), requests, keys, cache=cache if use_cache else None, owner=new_claim_owner(),
-            on_cached=settle, halt=self.halt_reason, reserve=budget.reserve if budget is not None else None,
-            chunk_size=self.claim_chunk_size() if use_cache else len(pending), lease_s=claim_lease_s(),
+            list(indices), requests, keys, cache=cache, owner=new_claim_owner(), on_cached=settle,
+            halt=self.halt_reason, reserve=budget.reserve if budget is not None else None, chunk_size=chunk_size,
+            lease_s=claim_lease_s(),
         )
 
         def on_result(index: int, result: GenerationResult) -> None:
@@ -222,7 +318,7 @@ class ModelBackend(dg.ConfigurableResource):
             try:
                 if budget is not None:
                     budget.record(requests[index], result)
-                stored = cache.store(keys[index], identity, requests[index], result) if use_cache else None
+                stored = cache.store(keys[index], identity, requests[index], result) if cache is not None else None
             except CacheUnavailable as exc:
                 # The cache's database went away with the answer in flight: it is not stored, so it is reported
                 # as an error (a rerun asks it again), never as an answer the cache does not hold.
@@ -235,7 +331,6 @@ class ModelBackend(dg.ConfigurableResource):
                 result = dataclasses.replace(stored, latency_s=result.latency_s)
             settle(index, result)
 
-        started = time.monotonic()
         returned = False
         try:
             self._generate_from(queue, on_result)
@@ -245,22 +340,76 @@ class ModelBackend(dg.ConfigurableResource):
             never_asked = queue.unanswered()
             if budget is not None and returned and never_asked:
                 budget.refund(len(never_asked))  # counted when handed out, but the backend stopped before them
-        if use_cache:
-            self._answered_meanwhile(cache, keys, results, followers, queue.poll_s)
-        if budget is not None:
-            self._notes += budget.notes()
-        reason = queue.halted or (self.halt_reason() if any(result is None for result in results) else None)
-        missing = [index for index in leaders.values() if results[index] is None]
-        if reason is not None and (missing or queue.halted):
-            answered = sum(result is not None and result.outcome in CACHEABLE_OUTCOMES for result in results)
-            raise GenerationHalted(reason, answered=answered, remaining=total - answered)
-        if missing:
-            raise RuntimeError(
-                f"{type(self).__name__} returned no result for {len(missing)} of {len(leaders)} requests"
-                f" (after {time.monotonic() - started:.1f}s)"
-            )
-        self._notes += truncation_notes(results)  # type: ignore[arg-type]
-        return results  # type: ignore[return-value]
+        return queue
+
+    def _generate_through_batches(self, requests: Sequence[GenerationRequest], leaders: Mapping[str, int],
+                                  settle: ResultCallback, results: Sequence[GenerationResult | None], *,
+                                  identity: Mapping[str, Any], cache: Cache,
+                                  budget: Budget | None) -> tuple[str | None, "BatchesPending | None"]:
+        """Send the uncached `leaders` (key → index) through the provider's batch API (`BatchDriver`), settle each
+        with what the cache holds (or its error row), and say why it stopped early: (halt reason, pending)."""
+        from sctc_assets.lib.batch_driver import BatchDriver, batch_wait_mode
+
+        queue_halted: list[str] = []
+
+        def sync_ask(lines: list[BatchLine]) -> None:
+            # Lines a batch failed, few enough to ask one by one: the ordinary path. A line of another run's batch
+            # (collected here) has no index of this call: it is asked and stored all the same.
+            line_requests = [line.request for line in lines]
+            line_keys = [line.custom_id for line in lines]
+
+            def settle_line(position: int, result: GenerationResult) -> None:
+                index = leaders.get(line_keys[position])
+                if index is not None:
+                    settle(index, result)
+
+            queue = self._ask_through_queue(range(len(lines)), line_requests, line_keys, settle_line,
+                                            identity=identity, cache=cache, budget=budget,
+                                            chunk_size=self.claim_chunk_size())
+            if queue.halted:
+                queue_halted.append(queue.halted)
+
+        context = self._batch_context
+        driver = BatchDriver(
+            cache, self.batch_client(), identity=identity, model=str(identity.get("model", "")),
+            poll_s=float(getattr(self, "batch_poll_seconds", 60.0)),
+            retry_sync_max=int(getattr(self, "batch_retry_sync_max", 20)),
+            max_rounds=int(getattr(self, "batch_max_rounds", 3)),
+            price_factor=float(getattr(self, "batch_price_factor", 0.5)), pricing=self.pricing(),
+            wait=batch_wait_mode(), on_progress=self._batch_progress or _print_progress, halt=stop_reason,
+            budget=budget, registry_key=context.get("registry_key"), partitions=context.get("partitions", ()))
+        lines = [BatchLine(key, requests[index]) for key, index in leaders.items()]
+        outcome = driver.run(lines, sync_ask)
+        del lines
+        self._batch_outcome = outcome
+        for key, result in outcome.failed.items():
+            settle(leaders[key], result)
+        # What the batches answered is read back from the cache, a chunk at a time (never all results at once
+        # beyond the table being built); an answer this run's batches brought is new, not cached.
+        unsettled = [key for key, index in leaders.items() if results[index] is None]
+        for start in range(0, len(unsettled), 500):
+            chunk = unsettled[start : start + 500]
+            for key, result in cache.get_many(chunk).items():
+                if result.batch_id is not None and result.batch_id in outcome.collected:
+                    result = dataclasses.replace(result, cached=False)
+                settle(leaders[key], result)
+        notes = []
+        if outcome.lines_submitted or outcome.joined:
+            notes.append(f"batches: {outcome.batches_submitted} submitted ({outcome.lines_submitted} lines), "
+                         f"{outcome.joined} lines collected from batches already open, {outcome.stored} answers "
+                         f"and {outcome.refused} refusals stored, {outcome.errors} errors, "
+                         f"{outcome.retried_sync + outcome.retried_batch} lines retried")
+        self._notes += notes
+        pending = None
+        if outcome.open_local_ids and (outcome.halted is None or driver.wait == "detach"):
+            # Detached (a UI or daemon run): the run waits for its batches even when the budget stopped further
+            # submissions; the rerun the sensor requests collects them and halts on the budget then.
+            pending = BatchesPending(outcome.open_local_ids, outcome.open_provider_ids, answered=0, remaining=0)
+        reason = outcome.halted or (queue_halted[0] if queue_halted else None)
+        if reason is not None and outcome.open_local_ids and pending is None:
+            reason = (f"{reason}; {len(outcome.open_local_ids)} batch(es) left running at the provider "
+                      f"({', '.join(outcome.open_local_ids)}): the same command collects them")
+        return reason, pending
 
     def _answered_meanwhile(self, cache: Cache, keys: Sequence[str], results: list[GenerationResult | None],
                             followers: dict[int, list[int]], poll_s: float = 0.25) -> None:

@@ -34,6 +34,7 @@ class GeminiBackend(ApiBackend):
     """Gemini models through Google's Generative Language API, with bounded concurrency and retries."""
 
     backend_name: ClassVar[str] = "gemini"
+    batch_api: ClassVar[Optional[str]] = "gemini"
     answer_kind: ClassVar[str] = "a generateContent response"
 
     base_url: str = Field(default="https://generativelanguage.googleapis.com",

@@ -46,6 +46,7 @@ class OpenAIBackend(ApiBackend):
     """Chat completions from an OpenAI-compatible endpoint, with bounded concurrency and retries."""
 
     backend_name: ClassVar[str] = "openai"
+    batch_api: ClassVar[Optional[str]] = "openai"
     answer_kind: ClassVar[str] = "a chat completion"
 
     base_url: str = Field(default="https://api.openai.com/v1", description="Endpoint root, up to and including /v1.")

@@ -42,6 +42,7 @@ class BackendTraits:
     replays: str | None = None  # whose published answers it replays (the study's name); None: it asks a model
     replayed_benchmarks: tuple[str, ...] = ()  # the benchmarks those published answers cover
     forkable: bool = False  # `sctc run` may run its model stages in a forked worker process
+    batch_api: str | None = None  # the provider batch API it can use (`batch: true`): openai, anthropic, gemini
 
     def answers(self, benchmark: str) -> bool:
         """Whether the backend has answers to `benchmark`'s prompts: any backend that asks a model; a replay only

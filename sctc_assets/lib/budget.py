@@ -111,8 +111,11 @@ def estimate_output_tokens(result: GenerationResult) -> int:
 
 
 def call_cost(request: GenerationRequest, result: GenerationResult,
-              pricing: tuple[float | None, float | None]) -> tuple[float, bool]:
-    """USD one answered call cost, and whether its tokens had to be estimated (the API returned no usage)."""
+              pricing: tuple[float | None, float | None], *, price_factor: float = 1.0) -> tuple[float, bool]:
+    """USD one answered call cost, and whether its tokens had to be estimated (the API returned no usage).
+
+    `price_factor`: the batch price over the synchronous one (`batch_price_factor`, 0.5 for the providers' batch
+    APIs) for an answer that came through a provider batch (`result.batch_id`); 1 for a synchronous call."""
     price_in, price_out = pricing
     if price_in is None and price_out is None:
         return 0.0, False
@@ -122,7 +125,7 @@ def call_cost(request: GenerationRequest, result: GenerationResult,
         input_tokens, estimated = estimate_request_tokens(request), True
     if output_tokens is None:
         output_tokens, estimated = estimate_output_tokens(result), True
-    return (input_tokens * (price_in or 0.0) + output_tokens * (price_out or 0.0)) / 1e6, estimated
+    return (input_tokens * (price_in or 0.0) + output_tokens * (price_out or 0.0)) / 1e6 * price_factor, estimated
 
 
 class Budget:
@@ -151,14 +154,16 @@ class Budget:
     def refund(self, calls: int) -> None:
         self.ledger.refund_calls(self.scope, self.model, calls)
 
-    def record(self, request: GenerationRequest, result: GenerationResult) -> None:
+    def record(self, request: GenerationRequest, result: GenerationResult, *, price_factor: float = 1.0) -> float:
         """Add an answered call's cost (nothing when the backend has no prices, or for an error): a truncated
-        answer is paid for too, its reasoning tokens most of all."""
+        answer is paid for too, its reasoning tokens most of all. `price_factor`: the batch price factor for an
+        answer that came through a provider batch. Returns the cost added."""
         if result.outcome not in CACHEABLE_OUTCOMES:
-            return
-        cost, estimated = call_cost(request, result, self.pricing)
+            return 0.0
+        cost, estimated = call_cost(request, result, self.pricing, price_factor=price_factor)
         if cost or estimated:
             self.ledger.record_cost(self.scope, self.model, cost, estimated=estimated)
+        return cost
 
     def exhausted(self) -> str | None:
         """Why no further call may start, or None."""

@@ -14,6 +14,9 @@ Two more tables coordinate processes that share the cache:
   host) is gone, or when the owner releases it without an answer (an error), and a waiter then takes the key over.
 - `budget_ledger`: new calls and their cost per budget scope and model, so every partition and process of one run
   draws on one budget (`sctc_assets.lib.budget`).
+- `batches` and `batch_requests`: provider batches (`lib/batches.py`, `lib/batch_driver.py`), recorded with the
+  request of each line before the batch is submitted. Their keys are claimed by the owner `batch:<local id>`,
+  which no process outlives: such a claim lapses only at the batch's `expires_at` (its window plus a margin).
 
 With `$SCTC_DATABASE_URL` set, the same tables live in PostgreSQL instead (`lib/cache_postgres.py`), for processes
 on several hosts; `open_cache()` picks the store, and every place that opens the cache goes through it.
@@ -30,10 +33,12 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from sctc_assets.lib.cache_common import (COPIED_TABLES, ClaimOutcome, LedgerTotals, cache_key, request_identity,
-                                          score_identity, score_key)
+from sctc_assets.lib.batches import ABANDONED, BATCH_OWNER_PREFIX, COLLECTED, BatchRecord, batch_owner
+from sctc_assets.lib.cache_common import (BATCH_COLUMNS, COPIED_TABLES, BatchLines, ClaimOutcome, LedgerTotals,
+                                          batch_record, batch_row, batch_updates, cache_key, request_identity,
+                                          request_json, score_identity, score_key)
 from sctc_assets.lib.cache_postgres import (DATABASE_URL_ENV, CacheUnavailable, PostgresResponseCache,
                                             is_database_url, redacted)
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
@@ -81,6 +86,21 @@ CREATE TABLE IF NOT EXISTS budget_ledger (
     PRIMARY KEY (scope, model)
 )
 """
+# Provider batches (`lib/batches.py`): one row per batch, and the request of each of its lines (the JSON its key is
+# computed from), so that any process can store a line's answer without the submitter's request objects.
+_BATCHES_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS batches (
+    local_id TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, identity TEXT NOT NULL,
+    size INTEGER NOT NULL, state TEXT NOT NULL, provider_id TEXT, ended INTEGER NOT NULL DEFAULT 0,
+    counts TEXT NOT NULL DEFAULT '{{}}', created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT NULL,
+    estimated_cost_usd REAL, stored INTEGER NOT NULL DEFAULT 0, message TEXT, registry_key TEXT,
+    partitions TEXT NOT NULL DEFAULT '[]')
+"""
+_BATCH_REQUESTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batch_requests (
+    local_id TEXT NOT NULL, key TEXT NOT NULL, request TEXT NOT NULL, PRIMARY KEY (local_id, key))
+"""
+_CLAIMS_OWNER_INDEX = "CREATE INDEX IF NOT EXISTS claims_owner ON claims (owner)"
 _HOST = socket.gethostname()
 
 
@@ -90,6 +110,8 @@ def new_claim_owner() -> str:
 
 
 def _owner_alive(owner: str) -> bool:
+    if owner.startswith(BATCH_OWNER_PREFIX):
+        return True  # an open provider batch: its claim lapses only at its expiry, never with a process
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
     if host != _HOST or not pid_text.isdigit():
@@ -103,7 +125,7 @@ def _owner_alive(owner: str) -> bool:
     return True
 
 
-class ResponseCache:
+class ResponseCache(BatchLines):
     """Thread- and process-safe store of model answers keyed by `cache_key`, in one SQLite file."""
 
     backend = "sqlite"
@@ -122,6 +144,9 @@ class ResponseCache:
             connection.execute(_SCORES_SCHEMA)
             connection.execute(_CLAIMS_SCHEMA)
             connection.execute(_LEDGER_SCHEMA)
+            connection.execute(_BATCHES_SCHEMA)
+            connection.execute(_BATCH_REQUESTS_SCHEMA)
+            connection.execute(_CLAIMS_OWNER_INDEX)
 
     def _connect(self) -> sqlite3.Connection:
         """This thread's connection (one per thread, made on its first use). It is used only by its own thread, but
@@ -182,6 +207,10 @@ class ResponseCache:
         """
         if result.outcome not in CACHEABLE_OUTCOMES:
             return None
+        return self._store(key, identity, request_json(identity, request), result)
+
+    def _store(self, key: str, identity: Mapping[str, Any], request: str,
+               result: GenerationResult) -> GenerationResult:
         record = json.dumps(result.to_record(), ensure_ascii=False)
         with self._write() as connection:
             inserted = connection.execute(
@@ -191,7 +220,7 @@ class ResponseCache:
                     key,
                     str(identity.get("backend", "")),
                     str(identity.get("model", "")),
-                    json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str),
+                    request,
                     record,
                     result.outcome,
                     time.time(),
@@ -246,6 +275,62 @@ class ResponseCache:
                 chunk = keys[start : start + 500]
                 connection.execute(f"DELETE FROM claims WHERE owner = ? AND key IN ({','.join('?' * len(chunk))})",
                                    [owner, *chunk])
+
+    # --- provider batches (lib/batches.py) -------------------------------------------------------------------------
+
+    def record_batch(self, record: BatchRecord, lines: Sequence[tuple[str, str]]) -> None:
+        """In one transaction: the batch's row, a `batch_requests` row per (key, request JSON) of `lines`, and the
+        keys' claims moved to the owner `batch:<local id>` until `record.expires_at`. Called before the submission
+        is sent, so a crash at any later point leaves a record another process resolves (`find`) or collects."""
+        owner = batch_owner(record.local_id)
+        with self._write() as connection:
+            connection.execute(f"INSERT INTO batches ({', '.join(BATCH_COLUMNS)}) VALUES "
+                               f"({', '.join('?' * len(BATCH_COLUMNS))})", batch_row(record))
+            connection.executemany("INSERT OR REPLACE INTO batch_requests (local_id, key, request) VALUES (?, ?, ?)",
+                                   [(record.local_id, key, request) for key, request in lines])
+            connection.executemany("INSERT OR REPLACE INTO claims (key, owner, expires_at) VALUES (?, ?, ?)",
+                                   [(key, owner, record.expires_at) for key, _ in lines])
+
+    def update_batch(self, local_id: str, **fields: Any) -> None:
+        """Change a recorded batch's fields (state, provider id, counts …; `updated_at` is set to now unless given)."""
+        values = batch_updates({"updated_at": time.time(), **fields})
+        with self._write() as connection:
+            connection.execute(f"UPDATE batches SET {', '.join(f'{name} = ?' for name in values)} WHERE local_id = ?",
+                               [*values.values(), local_id])
+
+    def get_batch(self, local_id: str) -> BatchRecord | None:
+        row = self._connect().execute(f"SELECT {', '.join(BATCH_COLUMNS)} FROM batches WHERE local_id = ?",
+                                      (local_id,)).fetchone()
+        return batch_record(row) if row is not None else None
+
+    def batches(self, *, open_only: bool = False, model: str | None = None) -> list[BatchRecord]:
+        """The recorded batches, newest first: all, or those not yet collected or abandoned; of one model or all."""
+        where, parameters = [], []
+        if open_only:
+            where.append("state NOT IN (?, ?)")
+            parameters += [COLLECTED, ABANDONED]
+        if model is not None:
+            where.append("model = ?")
+            parameters.append(model)
+        sql = f"SELECT {', '.join(BATCH_COLUMNS)} FROM batches"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._connect().execute(sql + " ORDER BY created_at DESC, local_id DESC", parameters).fetchall()
+        return [batch_record(row) for row in rows]
+
+    def _batch_request_page(self, local_id: str, after: str, limit: int) -> list[tuple[str, str]]:
+        return self._connect().execute(
+            "SELECT key, request FROM batch_requests WHERE local_id = ? AND key > ? ORDER BY key LIMIT ?",
+            (local_id, after, limit)).fetchall()
+
+
+    def batches_holding(self, keys: list[str]) -> dict[str, str]:
+        """key → local id of the open batch whose live claim holds it, for those of `keys` a batch holds."""
+        rows = self._rows_for_keys("SELECT key, owner, expires_at FROM claims WHERE key IN ({placeholders})",
+                                   list(keys))
+        now = time.time()
+        return {key: owner[len(BATCH_OWNER_PREFIX):] for key, owner, expires in rows
+                if owner.startswith(BATCH_OWNER_PREFIX) and expires > now}
 
     # --- budget ledger -------------------------------------------------------------------------------------------
 

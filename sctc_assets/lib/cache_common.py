@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.lib.batches import BatchRecord
+from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
 
 # The tables `sctc cache export/import` copies, with their columns in order (claims and the ledger stay behind:
 # they belong to the runs of one store).
@@ -63,3 +64,78 @@ class LedgerTotals:
     calls: int = 0
     cost_usd: float = 0.0
     estimated_calls: int = 0
+
+
+# --- provider batches (`lib/batches.py`): the `batches` and `batch_requests` tables of both stores ---------------------
+
+# How many rows `batch_requests(local_id)` reads at a time.
+BATCH_PAGE = 2000
+# The columns of `batches`, in order: one row per `BatchRecord` (identity, counts and partitions as JSON).
+BATCH_COLUMNS: tuple[str, ...] = (
+    "local_id", "provider", "model", "identity", "size", "state", "provider_id", "ended", "counts", "created_at",
+    "updated_at", "expires_at", "estimated_cost_usd", "stored", "message", "registry_key", "partitions")
+_BATCH_JSON = frozenset({"identity", "counts", "partitions"})
+# What `update_batch` may change (the rest is fixed when the batch is recorded).
+BATCH_UPDATABLE = frozenset({"state", "provider_id", "ended", "counts", "updated_at", "expires_at",
+                             "estimated_cost_usd", "stored", "message", "registry_key", "partitions"})
+
+
+def batch_row(record: BatchRecord) -> tuple:
+    """A `BatchRecord` as the row `batches` stores (the columns of `BATCH_COLUMNS`)."""
+    return tuple(batch_value(name, getattr(record, name)) for name in BATCH_COLUMNS)
+
+
+def batch_value(name: str, value: Any) -> Any:
+    """A field of a `BatchRecord` as its column stores it (JSON for the mappings and lists, 0/1 for `ended`)."""
+    if name in _BATCH_JSON:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    if name == "ended":
+        return int(bool(value))
+    return value
+
+
+def batch_record(row: tuple) -> BatchRecord:
+    """The `BatchRecord` of a `batches` row read in `BATCH_COLUMNS` order."""
+    values = dict(zip(BATCH_COLUMNS, row))
+    for name in _BATCH_JSON:
+        values[name] = json.loads(values[name]) if values[name] is not None else None
+    values["ended"] = bool(values["ended"])
+    values["partitions"] = values["partitions"] or []
+    values["counts"] = {key: int(count) for key, count in (values["counts"] or {}).items()}
+    return BatchRecord(**values)
+
+
+def batch_updates(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`update_batch`'s fields as column values; an unknown or fixed field is a programming error."""
+    unknown = sorted(set(fields) - BATCH_UPDATABLE)
+    if unknown:
+        raise ValueError(f"update_batch: cannot change {', '.join(unknown)} (changeable: "
+                         f"{', '.join(sorted(BATCH_UPDATABLE))})")
+    return {name: batch_value(name, value) for name, value in fields.items()}
+
+
+def request_json(identity: Mapping[str, Any], request: GenerationRequest) -> str:
+    """The JSON a request's key is computed from: what `responses.request` and `batch_requests.request` store."""
+    return json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str)
+
+
+class BatchLines:
+    """The batch methods both stores share, over what each gives: `_store(key, identity, request JSON, result)`
+    and `_batch_request_page(local_id, after, limit)` (rows of `batch_requests` with a key after `after`)."""
+
+    def store_line(self, key: str, identity: Mapping[str, Any], request: str, result: GenerationResult) -> bool:
+        """`store` for a line of a provider batch, given the request JSON its batch recorded (`batch_requests`):
+        whether the cache now holds an answer for `key` (False for an error, which is never stored)."""
+        if result.outcome not in CACHEABLE_OUTCOMES:
+            return False
+        return self._store(key, identity, request, result) is not None
+
+    def batch_requests(self, local_id: str) -> Iterator[tuple[str, str]]:
+        """(key, request JSON) of every line of a batch, in key order, read a page at a time."""
+        after = ""
+        while True:
+            page = self._batch_request_page(local_id, after, BATCH_PAGE)
+            yield from page
+            if len(page) < BATCH_PAGE:
+                return
+            after = page[-1][0]

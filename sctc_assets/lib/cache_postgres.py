@@ -1,12 +1,13 @@
 """The response cache in PostgreSQL, for a team whose processes run on several machines (`$SCTC_DATABASE_URL`).
 
 The same interface and the same tables as the SQLite `ResponseCache` (`lib/cache.py`: responses, scores, claims,
-budget_ledger), in a schema of their own (`sctc_cache`, created if missing). What differs:
+budget_ledger, batches, batch_requests), in a schema of their own (`sctc_cache`, created if missing). What differs:
 
 - Claims lapse only by their lease: a claim's `expires_at` is set from the database's clock
   (`clock_timestamp()`), never the host's, and a key is taken over with one statement,
   `INSERT … ON CONFLICT (key) DO UPDATE … WHERE claims.owner = excluded.owner OR claims.expires_at <
-  clock_timestamp()`; no process id is looked at, since the owner may be on another host.
+  clock_timestamp()`; no process id is looked at, since the owner may be on another host. A provider batch's
+  claims (owner `batch:<local id>`) carry the batch's own expiry (its window plus a margin), on the host's clock.
 - The budget ledger is checked and counted under a transaction-scoped advisory lock on the scope, so processes on
   any host cannot overdraw it.
 - Connections come from a small pool (`SCTC_DATABASE_POOL`, default 8 per process). A connection the server
@@ -29,11 +30,12 @@ import queue
 import re
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from sctc_assets.lib.cache_common import (COPIED_TABLES, ClaimOutcome, LedgerTotals, request_identity,
-                                          score_identity)
+from sctc_assets.lib.batches import ABANDONED, BATCH_OWNER_PREFIX, COLLECTED, BatchRecord, batch_owner
+from sctc_assets.lib.cache_common import (BATCH_COLUMNS, COPIED_TABLES, BatchLines, ClaimOutcome, LedgerTotals,
+                                          batch_record, batch_row, batch_updates, request_json, score_identity)
 from sctc_assets.lib.generation import CACHEABLE_OUTCOMES, GenerationRequest, GenerationResult
 
 DATABASE_URL_ENV = "SCTC_DATABASE_URL"
@@ -119,6 +121,14 @@ CREATE TABLE IF NOT EXISTS {SCHEMA}.budget_ledger (
     scope TEXT NOT NULL, model TEXT NOT NULL, calls BIGINT NOT NULL DEFAULT 0,
     cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0, estimated_calls BIGINT NOT NULL DEFAULT 0,
     updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (scope, model));
+CREATE TABLE IF NOT EXISTS {SCHEMA}.batches (
+    local_id TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, identity TEXT NOT NULL,
+    size BIGINT NOT NULL, state TEXT NOT NULL, provider_id TEXT, ended INTEGER NOT NULL DEFAULT 0,
+    counts TEXT NOT NULL DEFAULT '{{}}', created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL, estimated_cost_usd DOUBLE PRECISION, stored BIGINT NOT NULL DEFAULT 0,
+    message TEXT, registry_key TEXT, partitions TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE IF NOT EXISTS {SCHEMA}.batch_requests (
+    local_id TEXT NOT NULL, key TEXT NOT NULL, request TEXT NOT NULL, PRIMARY KEY (local_id, key));
 """
 _NOW = "extract(epoch from clock_timestamp())"
 # Claim every key that has no claim, or whose claim is this owner's or has lapsed by the database's clock.
@@ -139,7 +149,7 @@ SELECT (SELECT key FROM inserted), (SELECT result FROM {SCHEMA}.responses WHERE 
 """
 
 
-class PostgresResponseCache:
+class PostgresResponseCache(BatchLines):
     """Thread- and process-safe store of model answers keyed by `cache_key`, in PostgreSQL (see the module)."""
 
     backend = "postgresql"
@@ -263,8 +273,11 @@ class PostgresResponseCache:
         (the first answer stored for the key). Raises `CacheUnavailable` when the database stays away."""
         if result.outcome not in CACHEABLE_OUTCOMES:
             return None
-        row = (key, str(identity.get("backend", "")), str(identity.get("model", "")),
-               json.dumps(request_identity(identity, request), sort_keys=True, ensure_ascii=False, default=str),
+        return self._store(key, identity, request_json(identity, request), result)
+
+    def _store(self, key: str, identity: Mapping[str, Any], request: str,
+               result: GenerationResult) -> GenerationResult:
+        row = (key, str(identity.get("backend", "")), str(identity.get("model", "")), request,
                json.dumps(result.to_record(), ensure_ascii=False), result.outcome, time.time())
 
         def operation(connection) -> str | None:
@@ -329,6 +342,74 @@ class PostgresResponseCache:
             self._run(lambda connection: connection.execute(
                 f"DELETE FROM {SCHEMA}.claims WHERE owner = %s AND key = ANY(%s)", (owner, list(keys))),
                 "release claims in")
+
+    # --- provider batches (lib/batches.py) -------------------------------------------------------------------------
+
+    def record_batch(self, record: BatchRecord, lines: Sequence[tuple[str, str]]) -> None:
+        """In one transaction: the batch's row, a `batch_requests` row per (key, request JSON) of `lines`, and the
+        keys' claims moved to the owner `batch:<local id>` until `record.expires_at`. Called before the submission
+        is sent. Idempotent on retry (a lost commit's reply): the record already there is kept."""
+        owner = batch_owner(record.local_id)
+        keys = [key for key, _ in lines]
+        requests = [request for _, request in lines]
+
+        def operation(connection) -> None:
+            with connection.transaction():
+                connection.execute(
+                    f"INSERT INTO {SCHEMA}.batches ({', '.join(BATCH_COLUMNS)}) VALUES "
+                    f"({', '.join(['%s'] * len(BATCH_COLUMNS))}) ON CONFLICT (local_id) DO NOTHING", batch_row(record))
+                for start in range(0, len(keys), 5000):
+                    chunk_keys, chunk_requests = keys[start : start + 5000], requests[start : start + 5000]
+                    connection.execute(
+                        f"INSERT INTO {SCHEMA}.batch_requests (local_id, key, request) SELECT %s, k, r FROM "
+                        "unnest(%s::text[], %s::text[]) AS t(k, r) ON CONFLICT (local_id, key) DO NOTHING",
+                        (record.local_id, chunk_keys, chunk_requests))
+                    connection.execute(
+                        f"INSERT INTO {SCHEMA}.claims AS c (key, owner, expires_at) SELECT k, %s, to_timestamp(%s) "
+                        "FROM unnest(%s::text[]) AS t(k) ORDER BY k ON CONFLICT (key) DO UPDATE SET "
+                        "owner = excluded.owner, expires_at = excluded.expires_at",
+                        (owner, float(record.expires_at), sorted(chunk_keys)))
+
+        self._run(operation, "record a batch in")
+
+    def update_batch(self, local_id: str, **fields: Any) -> None:
+        """Change a recorded batch's fields (state, provider id, counts …; `updated_at` is set to now unless given)."""
+        values = batch_updates({"updated_at": time.time(), **fields})
+        self._run(lambda connection: connection.execute(
+            f"UPDATE {SCHEMA}.batches SET {', '.join(f'{name} = %s' for name in values)} WHERE local_id = %s",
+            [*values.values(), local_id]), "update a batch in")
+
+    def get_batch(self, local_id: str) -> BatchRecord | None:
+        rows = self._query(f"SELECT {', '.join(BATCH_COLUMNS)} FROM {SCHEMA}.batches WHERE local_id = %s",
+                           (local_id,))
+        return batch_record(rows[0]) if rows else None
+
+    def batches(self, *, open_only: bool = False, model: str | None = None) -> list[BatchRecord]:
+        """The recorded batches, newest first: all, or those not yet collected or abandoned; of one model or all."""
+        where, parameters = [], []
+        if open_only:
+            where.append("state <> ALL(%s)")
+            parameters.append([COLLECTED, ABANDONED])
+        if model is not None:
+            where.append("model = %s")
+            parameters.append(model)
+        sql = f"SELECT {', '.join(BATCH_COLUMNS)} FROM {SCHEMA}.batches"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [batch_record(row) for row in self._query(sql + " ORDER BY created_at DESC, local_id DESC",
+                                                         parameters)]
+
+    def _batch_request_page(self, local_id: str, after: str, limit: int) -> list[tuple[str, str]]:
+        return self._query(f"SELECT key, request FROM {SCHEMA}.batch_requests WHERE local_id = %s AND key > %s"
+                           " ORDER BY key LIMIT %s", (local_id, after, limit))
+
+    def batches_holding(self, keys: list[str]) -> dict[str, str]:
+        """key → local id of the open batch whose unexpired claim (database clock) holds it."""
+        if not keys:
+            return {}
+        rows = self._query(f"SELECT key, owner FROM {SCHEMA}.claims WHERE key = ANY(%s) AND owner LIKE %s"
+                           " AND expires_at > clock_timestamp()", (list(keys), BATCH_OWNER_PREFIX + "%"))
+        return {key: owner[len(BATCH_OWNER_PREFIX):] for key, owner in rows}
 
     # --- budget ledger -----------------------------------------------------------------------------------------------
 

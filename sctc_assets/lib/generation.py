@@ -94,6 +94,8 @@ class GenerationResult:
     # the text, which stay in `text` as well), and the reasoning tokens the API billed (part of `output_tokens`).
     reasoning: str | None = None
     reasoning_tokens: int | None = None
+    # The provider's id of the batch that answered it (`lib/batches.py`); None for a synchronous call.
+    batch_id: str | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -108,6 +110,7 @@ class GenerationResult:
             "system_fingerprint": self.system_fingerprint,
             "reasoning": self.reasoning,
             "reasoning_tokens": self.reasoning_tokens,
+            "batch_id": self.batch_id,
         }
 
     @classmethod
@@ -126,6 +129,7 @@ class GenerationResult:
             system_fingerprint=record.get("system_fingerprint"),
             reasoning=record.get("reasoning"),
             reasoning_tokens=record.get("reasoning_tokens"),
+            batch_id=record.get("batch_id"),
         )
 
 
@@ -225,11 +229,12 @@ def result_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
     }
 
 
-PROVENANCE_COLUMNS = ["seed", "served_model", "system_fingerprint"]
+PROVENANCE_COLUMNS = ["seed", "served_model", "system_fingerprint", "batch_id"]
 
 
 def provenance_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
-    """The seed sent and what the API said it served, per result (every benchmark's responses table keeps them).
+    """The seed sent, what the API said it served and the provider batch that answered it (None: a synchronous
+    call), per result (every benchmark's responses table keeps them).
 
     Tables written before these columns existed lack them: readers use `frame.get(name)` or `reindex`.
     """
@@ -237,6 +242,7 @@ def provenance_columns(results: Sequence[GenerationResult]) -> dict[str, Any]:
         "seed": pd.array([result.seed for result in results], dtype="Int64"),
         "served_model": [result.served_model for result in results],
         "system_fingerprint": [result.system_fingerprint for result in results],
+        "batch_id": [result.batch_id for result in results],
     }
 
 

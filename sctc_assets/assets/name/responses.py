@@ -27,7 +27,7 @@ GROUP = "name"
 JUDGE_ENV_VAR = NAME.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ["model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response",
                     "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached",
-                    "latency_s", "seed", "served_model", "system_fingerprint", "reasoning", "reasoning_tokens"]
+                    "latency_s", "seed", "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
 
 
 class NameResponsesConfig(dg.Config):

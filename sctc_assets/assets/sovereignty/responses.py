@@ -24,7 +24,7 @@ GROUP = "sovereignty"
 JUDGE_ENV_VAR = SOVEREIGNTY.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
                                 "output_tokens", "finish_reason", "cached", "latency_s", "seed", "served_model",
-                                "system_fingerprint", "reasoning", "reasoning_tokens"]
+                                "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["judge_model", "judge_answer", "judge_outcome", "judge_acknowledges"]
 
 

@@ -26,7 +26,7 @@ GROUP = "term"
 JUDGE_ENV_VAR = TERM.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ["model", "lang", "prompt_variant", "term_id", "trial", "row", "prompt", "response", "outcome",
                     "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s",
-                    "seed", "served_model", "system_fingerprint", "reasoning", "reasoning_tokens"]
+                    "seed", "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
 
 
 class TermResponsesConfig(dg.Config):

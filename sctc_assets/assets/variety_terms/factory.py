@@ -33,7 +33,7 @@ from sctc_assets.resources.model_registry import ModelRegistryResource
 
 RESPONSE_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "row", "prompt",
                     "response", "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason",
-                    "cached", "latency_s", "seed", "served_model", "system_fingerprint", "reasoning",
+                    "cached", "latency_s", "seed", "served_model", "system_fingerprint", "batch_id", "reasoning",
                     "reasoning_tokens"]
 LABEL_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "response", "outcome",
                  "label_source", "label", "regions_found", "misaligned_forms", "definition_source"]

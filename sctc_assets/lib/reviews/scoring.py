@@ -24,7 +24,7 @@ def parse_score(answer: str | None) -> int | None:
 
 PREDICTION_COLUMNS = ["model", "format", "pair_id", "review_id", "variety", "version", "text_variety", "response",
                       "outcome", "outcome_message", "prediction", "status", "input_tokens", "output_tokens", "cached",
-                      "latency_s", "seed", "served_model", "system_fingerprint", "reasoning", "reasoning_tokens"]
+                      "latency_s", "seed", "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
 
 
 def predictions_table(model: str, prompts: pd.DataFrame, results: Sequence[GenerationResult]) -> pd.DataFrame:

@@ -22,6 +22,8 @@ ANSWER = {
     "seed": ("int", "The seed sent with the request; missing when none was sent.", True),
     "served_model": ("string", "The model id the API answered with; missing for local and replayed answers.", True),
     "system_fingerprint": ("string", "The API's system fingerprint of the answer, when it gives one.", True),
+    "batch_id": ("string", "The provider's id of the batch that answered it (`batch: true`); missing for a "
+                           "synchronous call.", True),
     # Older tables lack these two columns too.
     "reasoning": ("string", "The model's reasoning, kept apart from the answer: the API's reasoning field "
                             "(`reasoning_content`, `reasoning`, `reasoning_details`) or the answer's `<think>` "

@@ -101,7 +101,7 @@ TABLES = [
     table("name_responses", [
         "model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
-        "served_model", "system_fingerprint", "reasoning", "reasoning_tokens",
+        "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
     ], C),
     table("name_judgements", ["model", "experiment", "list_source", "row", "judge_model", "judge_answer",
                               "judge_outcome"], C),

@@ -91,7 +91,7 @@ def review_tables(a: str = "tw", b: str = "cn") -> list[TableSchemaSpec]:
             "outcome_message",
             ("prediction", "int", "The predicted score, 1–10, when the answer is that number alone."),
             ("status", "string", "`valid`, `invalid` (not a score alone) or `error` (the call failed)."),
-            "input_tokens", "output_tokens", "cached", "latency_s", "seed", "served_model", "system_fingerprint",
+            "input_tokens", "output_tokens", "cached", "latency_s", "seed", "served_model", "system_fingerprint", "batch_id",
             "reasoning", "reasoning_tokens",
         ], C),
         table("review_metrics", [

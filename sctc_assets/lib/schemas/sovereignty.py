@@ -76,7 +76,7 @@ TABLES = [
     table("sovereignty_responses", [
         "model", "lang", "prompt_set", "prompt_id", "sample", "category", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
-        "served_model", "system_fingerprint", "reasoning", "reasoning_tokens",
+        "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
     ], C),
     table("sovereignty_judgements", ["model", "lang", "prompt_set", "prompt_id", "sample", "judge_model",
                                      "judge_answer", "judge_outcome", "judge_acknowledges"], C),

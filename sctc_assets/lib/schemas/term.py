@@ -55,7 +55,7 @@ TABLES = [
     table("term_responses", [
         "model", "lang", "prompt_variant", "term_id", "trial", "row", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
-        "served_model", "system_fingerprint", "reasoning", "reasoning_tokens",
+        "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
     ], C),
     table("term_judgements", [
         "lang", "prompt_variant", "trial", "term_id", "model", "judge_model", "judge_answer", "judge_outcome",

@@ -63,7 +63,7 @@ def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSche
             "model", "variety", "region", "prompt_variant", "concept_id", "trial",
             ("row", "int", "Row of the prompt in its variety and variant's prompt list."),
             "prompt", "response", "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason",
-            "cached", "latency_s", "seed", "served_model", "system_fingerprint", "reasoning", "reasoning_tokens",
+            "cached", "latency_s", "seed", "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
         ], C),
         table(f"{prefix}_judgements", [
             "model", "variety", "region", "prompt_variant", "concept_id", "trial", "judge_model", "judge_answer",
