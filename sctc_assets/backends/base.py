@@ -370,8 +370,9 @@ class ModelBackend(dg.ConfigurableResource):
                 queue_halted.append(queue.halted)
 
         context = self._batch_context
+        client = self.batch_client()
         driver = BatchDriver(
-            cache, self.batch_client(), identity=identity, model=str(identity.get("model", "")),
+            cache, client, identity=identity, model=str(identity.get("model", "")),
             poll_s=float(getattr(self, "batch_poll_seconds", 60.0)),
             retry_sync_max=int(getattr(self, "batch_retry_sync_max", 20)),
             max_rounds=int(getattr(self, "batch_max_rounds", 3)),
@@ -379,7 +380,12 @@ class ModelBackend(dg.ConfigurableResource):
             wait=batch_wait_mode(), on_progress=self._batch_progress or _print_progress, halt=stop_reason,
             budget=budget, registry_key=context.get("registry_key"), partitions=context.get("partitions", ()))
         lines = [BatchLine(key, requests[index]) for key, index in leaders.items()]
-        outcome = driver.run(lines, sync_ask)
+        try:
+            outcome = driver.run(lines, sync_ask)
+        finally:
+            close = getattr(client, "close", None)  # the provider clients hold a connection and an event loop thread
+            if close is not None:
+                close()
         del lines
         self._batch_outcome = outcome
         for key, result in outcome.failed.items():

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from sctc_assets.lib.backend_catalog import traits
 
 BATCH_MODELS_ENV = "SCTC_BATCH_MODELS"  # registry keys (space-separated) `sctc run --batch` runs as batches
-BATCH_WAIT_ENV = "SCTC_BATCH_WAIT"
+from sctc_assets.lib.batch_driver import WAIT_ENV as BATCH_WAIT_ENV  # noqa: E402  (one name for the wait mode)
 FOREGROUND, DETACH = "foreground", "detach"
 # What a batch costs against the synchronous price: the three providers' batch APIs charge half.
 DEFAULT_PRICE_FACTOR = 0.5

@@ -12,10 +12,11 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from sctc_assets.lib.batch_settings import DEFAULT_PRICE_FACTOR
+from sctc_assets.lib.generation import failed_calls
 
 BATCH_COLUMN = "batch_id"
 # The columns `batch_usage` reads (those a table has).
-USAGE_READ = ("model", BATCH_COLUMN, "cached", "input_tokens", "output_tokens")
+USAGE_READ = ("model", BATCH_COLUMN, "cached", "input_tokens", "output_tokens", "outcome", "response")
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,12 @@ class BatchUsage:
 
 
 def through_batch(frame: pd.DataFrame) -> pd.Series:
-    """Which rows were answered through a provider batch."""
+    """Which rows were answered through a provider batch (a line that ended in an error names its batch too, but
+    is no answer: `failed_calls`)."""
     if BATCH_COLUMN not in frame:
         return pd.Series(False, index=frame.index)
     ids = frame[BATCH_COLUMN]
-    return ids.notna() & ids.astype(str).str.len().gt(0)
+    return ids.notna() & ids.astype(str).str.len().gt(0) & ~failed_calls(frame, "response")
 
 
 def batch_usage(frame: pd.DataFrame) -> dict[str, BatchUsage]:
