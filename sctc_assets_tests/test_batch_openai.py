@@ -209,7 +209,7 @@ def test_429_5xx_and_dropped_connections_on_upload_create_and_poll_are_retried(
     assert poll_to_end(client, batch_id)[-1] == "completed"
     counts = stub.call_counts()
     assert len(stub.batches) == 1 and counts[route] == (2 + 3 if route == "poll" else 3)
-    assert client.http_retries == 2
+    assert client.retries == 2
     # A refused create (429) is retried without looking; another failure may have created it: looked for first.
     assert counts["list"] == (0 if route != "create" or fault.status == 429 else 2)
 

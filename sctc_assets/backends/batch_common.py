@@ -1,4 +1,4 @@
-"""What the Anthropic and Gemini batch clients (`batch_anthropic.py`, `batch_gemini.py`) share with each other and
+"""What the batch clients (`batch_openai.py`, `batch_anthropic.py`, `batch_gemini.py`) share with each other and
 with the synchronous backend they stand in for.
 
 - `batch_http(backend)`: a `BatchHttp` with the backend's base URL, authentication headers (the key read from the

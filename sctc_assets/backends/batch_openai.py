@@ -34,6 +34,7 @@ import time
 from typing import Any, Iterator, Mapping, Sequence
 
 from sctc_assets.backends.api_backend import ApiBackend, ParameterRefused, error_body, redact
+from sctc_assets.backends.batch_common import ProviderBatchClient
 from sctc_assets.backends.batch_http import BatchHttp
 from sctc_assets.backends.http_client import HttpResponse
 from sctc_assets.lib.batches import BatchApiError, BatchLine, BatchStatus, LineResult
@@ -53,7 +54,7 @@ _PARAMETER_CODES = frozenset({"unsupported_parameter", "unsupported_value"})
 _CLOCK_SKEW_S = 3600.0
 
 
-class OpenAIBatchClient:
+class OpenAIBatchClient(ProviderBatchClient):
     """The Batch API of `backend`'s endpoint, with `backend`'s key, headers, timeout and retry policy (use as a
     context manager, or `close()`). `backend` is an `OpenAIBackend`: it writes each line's body and reads each
     answer, so a batch asks and reads exactly what a synchronous call would."""
@@ -62,30 +63,11 @@ class OpenAIBatchClient:
     max_requests = MAX_REQUESTS
     max_bytes = MAX_BYTES
 
-    def __init__(self, backend: ApiBackend, *, api_key: str, http: BatchHttp | None = None):
-        self._backend = backend
-        self._api_key = api_key
-        self._http = http or BatchHttp(
-            backend.base_url, headers={**backend._auth_headers(api_key), **(backend.headers or {})},
-            api_key=api_key, timeout_s=backend.timeout_s, max_retries=backend.max_retries,
-            backoff_initial_s=backend.backoff_initial_s, backoff_max_s=backend.backoff_max_s)
+    def __init__(self, backend: ApiBackend, http: BatchHttp | None = None):
+        super().__init__(backend, http)
         self.skipped_lines = 0  # result lines that did not parse (a file cut mid-line), over this client's life
         self.adapted_lines = 0  # lines returned for a retry after the backend adapted to a refused parameter
         self.files_kept = 0  # input files whose deletion failed
-
-    def __enter__(self) -> "OpenAIBatchClient":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
-
-    @property
-    def http_retries(self) -> int:
-        """Calls retried (429, 5xx, timeouts) over this client's life."""
-        return self._http.retries
 
     # --- submission ----------------------------------------------------------------------------------------------
 

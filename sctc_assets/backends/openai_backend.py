@@ -183,7 +183,7 @@ class OpenAIBackend(ApiBackend):
         """OpenAI's Batch API at this entry's endpoint (`batch_openai.py`), with its key, headers, timeout and retry
         policy: lines carry the bodies `_request_body` writes and are read as synchronous answers are. The caller
         closes it."""
-        return OpenAIBatchClient(self, api_key=self._read_api_key())
+        return OpenAIBatchClient(self)
 
     def request_seed(self, request: GenerationRequest) -> int | None:
         return None if self.seed is None else self.seed + int(request.trial)
