@@ -177,7 +177,13 @@ class _BatchPoller:
         if self.now - record.updated_at < float(getattr(backend, "batch_poll_seconds", DEFAULT_POLL_S)):
             return False
         try:
-            status = backend.batch_client().status(record.provider_id)
+            client = backend.batch_client()
+            try:
+                status = client.status(record.provider_id)
+            finally:  # a client holds an HTTP connection and its thread (`BatchHttp`): a daemon would pile them up
+                close = getattr(client, "close", None)
+                if close is not None:
+                    close()
         except Exception as exc:  # noqa: BLE001 - a poll that failed is tried again at the next tick
             self.log.warning(f"batch {local_id} ({record.provider_id}): poll failed, tried again later: {exc}")
             return False
