@@ -11,6 +11,7 @@ its batches are open and checks that the same command collects them: no batch su
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -238,3 +239,41 @@ def test_kill_9_after_the_submission_then_the_same_command_collects_without_resu
     assert stub.answered_twice() == 0
     responses = _responses(out)
     assert len(responses) == PROMPTS and (responses["outcome"] == "ok").all()  # 0 answers lost
+
+
+@pytest.mark.slow
+def test_no_wait_then_sctc_batches_lists_and_cancels_and_the_same_command_collects(batch_environment, monkeypatch,
+                                                                                   capsys):
+    """`sctc run --no-wait` submits and stops; `sctc batches` lists the open batches; `--cancel` cancels one at the
+    provider; the same command then collects every batch, the cancelled one's unanswered lines asked again."""
+    out = batch_environment / "out"
+    command = ["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(out)]
+    with Provider("openai") as stub:
+        monkeypatch.setenv("SCTC_MODELS", str(_registry(batch_environment / "models.yaml", stub.entry())))
+        stub.hold_next(polls=1000, batches=3)  # running until cancelled or finished
+
+        assert main([*command, "--no-wait"]) != 0  # the stages wait: nothing to score yet
+        capsys.readouterr()
+        assert stub.batches_created() == 3 and not stub.stub.lines_answered
+        open_batches = open_cache().batches(open_only=True)
+        assert len(open_batches) == 3 and all(record.provider_id for record in open_batches)
+
+        assert main(["batches", "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)
+        assert sorted(row["provider_id"] for row in listed) == sorted(record.provider_id for record in open_batches)
+        assert all(row["registry_key"] == MODEL and row["partitions"] for row in listed), listed
+
+        cancelled = open_batches[0]
+        assert main(["batches", "--cancel", cancelled.local_id]) == 0
+        assert stub.stub.call_counts()["cancel"] == 1
+        stub.stub.finish()  # the provider ends every batch: the cancelled one with no line answered
+
+        assert main(command) == 0
+        capsys.readouterr()
+    responses = _responses(out)
+    assert len(responses) == PROMPTS and (responses["outcome"] == "ok").all()  # nothing lost
+    assert stub.answered_twice() == 0
+    assert stub.stub.call_counts()["create"] == 3  # collected, not submitted again
+    # the cancelled batch's 10 lines were asked again (synchronously: 10 ≤ batch_retry_sync_max)
+    assert stub.sync_requests() == 10
+    assert not open_cache().batches(open_only=True)

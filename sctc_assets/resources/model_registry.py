@@ -35,6 +35,7 @@ class ModelRegistryResource(dg.ConfigurableResource):
     budget_scope: Optional[str] = Field(default=None, description=f"What shares one budget (`sctc run` sets one per "
                                         f"run); default ${SCOPE_ENV}, else the Dagster run.")
     _run_id: Optional[str] = PrivateAttr(default=None)
+    _partition: Optional[str] = PrivateAttr(default=None)  # the run's partition, named on the batches it submits
     # The run a launched run's backends wait in for provider batches (`resources/batch_wait.py`), else None.
     _waiting_in: Optional[tuple[dg.DagsterInstance, dg.DagsterRun, Any]] = PrivateAttr(default=None)
 
@@ -42,6 +43,7 @@ class ModelRegistryResource(dg.ConfigurableResource):
         # Without a budget scope, a Dagster run's partitions share its budget (a UI backfill: one run each).
         self._run_id = context.run.run_id if context.run is not None else None
         run, instance = context.dagster_run, context.instance
+        self._partition = run.tags.get("dagster/partition") if run is not None else None
         if instance is not None and launched_run(run):
             self._waiting_in = (instance, run, context.log)
             if run.tags.get(RETRY_OF_TAG):  # the `sctc_batches` sensor started this run: the waiting one is done
@@ -114,11 +116,9 @@ class ModelRegistryResource(dg.ConfigurableResource):
             problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
             raise RegistryError(f"{where} ({entry.backend}): {problems}") from None
         backend.attach_budget(self.budget_for(entry, backend.pricing()))
-        run = self._waiting_in[1] if self._waiting_in is not None else None
         set_batch_context = getattr(backend, "set_batch_context", None)  # the core's batch path (issue 40)
         if set_batch_context is not None:  # what its batch records name: `sctc batches` and the sensor read them
-            partition = run.tags.get("dagster/partition") if run is not None else None
-            set_batch_context(registry_key=entry.key, partitions=[partition] if partition else [])
+            set_batch_context(registry_key=entry.key, partitions=[self._partition] if self._partition else [])
         if self._waiting_in is not None:
             _wait_for_batches_in_run(backend, *self._waiting_in)
         return backend
