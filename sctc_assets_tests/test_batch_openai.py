@@ -335,3 +335,21 @@ def test_the_stub_answers_synchronous_calls_beside_batches(stub: OpenAIBatchStub
     [result] = backend.generate([GenerationRequest.user("sync")])
     assert result.text == "echo: sync [seed 7]" and len(stub.requests) == 1 and stub.calls == []
     assert json.loads(json.dumps(stub.call_counts())) == {}
+
+
+def test_generate_retries_the_lines_of_a_batch_that_failed_as_a_whole(stub: OpenAIBatchStub, tmp_path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through `generate()` and the driver: a batch that failed validation is counted as such (not as a cut file)
+    and its lines are asked again, answered once each."""
+    from sctc_assets.lib.cache import ResponseCache
+
+    monkeypatch.setenv("SCTC_BATCH_WAIT", "foreground")
+    stub.script_batch(end="failed", errors=[{"code": "invalid_request", "line": 1, "message": "Bad input file."}])
+    backend = make_backend(stub, batch=True, batch_poll_seconds=1, batch_retry_sync_max=0)
+    requests = [GenerationRequest.user(prompt) for prompt in ("q1", "q2", "q3")]
+    results = backend.generate(requests, cache=ResponseCache(tmp_path / "cache.sqlite"))
+    outcome = backend.batch_outcome()
+    assert [result.outcome for result in results] == ["ok"] * 3
+    assert (outcome.failed_batches, outcome.cut_files, outcome.retried_batch) == (1, 0, 3)
+    assert stub.call_counts()["create"] == 2 and max(stub.batch_answers().values()) == 1
+    assert "batch faults handled: 1 batches failed as a whole" in backend.generation_notes()[-1]

@@ -405,6 +405,16 @@ class ModelBackend(dg.ConfigurableResource):
                          f"{outcome.joined} lines collected from batches already open, {outcome.stored} answers "
                          f"and {outcome.refused} refusals stored, {outcome.errors} errors, "
                          f"{outcome.retried_sync + outcome.retried_batch} lines retried")
+        faults = {"lines of expired or cancelled batches": outcome.expired_lines,
+                  "results files without every line": outcome.cut_files,
+                  "batches failed as a whole": outcome.failed_batches,
+                  "result lines for requests never sent (skipped)": outcome.unknown_lines,
+                  "failed polls or downloads (tried again)": outcome.poll_failures,
+                  "failed submissions (resolved through the provider's batch list)": outcome.submit_failures,
+                  "recorded batches that never reached the provider (resubmitted)": outcome.abandoned}
+        if any(faults.values()):
+            notes.append("batch faults handled: " + ", ".join(f"{count} {what}" for what, count in faults.items()
+                                                               if count))
         self._notes += notes
         pending = None
         if outcome.open_local_ids and (outcome.halted is None or driver.wait == "detach"):

@@ -81,6 +81,7 @@ class BatchOutcome:
     retried_batch: int = 0  # lines sent again in a new batch
     unknown_lines: int = 0  # result lines whose custom id the batch never sent
     cut_files: int = 0  # ended batches whose results lacked lines (a file cut mid-way)
+    failed_batches: int = 0  # batches the provider failed as a whole (a validation failure): every line retried
     expired_lines: int = 0  # lines of an expired or cancelled batch, or that the provider said expired/cancelled
     joined: int = 0  # lines answered by a batch already open (another run's), collected instead of resubmitted
     polls: int = 0
@@ -401,14 +402,18 @@ class BatchDriver:
             self.cache.update_batch(record.local_id, message=f"reading results failed (tried again): {error}")
             return
         ended_early = any(word in status.state.lower() for word in _ENDED_EARLY)
+        failed_whole = "fail" in status.state.lower() and not seen
         missing = members - seen
-        if missing and not ended_early:
+        if failed_whole:
+            outcome.failed_batches += 1
+        elif missing and not ended_early:
             outcome.cut_files += 1
         outcome.expired_lines += sum(any(word in why.lower() for word in _ENDED_EARLY) for why in retry.values())
         if ended_early:
             outcome.expired_lines += len(missing)
         for key in sorted(missing):
-            retry[key] = f"missing from the results of batch {provider_id} ({status.state})"
+            retry[key] = (f"batch {provider_id} failed as a whole: {status.message or status.state}" if failed_whole
+                          else f"missing from the results of batch {provider_id} ({status.state})")
         self.cache.update_batch(record.local_id, state=COLLECTED, ended=True, stored=record.stored + stored,
                                 counts=dict(status.counts))
         outcome.collected.add(provider_id)
