@@ -249,7 +249,8 @@ def test_no_wait_then_sctc_batches_lists_and_cancels_and_the_same_command_collec
     out = batch_environment / "out"
     command = ["run", "--benchmarks", "sovereignty", "--models", MODEL, "--out", str(out)]
     with Provider("openai") as stub:
-        monkeypatch.setenv("SCTC_MODELS", str(_registry(batch_environment / "models.yaml", stub.entry())))
+        prices = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}
+        monkeypatch.setenv("SCTC_MODELS", str(_registry(batch_environment / "models.yaml", stub.entry(**prices))))
         stub.hold_next(polls=1000, batches=3)  # running until cancelled or finished
 
         assert main([*command, "--no-wait"]) != 0  # the stages wait: nothing to score yet
@@ -257,6 +258,8 @@ def test_no_wait_then_sctc_batches_lists_and_cancels_and_the_same_command_collec
         assert stub.batches_created() == 3 and not stub.stub.lines_answered
         open_batches = open_cache().batches(open_only=True)
         assert len(open_batches) == 3 and all(record.provider_id for record in open_batches)
+        # an open batch's cost is a ceiling: every answer at max_tokens (512), at half the output price
+        assert all(record.estimated_cost_usd >= 10 * 512 * 8.0 * 0.5 / 1e6 for record in open_batches)
 
         assert main(["batches", "--json"]) == 0
         listed = json.loads(capsys.readouterr().out)
@@ -277,3 +280,8 @@ def test_no_wait_then_sctc_batches_lists_and_cancels_and_the_same_command_collec
     # the cancelled batch's 10 lines were asked again (synchronously: 10 ≤ batch_retry_sync_max)
     assert stub.sync_requests() == 10
     assert not open_cache().batches(open_only=True)
+    # once collected, a batch's cost is what its stored answers cost at the batch price
+    collected = {record.provider_id: record for record in open_cache().batches()}
+    for provider_id, rows in responses[responses["batch_id"].notna()].groupby("batch_id"):
+        spent = (rows["input_tokens"].sum() * 2.0 + rows["output_tokens"].sum() * 8.0) * 0.5 / 1e6
+        assert collected[provider_id].estimated_cost_usd == pytest.approx(spent)

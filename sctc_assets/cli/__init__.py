@@ -243,7 +243,7 @@ def _add_batches_parser(commands: Any) -> None:
         description="List the provider batches recorded in the response cache ($SCTC_DATABASE_URL, else "
                     "data/cache/responses.sqlite) by every run that sent one (`batch: true`, `sctc run --batch`): "
                     "the open ones and those updated in the last day, with their model, provider and provider id, "
-                    "state, line counts, age, estimated cost and the partitions waiting for them. A run of the "
+                    "state, line counts, age, cost (at most, until collected) and the partitions waiting for them. A run of the "
                     "model (or, for runs started in the UI, the sctc_batches sensor) collects an open batch; "
                     "docs/batches.md. Exits with 2 for an id that cannot be cancelled, one line.")
     batches.add_argument("--all", action="store_true", help="every recorded batch, however old")

@@ -50,7 +50,8 @@ def _row(record: BatchRecord, now: float) -> dict[str, str]:
     return {"batch": record.local_id, "model": record.registry_key or record.model, "provider": record.provider,
             "provider id": record.provider_id or "(not confirmed)", "state": record.state,
             "lines": _counts(record), "age": age(now - record.created_at),
-            "est. cost USD": "–" if record.estimated_cost_usd is None else f"{record.estimated_cost_usd:,.4f}",
+            "cost USD": "–" if record.estimated_cost_usd is None else
+            f"{'≤ ' if is_open(record) else ''}{record.estimated_cost_usd:,.4f}",
             "partitions waiting": ", ".join(record.partitions) or "–"}
 
 

@@ -260,7 +260,7 @@ class BatchDriver:
         record = BatchRecord(local_id=local_id, provider=self.client.provider, model=self.model,
                              identity=self.identity, size=len(part), created_at=now, updated_at=now,
                              expires_at=now + BATCH_WINDOW_S + CLAIM_MARGIN_S,
-                             estimated_cost_usd=self._input_estimate(part), registry_key=self.registry_key,
+                             estimated_cost_usd=self._cost_ceiling(part), registry_key=self.registry_key,
                              partitions=self.partitions)
         self.cache.record_batch(record, [(line.custom_id, request_json(self.identity, line.request))
                                          for line in part])
@@ -290,11 +290,18 @@ class BatchDriver:
         line = self._lines.get(key)
         return line if line is not None else BatchLine(key, request_from_json(recorded[key]))
 
-    def _input_estimate(self, part: Sequence[BatchLine]) -> float | None:
-        price_in = self.pricing[0]
-        if price_in is None:
+    def _cost_ceiling(self, part: Sequence[BatchLine]) -> float | None:
+        """What `part` costs at most at the batch price: its input tokens (estimated from the text) and every answer
+        as long as the entry's `max_tokens` allows (input only when the entry has none). Replaced by what the
+        stored lines cost once the batch is collected. None without prices."""
+        price_in, price_out = self.pricing
+        if price_in is None and price_out is None:
             return None
-        return sum(estimate_request_tokens(line.request) for line in part) * price_in * self.price_factor / 1e6
+        params = self.identity.get("params") if isinstance(self.identity.get("params"), Mapping) else {}
+        max_tokens = params.get("max_tokens") if isinstance(params.get("max_tokens"), int) else 0
+        input_tokens = sum(estimate_request_tokens(line.request) for line in part)
+        return (input_tokens * (price_in or 0.0) + len(part) * max_tokens * (price_out or 0.0)) \
+            * self.price_factor / 1e6
 
     # --- polling and collecting --------------------------------------------------------------------------------------
 
@@ -378,6 +385,7 @@ class BatchDriver:
         retry: dict[str, str] = {}  # key → why
         recorded: dict[str, str] | None = None  # the batch's requests, read only for lines of another run
         stored = 0
+        spent_before = outcome.cost_usd
         try:
             for line in self.client.results(provider_id):
                 key = line.custom_id
@@ -414,8 +422,10 @@ class BatchDriver:
         for key in sorted(missing):
             retry[key] = (f"batch {provider_id} failed as a whole: {status.message or status.state}" if failed_whole
                           else f"missing from the results of batch {provider_id} ({status.state})")
+        cost = {} if record.estimated_cost_usd is None else \
+            {"estimated_cost_usd": outcome.cost_usd - spent_before}  # the ceiling gives way to what it cost
         self.cache.update_batch(record.local_id, state=COLLECTED, ended=True, stored=record.stored + stored,
-                                counts=dict(status.counts))
+                                counts=dict(status.counts), **cost)
         outcome.collected.add(provider_id)
         self._open.pop(record.local_id, None)
         if any(key not in self._lines for key in retry) and recorded is None:

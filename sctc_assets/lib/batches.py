@@ -120,6 +120,7 @@ class BatchRecord:
     created_at: float = 0.0
     updated_at: float = 0.0
     expires_at: float = 0.0  # when the keys' claims lapse (the provider's window plus a margin)
+    # At most, until collected (input estimated, every answer at max_tokens); then what its stored lines cost.
     estimated_cost_usd: float | None = None
     stored: int = 0  # lines stored in the cache so far
     message: str | None = None
