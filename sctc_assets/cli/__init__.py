@@ -114,8 +114,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_arguments(run, budget=True)
     run.add_argument("--no-wait", action="store_true",
                      help="submit the batches of batch models and stop instead of waiting for them (their stages "
-                          "end as waiting); the same command later collects them, and `sctc batches` lists them "
-                          "(default: wait, with a progress line; Ctrl-C leaves them running)")
+                          "end as waiting, and the command exits 3 when nothing else failed); the same command "
+                          "later collects them, and `sctc batches` lists them (default: wait, with a progress line; "
+                          "Ctrl-C leaves them running)")
     run.add_argument("--fail-on-errors", action="store_true",
                      help="exit 1 when model calls ended in an error after retries (their answers are missing; "
                           "the last line counts them, and a rerun retries them); default: exit 0 and say so")

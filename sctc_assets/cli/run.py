@@ -18,6 +18,7 @@ from sctc_assets.estimate import build_estimate
 from sctc_assets.lib.batch_settings import BATCH_WAIT_ENV, DETACH, FOREGROUND
 from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.running.cli_run import run_benchmarks
+from sctc_assets.running.signals import PENDING_ERROR
 
 
 def apply_budget(args: argparse.Namespace) -> None:
@@ -31,8 +32,6 @@ def apply_budget(args: argparse.Namespace) -> None:
         os.environ[BUDGET_SCOPE_ENV_VAR] = f"sctc-run-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
 
 
-# The class name of the halt a batch model raises when its batches are still running (`--no-wait`, Ctrl-C).
-PENDING_ERROR = "BatchesPending"
 
 
 def halted_stages(failures: Sequence[Any]) -> list[Any]:

@@ -2,7 +2,8 @@
 
 Exit status: 0 when everything passed, 1 when a stage or an ERROR check failed (one line per failed stage; the
 stack traces are in the log file whose path is printed, or on the terminal with `--debug`), 130 when Ctrl-C or
-SIGTERM stopped it (every answer that arrived is stored; rerunning continues from the response cache).
+SIGTERM stopped it (every answer that arrived is stored; rerunning continues from the response cache), 3 when the
+only stages that did not finish wait for provider batches still running (`--no-wait`: the same command collects them).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Sequence
 from sctc_assets.lib.cache import database_url, open_cache
 from sctc_assets.lib.interrupt import clear_stop, stop_reason
 from sctc_assets.lib.paths import default_cache_path, default_outputs_dir
-from sctc_assets.running.signals import EXIT_INTERRUPTED, stop_on_signals
+from sctc_assets.running.signals import EXIT_INTERRUPTED, EXIT_WAITING, PENDING_ERROR, stop_on_signals
 
 
 def answers_stored_since(cache_path: Path, since: float) -> int:
@@ -259,10 +260,13 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
                       f"{len(written)} tables written to {out_dir}: {', '.join(sorted(written))}"
             print(summary)
             summaries.append(summary)
-        if not report.ok:
+        failed = [failure for failure in report.failures if PENDING_ERROR not in (failure.message or "")]
+        if not report.ok and not failed:  # only stages waiting for provider batches (`--no-wait`): listed at the end
+            status = max(status, EXIT_WAITING)
+        elif not report.ok:
             status = 1
-            print(f"\n{len(report.failures)} stage(s) or check(s) failed:", file=sys.stderr)
-            for failure in report.failures:
+            print(f"\n{len(failed)} stage(s) or check(s) failed:", file=sys.stderr)
+            for failure in failed:
                 print(f"  {failure.stage}: {failure.message}", file=sys.stderr)
         if report.failed_models:
             print(f"\n{name}: stages failed for {', '.join(report.failed_models)}", file=sys.stderr)

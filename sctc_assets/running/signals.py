@@ -19,6 +19,11 @@ from typing import Callable, Iterator, TypeVar
 from sctc_assets.lib.interrupt import request_stop, stop_reason
 
 EXIT_INTERRUPTED = 130
+# `sctc run`'s status when every stage that did not finish waits for provider batches still running (`--no-wait`):
+# nothing failed; the same command collects them later.
+EXIT_WAITING = 3
+# The class name Dagster records for a stage whose backend left provider batches running (`BatchesPending`).
+PENDING_ERROR = "BatchesPending"
 T = TypeVar("T")
 
 
