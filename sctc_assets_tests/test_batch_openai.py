@@ -15,6 +15,7 @@ from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.lib.batches import BatchApiError, BatchLine, LineResult
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets_tests.batch_stubs import OpenAIBatchStub, multipart_fields
+from sctc_assets_tests.provider_batch_stub import poll_until_ended as poll_to_end
 from sctc_assets_tests.openai_stub_server import (CONTENT_FILTER_MESSAGE, DROP_CONNECTION, ReasoningModel,
                                                   api_error, completion, garbled)
 
@@ -48,16 +49,6 @@ def client(stub: OpenAIBatchStub) -> Iterator[OpenAIBatchClient]:
 def lines_for(*prompts: str) -> list[BatchLine]:
     return [BatchLine(hashlib.sha256(prompt.encode()).hexdigest(), GenerationRequest.user(prompt, trial=0))
             for prompt in prompts]
-
-
-def poll_to_end(client: OpenAIBatchClient, batch_id: str, limit: int = 10) -> list[str]:
-    states = []
-    for _ in range(limit):
-        status = client.status(batch_id)
-        states.append(status.state)
-        if status.ended:
-            return states
-    raise AssertionError(f"batch {batch_id} did not end: {states}")
 
 
 def by_id(results: list[LineResult]) -> dict[str, LineResult]:
