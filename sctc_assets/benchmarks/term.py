@@ -47,8 +47,11 @@ ASSETS = {
                                                 "and the `rules` label."),
     "term_verdict_lexicon": AssetEntry(INPUTS, "Shares of the authors' labels per language, term, extracted answer "
                                                "and paper model."),
-    "term_incorrect_types": AssetEntry(INPUTS, "Shares of entirely wrong and uncommon-usage incorrect answers per "
-                                               "paper model (Table 19)."),
+    "term_incorrect_type_judgements": AssetEntry(MODEL_LANG, "A judge model's answers to Appendix B.4's question "
+                                                             "about one partition's incorrect first-trial answers.",
+                                                 calls=JUDGE),
+    "term_incorrect_types": AssetEntry(CROSS_MODEL, "Shares of entirely wrong and uncommon-usage incorrect answers "
+                                                    "per paper model and judged model (Table 19).", code_version="2"),
     "term_label_source_agreement": AssetEntry(CROSS_MODEL, "Every label source's agreement with the authors' "
                                                            "published labels, per paper model and language."),
     "term_robust_tests": AssetEntry(CROSS_MODEL, "Simplified vs Traditional tests with the term as the unit, next to "
@@ -77,7 +80,8 @@ def term_arguments(parser: Any) -> None:
                        help="trials per prompt for every model, 1–15 (default: registry, else 15)")
     group.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
                        help="prompt variants (default: registry, else 1 2 3)")
-    group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels")
+    group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels and for the types of incorrect "
+                            "answer (Table 19) of models that are not replays")
     items = parser.add_argument_group("term benchmark on other item sets and varieties (docs/item-sets.md)")
     items.add_argument("--term-items", metavar="PATH|URL|NAME",
                        help="run the term benchmark on this item set instead of the paper's 110 terms: a CSV in the "
@@ -123,6 +127,7 @@ def term_config(options: Mapping[str, Any]) -> dict:
     return {
         "term_responses": {"trials": options.get("trials"), "prompt_variants": options.get("prompt_variants")},
         "term_judgements": {"judge": options.get("judge")},
+        "term_incorrect_type_judgements": {"judge": options.get("judge")},
     }
 
 

@@ -154,16 +154,33 @@ TABLES = [
         ("share_incorrect", "float", "Share (0–1) of them the authors labelled incorrect."),
         ("share_misaligned", "float", "Share (0–1) of them the authors labelled misaligned."),
     ], C),
+    table("term_incorrect_type_judgements", [
+        "lang", "prompt_variant", "trial", "term_id", "model",
+        ("judge_model", "string", "Registry key of the judge model asked."),
+        ("label_source", "string", "The label source whose `incorrect` answers were classified: `judge` where the "
+                                   "partition has judge labels, else `rules`."),
+        ("response", "string", "The model's answer, as stored."),
+        ("gt", "string", "The expected term in the prompt's script, as published (the question's ground truth)."),
+        ("judge_answer", "string", "The judge's answer to Appendix B.4's question (1: a different concept, 2: the "
+                                   "same concept, less commonly used), as given."),
+        ("judge_outcome", "string", "The judge call's outcome (`ok`, `refusal` or `error`)."),
+    ], C),
     table("term_incorrect_types", [
-        ("model", *C["paper_model"]),
+        ("model", "string", "The paper LLM by its upstream file name (`qwen`, `gpt4o`, `llama3-8b`, …), or the "
+                            "registry key of a judged model."),
         ("lang", "string", "Prompting script of the annotated answers: `zh_hans` or `zh_hant`."),
-        ("n_annotated", "int", "Incorrect first-trial answers to prompt variant 1 with a GPT-4o-mini type label."),
-        ("source_file", "string", "The upstream annotation file read."),
-        ("n_entirely_wrong", "int", "Answers labelled 1: entirely wrong."),
+        ("judge", "string", "Who classified the answers: the authors' published GPT-4o-mini annotation for the 11 "
+                            "paper LLMs, else the registry key of the judge model (`--judge`)."),
+        ("label_source", "string", "Whose `incorrect` labels chose the answers: `upstream` (the authors'), `judge` "
+                                   "or `rules`."),
+        ("n_annotated", "int", "Incorrect first-trial answers to prompt variant 1 that were classified."),
+        ("source_file", "string", "The upstream annotation file read; missing for a judged model."),
+        ("n_entirely_wrong", "int", "Answers labelled 1: entirely wrong (a different concept)."),
         ("pct_entirely_wrong", "float", "Their percentage (0–100) of `n_annotated` (Table 19)."),
         ("n_uncommon_usage", "int", "Answers labelled 2: the same concept in an uncommon form."),
         ("pct_uncommon_usage", "float", "Their percentage (0–100) of `n_annotated` (Table 19)."),
-        ("n_other_label", "int", "Answers with any other label (counted apart)."),
+        ("n_other_label", "int", "Answers with any other label (published), or whose judge call failed or answered "
+                                 "no single type (judged: counted as invalid, never guessed)."),
     ], C),
     table("term_label_source_agreement", [
         ("label_source", "string", "The source compared with the authors' labels: `rules`, `lexicon`, `lexicon_v1` "

@@ -8,8 +8,11 @@ share of the file's rows (Llama-3-8B's files are named `llama3_*`, which the scr
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
+from sctc_assets.lib.generation import strip_reasoning
 from sctc_assets.lib.sctc_upstream import UPSTREAM_LANG
 
 TYPES = {1: "entirely_wrong", 2: "uncommon_usage"}
@@ -26,7 +29,76 @@ def incorrect_type_shares(model: str, lang: str, annotations: pd.DataFrame, *, s
     """Percent of rows with label 1 and with label 2 (0–100), as `tab_19.py`; other labels are counted apart."""
     labels = pd.to_numeric(annotations["label"], errors="coerce")
     n = len(labels)
-    row = {"model": model, "lang": lang, "n_annotated": n, "source_file": source_name}
+    row = {"model": model, "lang": lang, "judge": PUBLISHED_JUDGE, "label_source": PUBLISHED_LABEL_SOURCE,
+           "n_annotated": n, "source_file": source_name}
+    for code, name in TYPES.items():
+        count = int((labels == code).sum())
+        row[f"n_{name}"] = count
+        row[f"pct_{name}"] = 100 * count / n if n else float("nan")
+    row["n_other_label"] = int((~labels.isin(list(TYPES))).sum())
+    return row
+
+
+# --- Table 19 for any model: a judge asked the paper's Appendix B.4 question ----------------------------------------
+#
+# The authors asked GPT-4o-mini, of each incorrect first-trial answer (prompt variant 1), whether it names a
+# different concept (answer 1) or the same concept in a less common form (answer 2). `incorrect_type_prompt` asks a
+# registered judge the same question word for word; `parse_incorrect_type` reads its answer back (the one type it
+# names, else None: never guessed); `live_incorrect_type_shares` counts them as `incorrect_type_shares` counts the
+# published labels, an unparsed answer under `n_other_label`.
+
+INCORRECT_TYPE_TEMPLATE = (
+    "Do the terms {response} and {ground_truth} refer to completely different things, or are they the same concept, "
+    "with {response} simply being less commonly used? Only respond 1 if they refer to completely different things, 2 "
+    "if the terms refer to the same concept but {response} is less commonly used. Do not include explanations. Note "
+    "that you may need to extract the term from {response} as it may contain irrelevant words.")
+# The published annotations' judge and label source, named in the table beside the live rows.
+PUBLISHED_JUDGE = "gpt-4o-mini (the authors' published annotation)"
+PUBLISHED_LABEL_SOURCE = "upstream"
+# The answers the paper classifies: the first trial of prompt variant 1.
+PAPER_PROMPT_VARIANT = 1
+_TYPE_DIGIT = re.compile(r"(?<![0-9.])([12])(?![0-9]|\.[0-9])")
+
+
+def incorrect_type_prompt(response: str | None, ground_truth: str) -> str:
+    return INCORRECT_TYPE_TEMPLATE.format(response="" if response is None else response, ground_truth=ground_truth)
+
+
+def parse_incorrect_type(answer: object) -> int | None:
+    """1 (a different concept) or 2 (the same concept, less common) from a judge's answer, extra text allowed
+    ("1", "答案：2。", "2 - same concept"); None when it names neither or both (an echo of the question's "respond 1
+    … 2 …"), or names a number such as 12 or 1.5: such an answer is counted as invalid, never guessed."""
+    text = strip_reasoning(answer)
+    if not text:
+        return None
+    found = {int(match) for match in _TYPE_DIGIT.findall(text)}
+    return found.pop() if len(found) == 1 else None
+
+
+def first_trial_incorrect(labels: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The answers the paper classifies: labelled incorrect in the first trial of prompt variant 1, refusals left
+    out (no term to classify). Labels of the `judge` source where the partition has them (the paper's: a judge's
+    correctness verdicts), else of `rules`. Returns them and the label source used (None: neither)."""
+    if labels.empty:
+        return labels, None
+    sources = set(labels["label_source"])
+    source = "judge" if "judge" in sources else "rules" if "rules" in sources else None
+    if source is None:
+        return labels.iloc[0:0], None
+    first = labels[(labels["label_source"] == source) & (labels["prompt_variant"] == PAPER_PROMPT_VARIANT)]
+    if first.empty:
+        return first, source
+    first = first[first["trial"] == first["trial"].min()]
+    chosen = first[(first["label"] == "incorrect") & (first["outcome"] != "refusal")]
+    return chosen.reset_index(drop=True), source
+
+
+def live_incorrect_type_shares(model: str, lang: str, judge: str, label_source: str, types: pd.Series) -> dict:
+    """`incorrect_type_shares`' row for one partition's judged answers (`types`: 1, 2 or missing per answer)."""
+    labels = pd.to_numeric(types, errors="coerce")
+    n = len(labels)
+    row = {"model": model, "lang": lang, "judge": judge, "label_source": label_source, "n_annotated": n,
+           "source_file": None}
     for code, name in TYPES.items():
         count = int((labels == code).sum())
         row[f"n_{name}"] = count
