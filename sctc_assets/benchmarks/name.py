@@ -39,6 +39,8 @@ ASSETS = {
     "name_extraction_agreement": AssetEntry(PER_MODEL, "How often our extractor agrees with the authors' published "
                                                        "extraction."),
     "name_top_selected": AssetEntry(PER_MODEL, "The names one model selects most often, by normalised frequency."),
+    "name_pair_selection_rates": AssetEntry(PER_MODEL, "One model's selection rates of two named candidates across "
+                                                       "the prompt languages (Table 23)."),
     "name_gender_tables": AssetEntry(PER_MODEL, "One model's gender shares among the selected names (Tables 24-30)."),
     "name_permutation_stability": AssetEntry(PER_MODEL, "One model's Mainland share against the number of shuffles "
                                                         "(Figure 6)."),
@@ -77,6 +79,9 @@ def name_arguments(parser: Any) -> None:
                        help="whose candidate lists live models answer (default: the authors' where present)")
     group.add_argument("--name-seed", type=int, metavar="SEED", help="seed of the generated candidate lists")
     group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor for `judge` selections")
+    group.add_argument("--name-pair", nargs=2, metavar=("NAME", "NAME"),
+                       help="two candidates whose selection rates across the prompt languages "
+                            "`name_pair_selection_rates` compares (Table 23), as the lists write them")
 
 
 def name_config(options: Mapping[str, Any]) -> dict:
@@ -85,6 +90,8 @@ def name_config(options: Mapping[str, Any]) -> dict:
                            "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source")},
         "name_judgements": {"judge": options.get("name_judge")},
     }
+    if options.get("name_pair"):
+        config["name_pair_selection_rates"] = {"names": list(options["name_pair"])}
     if options.get("name_seed") is not None:
         config["name_candidate_lists"] = {"seed": options["name_seed"]}
     return config

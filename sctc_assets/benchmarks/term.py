@@ -43,6 +43,8 @@ ASSETS = {
                                                          "subsets."),
     "term_misalignment_summary": AssetEntry(CROSS_MODEL, "How many terms each model misaligns, and which terms most "
                                                          "models misalign."),
+    "term_misalignment_by_category": AssetEntry(CROSS_MODEL, "Misaligned terms and answers per term category, with "
+                                                             "a test of whether the categories differ."),
     "term_published_labels": AssetEntry(INPUTS, "The 11 paper LLMs' published term answers with the authors' label "
                                                 "and the `rules` label."),
     "term_verdict_lexicon": AssetEntry(INPUTS, "Shares of the authors' labels per language, term, extracted answer "

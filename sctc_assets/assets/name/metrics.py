@@ -1,5 +1,7 @@
 """Metric tables of the name task: per model (partitioned by model only) and across models (unpartitioned)."""
 
+from typing import Optional
+
 import dagster as dg
 import pandas as pd
 from pydantic import Field
@@ -69,6 +71,29 @@ def name_top_selected(context: dg.AssetExecutionContext, name_selections: pd.Dat
     top = table[table["rank"] <= 5]
     return dg.Output(table, metadata=table_metadata(
         table, top5=dg.MetadataValue.md(markdown_table(top, rows=90)), notes=dg.MetadataValue.json(notes)))
+
+
+class NamePairConfig(dg.Config):
+    names: Optional[list[str]] = Field(
+        default=None, description="The two candidates whose selection rates Table 23 compares (`--name-pair A B`); "
+                                  "unset: no rows (the paper's pair is not legible in its text).")
+
+
+@catalogued
+@dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
+def name_pair_selection_rates(config: NamePairConfig, name_selections: pd.DataFrame,
+                              name_candidate_lists: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Table 23 for one model and two named candidates: each one's selection rate (selections ÷ appearances in
+    the lists asked, %) and share of all answers, per prompt language, experiment and extraction source."""
+    names = list(config.names or [])
+    table = metrics.pair_selection_rates(name_selections, name_candidate_lists, names)
+    main = table[(table["experiment"] == "main") & (table["extraction_source"] == "rules")] if not table.empty \
+        else table
+    layout = (main.pivot_table(index="name", columns="lang", values="selection_rate").round(2).reset_index()
+              if not main.empty else pd.DataFrame())
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
+        table, names=dg.MetadataValue.json(names),
+        table_23=dg.MetadataValue.md(markdown_table(layout, rows=2) if not layout.empty else "_(no pair named)_")))
 
 
 @catalogued

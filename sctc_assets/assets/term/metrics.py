@@ -7,7 +7,7 @@ from pydantic import Field
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import figure_file, table_metadata
 from sctc_assets.lib.report.headlines import term_headlines
-from sctc_assets.lib.term import metrics
+from sctc_assets.lib.term import categories, metrics
 from sctc_assets.lib.term.plots import choice_rates_figure
 from sctc_assets.partitions import models_partitions
 
@@ -84,3 +84,14 @@ def term_misalignment_summary(config: MisalignmentSummaryConfig,
         summary, preview_rows=12,
         majority_terms=dg.MetadataValue.md(
             majority_terms.to_markdown(index=False) if not majority_terms.empty else "_(none)_")))
+
+
+@catalogued
+@dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
+def term_misalignment_by_category(term_misalignment_by_term: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Per model × lang × prompt variant × label source × term category: misaligned terms (the paper's ≥ 3 of 15
+    rule) and misaligned answers with their rates, and whether the categories differ: chi-square of categories ×
+    misaligned terms with a permutation p-value (margins fixed), and each category against the rest by Fisher's
+    exact test, BH-adjusted (`lib/term/categories.py` says why)."""
+    table = categories.misalignment_by_category(term_misalignment_by_term)
+    return dg.Output(table, data_version=content_version(table), metadata=table_metadata(table, preview_rows=20))

@@ -304,3 +304,32 @@ def popularity_correlation(frequencies: pd.DataFrame, corpus_counts: pd.DataFram
     table["sig_bh"] = [stats.sig_stars(p) for p in table["p_bh"]]
     table["count_source"] = count_source
     return table[CORRELATION_COLUMNS]
+
+
+PAIR_COLUMNS = ["model", "lang", "experiment", "extraction_source", "name", "selections", "appearances",
+                "selection_rate", "n_answers", "pct_of_answers"]
+
+
+def pair_selection_rates(selections: pd.DataFrame, lists: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Table 23 for any model and names: per lang, experiment and extraction source, each named candidate's
+    selections, its appearances in the lists asked, `selection_rate` = selections ÷ appearances in percent (the
+    paper's: 5 % is the chance rate of a name among 20), and its percentage of all answers. A name the lists
+    asked never show has no rate (missing)."""
+    rows = []
+    if selections.empty or not names:
+        return pd.DataFrame(columns=PAIR_COLUMNS)
+    candidates = lists["candidates"].to_numpy(dtype=object)
+    asked_rows = _asked_rows(lists)
+    keys = ["model", "lang", "experiment", "list_source", "extraction_source"]
+    for (model, lang, experiment, list_source, source), group in selections.groupby(keys, sort=True):
+        asked = asked_rows(group, experiment, list_source)
+        shown = Counter(name for listed in candidates[asked] for name in listed if name in names)
+        chosen = Counter(name for name in group["selected_name"].dropna() if name in names)
+        for name in names:
+            appearances = shown.get(name, 0)
+            rows.append({"model": model, "lang": lang, "experiment": experiment, "extraction_source": source,
+                         "name": name, "selections": chosen.get(name, 0), "appearances": appearances,
+                         "selection_rate": 100 * chosen.get(name, 0) / appearances if appearances else np.nan,
+                         "n_answers": len(group), "pct_of_answers": 100 * chosen.get(name, 0) / len(group)})
+    table = pd.DataFrame(rows, columns=PAIR_COLUMNS)
+    return table.astype({"selections": "int64", "appearances": "int64", "n_answers": "int64"})

@@ -134,6 +134,15 @@ TABLES = [
         ("appearances", "int", "Lists asked that show the name."),
         ("normalized_frequency", "float", "`selections / appearances`."),
     ], C),
+    table("name_pair_selection_rates", [
+        "model", "lang", "experiment", "extraction_source", "name",
+        ("selections", "int", "Answers selecting the name."),
+        ("appearances", "int", "Lists asked that show the name."),
+        ("selection_rate", "float", "`selections / appearances` in percent (Table 23; 5 % is chance among 20 "
+                                    "names); missing where the lists asked never show it."),
+        ("n_answers", "int", "Answers of the group (lang, experiment, extraction source)."),
+        ("pct_of_answers", "float", "`selections / n_answers` in percent."),
+    ], C),
     table("name_gender_tables", [
         "model", "lang", "extraction_source",
         ("table", "string", "The paper's table the row belongs to (`24`–`30`)."),

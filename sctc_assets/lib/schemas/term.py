@@ -154,6 +154,27 @@ TABLES = [
         ("share_incorrect", "float", "Share (0–1) of them the authors labelled incorrect."),
         ("share_misaligned", "float", "Share (0–1) of them the authors labelled misaligned."),
     ], C),
+    table("term_misalignment_by_category", [
+        "model", "lang", "prompt_variant", "label_source", "category",
+        ("n_terms", "int", "Terms of the category answered."),
+        ("n_misaligned_terms", "int", "Of them, misaligned terms (the paper's rule: ≥ 3 of 15 trials, scaled)."),
+        ("pct_misaligned_terms", "float", "Their percentage (0–100) of `n_terms`."),
+        ("n_answers", "int", "Labelled answers to the category's terms (all trials)."),
+        ("n_misaligned_answers", "int", "Of them, answers labelled misaligned."),
+        ("pct_misaligned_answers", "float", "Their percentage (0–100) of `n_answers`."),
+        ("odds_ratio_vs_rest", "float", "Odds ratio of a misaligned term, this category against the others (inf "
+                                        "where no other term is misaligned)."),
+        ("fisher_p_vs_rest", "float", "Two-sided p-value of Fisher's exact test of that 2 × 2 table."),
+        ("fisher_p_vs_rest_bh", "float", "`fisher_p_vs_rest` BH-adjusted over the categories of the group."),
+        ("chi2", "float", "Pearson chi-square of categories × (misaligned, not) terms, the group's (same on each "
+                          "of its rows); missing when no term or every term is misaligned."),
+        ("chi2_df", "int", "Its degrees of freedom (categories − 1)."),
+        ("chi2_p", "float", "Its asymptotic p-value (unreliable where `min_expected` < 5)."),
+        ("chi2_permutation_p", "float", "Monte Carlo permutation p-value of `chi2` with both margins fixed: the "
+                                        "p-value to decide on."),
+        ("min_expected", "float", "The smallest expected count of the table."),
+        ("permutations", "int", "Shuffles behind `chi2_permutation_p` (0: not tested)."),
+    ], C),
     table("term_incorrect_type_judgements", [
         "lang", "prompt_variant", "trial", "term_id", "model",
         ("judge_model", "string", "Registry key of the judge model asked."),

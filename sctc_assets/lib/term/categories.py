@@ -1,0 +1,110 @@
+"""Misalignment counted by term category (the paper's "misaligned Traditional Chinese terms are disproportionately
+about travel topics", Section 3.2.1), with a test of whether the categories differ.
+
+The unit of the test is the term, not the answer: a term's trials repeat one prompt, so its answers are not
+independent (the statistics work's finding, `lib/term/robust.py`), and the paper's own notion is the misaligned
+term (at least 3 of 15 trials). Per model × lang × prompt variant × label source the categories × (misaligned,
+not misaligned) terms form an r × 2 table. Its chi-square statistic (scipy's `chi2_contingency`) is reported with
+the asymptotic p-value and, as the p-value to decide on, a Monte Carlo permutation p-value of the same statistic
+with both margins fixed (the misaligned flags shuffled over the terms): the exact test of an r × 2 table with
+these margins (Fisher–Freeman–Halton) is not in scipy (`fisher_exact` is 2 × 2 only), and with 110 terms over
+several categories most expected counts are under 5, where the chi-square approximation is unreliable. Each
+category against the rest gets Fisher's exact test (2 × 2, `scipy.stats.fisher_exact`), BH-adjusted within its
+group, which says which category stands out ("travel").
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+GROUP_KEYS = ["model", "lang", "prompt_variant", "label_source"]
+PERMUTATIONS = 10_000
+SEED = 20250601
+
+CATEGORY_COLUMNS = GROUP_KEYS + [
+    "category", "n_terms", "n_misaligned_terms", "pct_misaligned_terms", "n_answers", "n_misaligned_answers",
+    "pct_misaligned_answers", "odds_ratio_vs_rest", "fisher_p_vs_rest", "fisher_p_vs_rest_bh", "chi2", "chi2_df",
+    "chi2_p", "chi2_permutation_p", "min_expected", "permutations"]
+
+
+def chi2_statistic(counts: np.ndarray) -> float:
+    """Pearson's chi-square of an r × 2 table (0 where a margin is empty)."""
+    expected = stats.contingency.expected_freq(counts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(expected > 0, (counts - expected) ** 2 / expected, 0.0)
+    return float(terms.sum())
+
+
+def permutation_p(categories: np.ndarray, flags: np.ndarray, observed: float, *, permutations: int = PERMUTATIONS,
+                  seed: int = SEED) -> float:
+    """Monte Carlo p-value of the chi-square statistic with both margins fixed: the share of `permutations`
+    shuffles of `flags` over the terms whose statistic is at least `observed`, with the observed table counted
+    ((hits + 1) / (permutations + 1))."""
+    codes, inverse = np.unique(categories, return_inverse=True)
+    onehot = np.zeros((len(flags), len(codes)))
+    onehot[np.arange(len(flags)), inverse] = 1.0
+    rng = np.random.default_rng(seed)
+    shuffled = np.array([rng.permutation(flags) for _ in range(permutations)], dtype=float)  # permutations × terms
+    misaligned = shuffled @ onehot  # permutations × categories
+    sizes = onehot.sum(axis=0)
+    share = flags.mean()
+    expected_yes, expected_no = sizes * share, sizes * (1 - share)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        yes = np.where(expected_yes > 0, (misaligned - expected_yes) ** 2 / expected_yes, 0.0)
+        no = np.where(expected_no > 0, ((sizes - misaligned) - expected_no) ** 2 / expected_no, 0.0)
+    statistics = (yes + no).sum(axis=1)
+    hits = int((statistics >= observed - 1e-9 * max(1.0, observed)).sum())
+    return (hits + 1) / (permutations + 1)
+
+
+def misalignment_by_category(by_term: pd.DataFrame, *, permutations: int = PERMUTATIONS,
+                             seed: int = SEED) -> pd.DataFrame:
+    """One row per model × lang × prompt variant × label source × category (see the module's docstring)."""
+    if by_term.empty:
+        return pd.DataFrame(columns=CATEGORY_COLUMNS)
+    frames = []
+    for keys, group in by_term.groupby(GROUP_KEYS, sort=True):
+        group = group.assign(category=group["category"].fillna("").astype(str))
+        flags = group["misaligned_term"].astype(bool).to_numpy()
+        per = group.groupby("category", sort=True).agg(
+            n_terms=("term_id", "size"), n_misaligned_terms=("misaligned_term", "sum"),
+            n_answers=("n_trials", "sum"), n_misaligned_answers=("n_misaligned", "sum")).reset_index()
+        per["n_misaligned_terms"] = per["n_misaligned_terms"].astype(int)
+        counts = np.column_stack([per["n_misaligned_terms"], per["n_terms"] - per["n_misaligned_terms"]]).astype(float)
+        testable = len(per) > 1 and 0 < flags.sum() < len(flags)
+        if testable:
+            chi2, chi2_p, dof, expected = stats.chi2_contingency(counts, correction=False)
+            permuted = permutation_p(group["category"].to_numpy(), flags, float(chi2), permutations=permutations,
+                                     seed=seed)
+            min_expected = float(expected.min())
+        else:
+            chi2 = chi2_p = permuted = min_expected = math.nan
+            dof = max(len(per) - 1, 0)
+        odds, fisher = [], []
+        for row in per.itertuples():
+            a, b = int(row.n_misaligned_terms), int(row.n_terms - row.n_misaligned_terms)
+            c, d = int(flags.sum()) - a, int((~flags).sum()) - b
+            if testable:
+                result = stats.fisher_exact([[a, b], [c, d]])
+                odds.append(float(result.statistic))
+                fisher.append(float(result.pvalue))
+            else:
+                odds.append(math.nan)
+                fisher.append(math.nan)
+        per["odds_ratio_vs_rest"], per["fisher_p_vs_rest"] = odds, fisher
+        per["fisher_p_vs_rest_bh"] = (multipletests(fisher, method="fdr_bh")[1] if testable else [math.nan] * len(per))
+        per["pct_misaligned_terms"] = 100 * per["n_misaligned_terms"] / per["n_terms"]
+        per["pct_misaligned_answers"] = 100 * per["n_misaligned_answers"] / per["n_answers"].where(
+            per["n_answers"] > 0)
+        per = per.assign(**dict(zip(GROUP_KEYS, keys)), chi2=chi2, chi2_df=int(dof), chi2_p=chi2_p,
+                         chi2_permutation_p=permuted, min_expected=min_expected,
+                         permutations=permutations if testable else 0)
+        frames.append(per)
+    table = pd.concat(frames, ignore_index=True)[CATEGORY_COLUMNS]
+    return table.astype({"n_terms": "int64", "n_misaligned_terms": "int64", "n_answers": "int64",
+                         "n_misaligned_answers": "int64", "chi2_df": "int64", "permutations": "int64"})
