@@ -1,6 +1,7 @@
-"""Table 19: the kinds of incorrect answer, from the authors' GPT-4o-mini annotations.
+"""Table 19: the kinds of incorrect answer, from the authors' GPT-4o-mini annotations and, for any other model, a
+registered judge asked the same question (below).
 
-`response/regional_term/incorrect_response_type_annotated_by_gpt/{model}_{simplified,traditional}.csv` (`gt`,
+Published: `response/regional_term/incorrect_response_type_annotated_by_gpt/{model}_{simplified,traditional}.csv` (`gt`,
 `response`, `label`) holds the first-trial answers of prompt variant 1 labelled incorrect; `label` 1 means
 "entirely wrong", 2 "the same concept, uncommon usage". `tab_19.py` prints, per model and language, each label's
 share of the file's rows (Llama-3-8B's files are named `llama3_*`, which the script does not expect).
@@ -27,10 +28,15 @@ def incorrect_type_file(model: str, lang: str) -> str:
 
 def incorrect_type_shares(model: str, lang: str, annotations: pd.DataFrame, *, source_name: str) -> dict:
     """Percent of rows with label 1 and with label 2 (0–100), as `tab_19.py`; other labels are counted apart."""
-    labels = pd.to_numeric(annotations["label"], errors="coerce")
+    return _type_counts({"model": model, "lang": lang, "judge": PUBLISHED_JUDGE,
+                         "label_source": PUBLISHED_LABEL_SOURCE}, annotations["label"], source_name)
+
+
+def _type_counts(row: dict, types: pd.Series, source_name: str | None) -> dict:
+    """`row` with `n_annotated`, `source_file`, each type's count and percent of `n_annotated`, and the others."""
+    labels = pd.to_numeric(types, errors="coerce")
     n = len(labels)
-    row = {"model": model, "lang": lang, "judge": PUBLISHED_JUDGE, "label_source": PUBLISHED_LABEL_SOURCE,
-           "n_annotated": n, "source_file": source_name}
+    row = {**row, "n_annotated": n, "source_file": source_name}
     for code, name in TYPES.items():
         count = int((labels == code).sum())
         row[f"n_{name}"] = count
@@ -95,13 +101,4 @@ def first_trial_incorrect(labels: pd.DataFrame) -> tuple[pd.DataFrame, str | Non
 
 def live_incorrect_type_shares(model: str, lang: str, judge: str, label_source: str, types: pd.Series) -> dict:
     """`incorrect_type_shares`' row for one partition's judged answers (`types`: 1, 2 or missing per answer)."""
-    labels = pd.to_numeric(types, errors="coerce")
-    n = len(labels)
-    row = {"model": model, "lang": lang, "judge": judge, "label_source": label_source, "n_annotated": n,
-           "source_file": None}
-    for code, name in TYPES.items():
-        count = int((labels == code).sum())
-        row[f"n_{name}"] = count
-        row[f"pct_{name}"] = 100 * count / n if n else float("nan")
-    row["n_other_label"] = int((~labels.isin(list(TYPES))).sum())
-    return row
+    return _type_counts({"model": model, "lang": lang, "judge": judge, "label_source": label_source}, types, None)
