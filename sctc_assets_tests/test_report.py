@@ -359,3 +359,51 @@ def test_the_misaligned_terms_table_says_what_it_counts(full):
         "Misaligned terms per model"))
     assert table.columns[-1] == "terms misaligned by at least half the models"
     assert [row[-1].detail for row in table.rows] == ["by ≥ 2 of 3 models"]
+
+
+def test_table_19_category_tests_and_table_23_are_in_the_report(full):
+    """The report's new tables: Table 19 with the published rows and a judged model's beside them (the judge
+    named), misalignment by term category with its test, and Table 23 for the pair a run named; values by hand."""
+    from sctc_assets.lib.report import names as name_report
+    from sctc_assets.lib.report import term as term_report
+    from sctc_assets.lib.term.categories import misalignment_by_category
+    from sctc_assets.lib.term.incorrect_types import incorrect_type_shares, live_incorrect_type_shares
+
+    result, _ = full
+    tables = read_tables(result.folder.parent.parent / "storage", REPORT_TABLES)
+    tables["term_incorrect_types"] = pd.DataFrame([
+        incorrect_type_shares("qwen", "zh_hans", pd.DataFrame({"label": [1, 1, 2, 3]}), source_name="q.csv"),
+        live_incorrect_type_shares(LIVE, "zh_hans", "stub-judge", "rules", pd.Series([1, 1, 1, None], dtype="Int64")),
+        live_incorrect_type_shares(LIVE, "zh_hant", "stub-judge", "rules", pd.Series([2, 2], dtype="Int64"))])
+    # travel: 6 of 8 terms misaligned, food 1 of 12 (T prompts, rules labels)
+    by_term = pd.DataFrame([{"model": LIVE, "lang": "zh_hant", "prompt_variant": 1, "label_source": "rules",
+                             "term_id": term, "category": category, "misaligned_term": flag, "n_trials": 15,
+                             "n_misaligned": 5 if flag else 0}
+                            for term, (category, flag) in enumerate([("travel", True)] * 6 + [("travel", False)] * 2
+                                                                    + [("food", True)] + [("food", False)] * 11)])
+    tables["term_misalignment_by_category"] = misalignment_by_category(by_term, permutations=999)
+    tables["name_pair_selection_rates"] = pd.DataFrame([
+        {"model": LIVE, "lang": lang, "experiment": "main", "extraction_source": "rules", "name": name,
+         "selections": picked, "appearances": 40, "selection_rate": 100 * picked / 40, "n_answers": 100,
+         "pct_of_answers": float(picked)}
+        for lang in ("zh_hans", "zh_hant", "en") for name, picked in (("甲", 10), ("乙", 1))])
+    inputs = ReportInputs(tables=tables, registry=registry())
+    term = term_report.section(inputs)
+    types = next(table for table in term.tables if table.title.startswith("Table 19"))
+    rows = {(row[0].text, row[1].text): [cell.text for cell in row[2:]] for row in types.rows}
+    assert rows[("paper-qwen", "published (GPT-4o-mini)")] == ["50.0", "25.0", "1", "–", "–", "–"]
+    assert rows[(LIVE, "stub-judge")] == ["75.0", "0.0", "1", "0.0", "100.0", "0"]
+    tests = next(table for table in term.tables if table.title.startswith("Misalignment by term category"))
+    (row,) = [[cell.text for cell in row] for row in tests.rows if row[0].text == LIVE]
+    chi2 = scipy_stats.chi2_contingency([[1, 11], [6, 2]], correction=False)[0]
+    assert row[:5] == [LIVE, "T", "rules", "7", f"{chi2:.1f}"] and row[7] == "travel"
+    assert tests.rows[[r[0].text for r in tests.rows].index(LIVE)][7].detail.startswith("6 of 8 terms (75 %)")
+    per_category = next(table for table in term.tables if table.title.startswith("Misaligned terms per category"))
+    travel = next(row for row in per_category.rows if row[0].text == "travel")
+    assert [cell.text for cell in travel] == ["travel", "8", "–", "–", "75.0", "1"]
+    pair = next(table for table in name_report.section(inputs).tables if table.title.startswith("Table 23"))
+    assert [[cell.text for cell in row] for row in pair.rows] == [[LIVE, "甲", "25.00", "25.00", "25.00"],
+                                                                  [LIVE, "乙", "2.50", "2.50", "2.50"]]
+    # without a pair named, no Table 23
+    assert not any(table.title.startswith("Table 23") for table in name_report.section(
+        ReportInputs(tables={**tables, "name_pair_selection_rates": pd.DataFrame()}, registry=registry())).tables)

@@ -1,5 +1,6 @@
 """SC-TC-Bench regional name choice: Figures 3, 4, 6, 9, 10 and 11 and the Mainland share per language, from
-`name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`."""
+`name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`; Table 23 from
+`name_pair_selection_rates` when a run named two candidates (`--name-pair`)."""
 
 from __future__ import annotations
 
@@ -309,6 +310,9 @@ def section(inputs: ReportInputs) -> Section:
                 table = _share_table(rates, experiment, source, table_source)
                 if table is not None:
                     result.add(table)
+    pair = pair_table(inputs)
+    if pair is not None:
+        result.add(pair)
     _permutation_figures(inputs, result)
     if names.empty or not {"count", "region"} <= set(names.columns):
         result.missing.append(Missing("Figure 9: regional_names is not materialized",
@@ -356,3 +360,39 @@ def _permutation_figures(inputs: ReportInputs, result: Section) -> None:
                                   else None, xlabel="Shuffles per list used"),
         source="name_permutation_stability (each model's own answers); "
                + inputs.kinds_note(model_order.ordered(own["model"].unique()))))
+
+
+def pair_table(inputs: ReportInputs) -> TableSpec | None:
+    """Table 23: two named candidates' selection rates per prompt language (main lists, each model's headline
+    extraction source); None when no run named a pair."""
+    table = inputs.table("name_pair_selection_rates")
+    if table.empty:
+        return None
+    main = table[table["experiment"] == "main"]
+    if main.empty:
+        return None
+    rows = []
+    langs = [lang for lang in LANGS if lang in set(main["lang"])]
+    for model in model_order.ordered(main["model"].unique()):
+        present = set(main.loc[main["model"] == model, "extraction_source"])
+        source = next((s for s in SOURCE_PREFERENCE if s in present), sorted(present)[0])
+        chosen = main[(main["model"] == model) & (main["extraction_source"] == source)]
+        for name in dict.fromkeys(chosen["name"]):
+            by_lang = {record["lang"]: record for record in chosen[chosen["name"] == name].to_dict("records")}
+            row = [Cell(str(model), detail=f"{source} extraction"), Cell(str(name))]
+            for lang in langs:
+                record = by_lang.get(lang)
+                if record is None or not record["appearances"]:
+                    row.append(Cell("–", detail="not in the lists asked" if record is not None else ""))
+                    continue
+                row.append(value_cell(record["selection_rate"], wilson(int(record["selections"]),
+                                                                       int(record["appearances"]), scale=100),
+                                      digits=2, note=f"selected {int(record['selections'])} times in "
+                                                     f"{int(record['appearances'])} lists that show it"))
+            rows.append(row)
+    return TableSpec(
+        title="Table 23: selection rates of two named candidates (main lists)",
+        columns=["model", "candidate"] + [f"prompted in {LANGS[lang]}" for lang in langs], rows=rows,
+        caption="Selections of the candidate ÷ the lists asked that show it, %, with the Wilson 95 % interval (5 % "
+                "is chance among 20 names). The pair is the one named by `sctc run --name-pair A B`.",
+        source="name_pair_selection_rates")

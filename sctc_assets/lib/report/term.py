@@ -1,8 +1,10 @@
 """SC-TC-Bench regional term choice: Figures 2, 5, 7 and 8 and the S vs T tests, from `term_choice_rates` and
-`term_choice_tests`."""
+`term_choice_tests`; misalignment by term category (`term_misalignment_by_category`) and Table 19
+(`term_incorrect_types`)."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -266,7 +268,7 @@ def _misalignment_table(summary: pd.DataFrame) -> TableSpec | None:
 def section(inputs: ReportInputs) -> Section:
     result = Section("term", "Regional term choice (SC-TC-Bench Task 1)",
                      "Lyu, Luo, Kang, Koenecke, Characterizing Bias: Benchmarking LLMs in Simplified versus "
-                     "Traditional Chinese (FAccT 2025), Section 3, Figures 2, 5, 7, 8")
+                     "Traditional Chinese (FAccT 2025), Section 3, Figures 2, 5, 7, 8, Table 19")
     rates, tests = inputs.table("term_choice_rates"), inputs.table("term_choice_tests")
     if rates.empty:
         result.missing.append(Missing("term_choice_rates has no rows for the chosen models", HOW))
@@ -311,4 +313,155 @@ def section(inputs: ReportInputs) -> Section:
     misaligned = _misalignment_table(inputs.table("term_misalignment_summary"))
     if misaligned is not None:
         result.add(misaligned)
+    result.add(*category_tables(inputs))
+    result.add(incorrect_types_table(inputs))
     return result
+
+
+# --- Table 19 (types of incorrect answer) and misalignment by term category ------------------------------------------
+
+PUBLISHED_TYPES = "upstream"  # term_incorrect_types' label source of the authors' published annotations
+FISHER_LEVEL = 0.05
+
+
+def _paper_key(inputs: ReportInputs, upstream_name: str) -> str:
+    """The registry key of the replay model whose published files are `upstream_name`'s (`qwen` → `paper-qwen`)."""
+    for key, entry in inputs.registry.items():
+        if (entry.settings or {}).get("upstream_name") == upstream_name and model_order.is_replay(entry):
+            return key
+    return f"paper-{upstream_name}"
+
+
+def _type_cells(row: dict[str, Any] | None) -> list[Cell]:
+    if row is None:
+        return [Cell("–"), Cell("–"), Cell("–")]
+    n = int(row["n_annotated"])
+    cells = [value_cell(row[f"pct_{kind}"], wilson(int(row[f"n_{kind}"]), n, scale=100),
+                        note=f"{int(row[f'n_{kind}'])} of {n} classified incorrect answers")
+             for kind in ("entirely_wrong", "uncommon_usage")]
+    other = int(row["n_other_label"])
+    return cells + [Cell(str(other), sort=other, detail=f"of {n}",
+                         title="answers with no single type: another published label, or a judge answer naming "
+                               "neither or both types, or a failed judge call (never guessed)")]
+
+
+def incorrect_types_table(inputs: ReportInputs) -> TableSpec | None:
+    """Table 19: the 11 paper LLMs from the authors' published annotations (always shown: the paper's reference),
+    then every chosen model a judge classified (`--judge`), the judge named."""
+    table = inputs.tables.get("term_incorrect_types")
+    if not isinstance(table, pd.DataFrame) or table.empty:
+        return None
+    published = table[table["label_source"] == PUBLISHED_TYPES]
+    live = table[table["label_source"] != PUBLISHED_TYPES]
+    if inputs.models is not None:
+        live = live[live["model"].isin(inputs.models)]
+    rows = []
+    for frame, keyed in ((published, True), (live, False)):
+        models = list(dict.fromkeys(frame["model"]))
+        for model in models if keyed else model_order.ordered(models):
+            for judge, group in frame[frame["model"] == model].groupby("judge", sort=True):
+                by_lang = {record["lang"]: record for record in group.to_dict("records")}
+                source = str(group["label_source"].iloc[0])
+                name = _paper_key(inputs, str(model)) if keyed else str(model)
+                judge_cell = Cell("published (GPT-4o-mini)" if keyed else str(judge),
+                                  detail="the authors' annotation" if keyed else f"of {source}-labelled answers",
+                                  title=str(judge))
+                rows.append([Cell(name), judge_cell] + _type_cells(by_lang.get(SIMPLIFIED.code))
+                            + _type_cells(by_lang.get(TRADITIONAL.code)))
+    return TableSpec(
+        title="Table 19: types of incorrect answer (first trial, prompt variant 1)",
+        columns=["model", "classified by", "entirely wrong", "uncommon usage", "unclassified", "entirely wrong",
+                 "uncommon usage", "unclassified"],
+        groups=[("", 2), ("S prompts, %", 3), ("T prompts, %", 3)], rows=rows,
+        caption="Of the incorrect first-trial answers to prompt variant 1: % naming a different concept (entirely "
+                "wrong) and % naming the same concept in a less common form (uncommon usage), with Wilson 95 % "
+                "intervals. The paper LLMs' rows are the authors' published GPT-4o-mini annotations (the paper's "
+                "Table 19); other models' answers were classified by the judge named, asked Appendix B.4's "
+                "question word for word (`sctc run --judge KEY`).",
+        source="term_incorrect_types (the published annotation files; term_incorrect_type_judgements)")
+
+
+def _category_source(frame: pd.DataFrame, model: str) -> str | None:
+    present = set(frame.loc[frame["model"] == model, "label_source"])
+    return next((source for source in _sources(frame) if source in present), None)
+
+
+def _headline_categories(table: pd.DataFrame) -> pd.DataFrame:
+    """Prompt variant 1, each model's preferred label source (the authors' labels, else a judge's, else rules)."""
+    chosen = table[table["prompt_variant"] == 1]
+    parts = [chosen[(chosen["model"] == model) & (chosen["label_source"] == _category_source(chosen, model))]
+             for model in model_order.ordered(chosen["model"].unique())]
+    return pd.concat(parts, ignore_index=True) if parts else chosen
+
+
+def _p_text(value: Any) -> str:
+    value = float(value)
+    return "–" if math.isnan(value) else "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def category_tables(inputs: ReportInputs) -> list[TableSpec]:
+    """Misalignment by term category: per model and prompt, whether the categories differ (chi-square with a
+    permutation p-value, the term as unit) and the category most misaligned; per category, the misaligned terms of
+    all models and how many models it stands out for."""
+    table = inputs.table("term_misalignment_by_category")
+    if table.empty:
+        return []
+    chosen = _headline_categories(table)
+    tests = []
+    for (model, lang), group in chosen.groupby(["model", "lang"], sort=False):
+        first = group.iloc[0]
+        top = group.sort_values(["pct_misaligned_terms", "fisher_p_vs_rest"], ascending=[False, True]).iloc[0]
+        misaligned, terms = int(group["n_misaligned_terms"].sum()), int(group["n_terms"].sum())
+        chi2 = float(first["chi2"])
+        tests.append([
+            Cell(str(model)), Cell(_TAGS.get(lang, lang)), Cell(str(first["label_source"])),
+            Cell(str(misaligned), sort=misaligned, detail=f"of {terms} terms"),
+            Cell("–" if math.isnan(chi2) else f"{chi2:.1f}", sort=None if math.isnan(chi2) else chi2,
+                 detail=f"df {int(first['chi2_df'])}"),
+            Cell(_p_text(first["chi2_permutation_p"]), sort=float(first["chi2_permutation_p"]),
+                 detail=f"{int(first['permutations']):,} shuffles" if int(first["permutations"]) else "not tested"),
+            Cell(_p_text(first["chi2_p"]), sort=float(first["chi2_p"]),
+                 detail=f"min expected {float(first['min_expected']):.1f}" if pd.notna(first["min_expected"]) else ""),
+            Cell(str(top["category"]) if misaligned else "–",
+                 detail=(f"{int(top['n_misaligned_terms'])} of {int(top['n_terms'])} terms "
+                         f"({float(top['pct_misaligned_terms']):.0f} %), Fisher BH p {_p_text(top['fisher_p_vs_rest_bh'])}"
+                         if misaligned else ""))])
+    per_model = TableSpec(
+        title="Misalignment by term category: do the categories differ? (Section 3.2.1, prompt variant 1)",
+        columns=["model", "prompt", "labels", "misaligned terms", "χ²", "p (permutation)", "p (asymptotic)",
+                 "most misaligned category"],
+        rows=tests, sortable=True,
+        caption="A term is misaligned for a model when misaligned in at least 3 of 15 trials (scaled for fewer). "
+                "χ²: categories × (misaligned, not) terms, the term as unit; the p-value to read is the permutation "
+                "one (both margins fixed), since most expected counts are under 5; the most misaligned category "
+                "with Fisher's exact test against the other categories, BH-adjusted over the categories.",
+        source="term_misalignment_by_category; each model's label source as in the figures above")
+    rows = []
+    categories = sorted(set(chosen["category"]))
+    models = chosen["model"].nunique()
+    for category in categories:
+        part = chosen[chosen["category"] == category]
+        row = [Cell(category or "(none)"), Cell(str(int(part["n_terms"].max())), sort=int(part["n_terms"].max()))]
+        for lang in (SIMPLIFIED.code, TRADITIONAL.code):
+            by_lang = part[part["lang"] == lang]
+            if by_lang.empty:
+                row += [Cell("–"), Cell("–")]
+                continue
+            misaligned, terms = int(by_lang["n_misaligned_terms"].sum()), int(by_lang["n_terms"].sum())
+            standing = int(((by_lang["fisher_p_vs_rest_bh"] < FISHER_LEVEL)
+                            & (by_lang["odds_ratio_vs_rest"] > 1)).sum())
+            row += [value_cell(100 * misaligned / terms if terms else math.nan,
+                               wilson(misaligned, terms, scale=100) if terms else None,
+                               note=f"{misaligned} of {terms} model × term pairs misaligned"),
+                    Cell(str(standing), sort=standing, detail=f"of {by_lang['model'].nunique()} models")]
+        rows.append(row)
+    per_category = TableSpec(
+        title="Misaligned terms per category, all models together (prompt variant 1)",
+        columns=["category", "terms", "misaligned, %", "stands out for", "misaligned, %", "stands out for"],
+        groups=[("", 2), ("S prompts", 2), ("T prompts", 2)], rows=rows, sortable=True,
+        caption=f"Misaligned model × term pairs of the category over its pairs ({models} model(s)), Wilson 95 % "
+                "interval (pairs of one term are not independent: read it as descriptive); stands out for: the "
+                f"models for which the category's misaligned share is higher than the other categories' with "
+                f"Fisher's exact test, BH-adjusted, p < {FISHER_LEVEL}.",
+        source="term_misalignment_by_category")
+    return [per_model, per_category]
