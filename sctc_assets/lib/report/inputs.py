@@ -13,6 +13,10 @@ from sctc_assets.lib.model_registry import ModelEntry
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.table_store import arrow_source
 
+# Rows that hold the papers' published reference values under the authors' own model names (`qwen`, not a registry
+# key), marked by a column's value: shown as the reference in their tables, never taken for models of the audit.
+REFERENCE_ROWS: dict[str, tuple[str, str]] = {"term_incorrect_types": ("label_source", "upstream")}
+
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
                  "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at",
                  "batched", "input_tokens_batched_new", "output_tokens_batched_new"]
@@ -53,10 +57,14 @@ class ReportInputs:
         return frame
 
     def all_models(self) -> list[str]:
-        """Every model with a row in any report table (or in the usage), restricted to the chosen ones."""
+        """Every model with a row in any report table (or in the usage), restricted to the chosen ones; the published
+        reference rows (`REFERENCE_ROWS`) name no model of the audit."""
         found: list[str] = []
-        for frame in list(self.tables.values()) + [self.usage]:
+        for name, frame in list(self.tables.items()) + [("", self.usage)]:
             if isinstance(frame, pd.DataFrame) and "model" in frame.columns and not frame.empty:
+                column, value = REFERENCE_ROWS.get(name, ("", None))
+                if column in frame.columns:
+                    frame = frame[frame[column] != value]
                 found += [str(model) for model in frame["model"].dropna().unique()]
         found = list(dict.fromkeys(found))
         if self.models is not None:

@@ -394,5 +394,5 @@ def pair_table(inputs: ReportInputs) -> TableSpec | None:
         title="Table 23: selection rates of two named candidates (main lists)",
         columns=["model", "candidate"] + [f"prompted in {LANGS[lang]}" for lang in langs], rows=rows,
         caption="Selections of the candidate ÷ the lists asked that show it, %, with the Wilson 95 % interval (5 % "
-                "is chance among 20 names). The pair is the one named by `sctc run --name-pair A B`.",
+                "is chance among 20 names). The pair is the one named by sctc run --name-pair A B.",
         source="name_pair_selection_rates")

@@ -13,7 +13,7 @@ import pandas as pd
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
-from sctc_assets.lib.report.inputs import ReportInputs
+from sctc_assets.lib.report.inputs import REFERENCE_ROWS, ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, newcombe_difference, wilson
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 
@@ -320,7 +320,7 @@ def section(inputs: ReportInputs) -> Section:
 
 # --- Table 19 (types of incorrect answer) and misalignment by term category ------------------------------------------
 
-PUBLISHED_TYPES = "upstream"  # term_incorrect_types' label source of the authors' published annotations
+PUBLISHED_TYPES = REFERENCE_ROWS["term_incorrect_types"][1]  # the label source of the authors' published annotations
 FISHER_LEVEL = 0.05
 
 
@@ -377,7 +377,7 @@ def incorrect_types_table(inputs: ReportInputs) -> TableSpec | None:
                 "wrong) and % naming the same concept in a less common form (uncommon usage), with Wilson 95 % "
                 "intervals. The paper LLMs' rows are the authors' published GPT-4o-mini annotations (the paper's "
                 "Table 19); other models' answers were classified by the judge named, asked Appendix B.4's "
-                "question word for word (`sctc run --judge KEY`).",
+                "question word for word (sctc run --judge KEY).",
         source="term_incorrect_types (the published annotation files; term_incorrect_type_judgements)")
 
 
