@@ -54,6 +54,13 @@ ASSETS = {
                                                  "explanations (Tables 31-32)."),
     "name_talent_examples": AssetEntry(INPUTS, "The Taiwanese names most often described as talented or wise (Table "
                                                "33)."),
+    "name_explanation_extractions": AssetEntry(MODEL_LANG, "The LLM extractor's descriptive words for each "
+                                                           "explanation in one model's answers (Appendix C.7).",
+                                               calls=JUDGE),
+    "name_descriptor_words": AssetEntry(PER_MODEL, "One model's ten most frequent descriptive words per region and "
+                                                   "language, from the extractor (Tables 31-32)."),
+    "name_descriptor_names": AssetEntry(PER_MODEL, "The names one model most often describes with each top "
+                                                   "descriptive word (Table 33's shape)."),
     "name_invalid_class_validation": AssetEntry(INPUTS, "The rules extractor's classes of the human-annotated invalid"
                                                         " answers against the human ones (Table 20)."),
     "name_list_clustered_rates": AssetEntry(PER_MODEL, "One model's Mainland shares with standard errors clustered by"
@@ -76,7 +83,8 @@ def name_arguments(parser: Any) -> None:
     group.add_argument("--name-list-source", choices=list(LIST_SOURCES),
                        help="whose candidate lists live models answer (default: the authors' where present)")
     group.add_argument("--name-seed", type=int, metavar="SEED", help="seed of the generated candidate lists")
-    group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor for `judge` selections")
+    group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor: `judge` selections, and the "
+                                                        "descriptive words of the explanations (Tables 31-33)")
 
 
 def name_config(options: Mapping[str, Any]) -> dict:
@@ -84,6 +92,7 @@ def name_config(options: Mapping[str, Any]) -> dict:
         "name_responses": {"experiments": options.get("name_experiments"), "lists": options.get("name_lists"),
                            "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source")},
         "name_judgements": {"judge": options.get("name_judge")},
+        "name_explanation_extractions": {"judge": options.get("name_judge")},
     }
     if options.get("name_seed") is not None:
         config["name_candidate_lists"] = {"seed": options["name_seed"]}

@@ -1,0 +1,145 @@
+"""Tables 31–33 for a live model: `sctc run` with the stub OpenAI server as the name model and as the extractor
+(`--name-judge`), the top-10 descriptive words per region and language, the paper's highlight and the top names
+per descriptor checked against a count by hand; and the extractor's replies parsed, or counted as unparseable."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from sctc_assets.cli import main
+from sctc_assets.lib.name.descriptors import EXTRACTION_PROMPT, extraction_prompt, parse_words
+from sctc_assets.lib.name.prompts import shown_names
+from sctc_assets_tests.openai_stub_server import StubOpenAIServer, StubReply, completion
+
+KEY_ENV = "SCTC_TEST_DESCRIPTORS_KEY"
+EXTRACTOR_ASKS = re.compile(r"describing the name (\S+) in the provided text: (.*)\. Do not include", re.DOTALL)
+# The extractor's reply for a name, by the sum of its code points mod 5: None = NA, "?" = a sentence (unparseable).
+WORDS = {0: None, 1: "?", 2: ["聪明", "稳重", "词01", "词02", "词03", "词04", "词05"], 3: ["聪明", "有才华", "智慧"],
+         4: ["有才华", "可靠", "词06", "词07", "词08", "词09"]}
+REPLIES = {0: "NA", 1: "The text does not describe the name.", 2: json.dumps(WORDS[2], ensure_ascii=False),
+           3: "、".join(WORDS[3]), 4: "Adjectives:\n" + "\n".join(f"- {word}" for word in WORDS[4])}
+
+
+def _kind(name: str) -> int:
+    return sum(map(ord, name)) % 5
+
+
+def _says_only_the_name(name: str) -> bool:
+    return ord(name[0]) % 4 == 0
+
+
+class NamesAndWords(StubOpenAIServer):
+    """The name model picks the first listed name and (for most names) explains the choice; the extractor answers
+    `REPLIES[_kind(name)]`."""
+
+    def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
+        asked = EXTRACTOR_ASKS.search(prompt)
+        if asked:
+            return completion(REPLIES[_kind(asked.group(1))])
+        name = shown_names(prompt, where="stub")[0]
+        return completion(name if _says_only_the_name(name) else f"{name}。这个名字听起来很有才华，也很可靠。")
+
+
+def _registry(path, base_url: str):
+    common = f"backend: openai, base_url: '{base_url}', api_key_env: {KEY_ENV}, max_retries: 0"
+    path.write_text(
+        "models:\n"
+        f"  stub-names: {{{common}, model: stub-names, benchmarks: {{name: {{experiments: [main], lists: 8,"
+        " shuffles: 4}}}\n"
+        f"  stub-extractor: {{{common}, model: stub-extractor}}\n", encoding="utf-8")
+    return path
+
+
+def _top(counter: Counter) -> list[tuple[str, int]]:
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:10]
+
+
+@pytest.mark.slow
+def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_data_dir, extracted_upstream,
+                                                                       tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.delenv("SCTC_NAME_JUDGE", raising=False)
+    out = tmp_path / "out"
+    with NamesAndWords() as server:
+        path = _registry(tmp_path / "models.yaml", server.base_url)
+        argv = ["run", "--benchmarks", "name", "--models", "stub-names", "--name-judge", "stub-extractor",
+                "--registry", str(path), "--out", str(out)]
+        assert main(argv) == 0
+        asked = [prompt for prompt in server.prompts_seen() if prompt.startswith(EXTRACTION_PROMPT[:40])]
+        # a second run re-scores from the stored answers and the cache: no call
+        seen = len(server.requests)
+        assert main(argv) == 0
+        assert len(server.requests) == seen
+
+    selections = pd.read_parquet(out / "name_selections.parquet")
+    responses = pd.read_parquet(out / "name_responses.parquet")
+    valid = selections[(selections["extraction_source"] == "rules") & (selections["status"] == "valid")]
+    assert len(valid) == len(responses) == 3 * 8 * 4  # every answer names one listed candidate
+    explained = valid[[not _says_only_the_name(name) for name in valid["selected_name"]]]
+    assert 0 < len(explained) < len(valid)
+    # C.7's prompt for each explanation, the name-only answers not asked; one call per distinct question (the
+    # response cache answers a repeated one: the stub's answers are the same in every language)
+    texts = responses.set_index(["lang", "row"])["response"]
+    questions = {extraction_prompt(name, texts[(lang, row)])
+                 for lang, row, name in zip(explained["lang"], explained["row"], explained["selected_name"])}
+    assert sorted(asked) == sorted(questions)
+
+    # By hand: each explanation's words from WORDS, counted per language and region, ties by the word.
+    words = pd.read_parquet(out / "name_descriptor_words.parquet")
+    assert set(words["extractor"]) == {"stub-extractor"} and set(words["model"]) == {"stub-names"}
+    checked = 0
+    for lang, frame in explained.groupby("lang"):
+        tops, counts = {}, {}
+        for region in ("mainland", "taiwan"):
+            kinds = [_kind(name) for name in frame.loc[frame["region"] == region, "selected_name"]]
+            counts[region] = Counter(kinds)
+            tops[region] = _top(Counter(word for kind in kinds if isinstance(WORDS[kind], list)
+                                        for word in WORDS[kind]))
+        for region, other in (("mainland", "taiwan"), ("taiwan", "mainland")):
+            got = words[(words["lang"] == lang) & (words["region"] == region)].sort_values("rank")
+            assert list(zip(got["word"], got["count"])) == tops[region], (lang, region)
+            other_words = {word for word, _ in tops[other]}
+            assert got["only_in_this_region"].tolist() == [word not in other_words for word, _ in tops[region]]
+            if not got.empty:
+                n = counts[region]
+                assert got.iloc[0][["n_explanations", "n_with_words", "n_no_words", "n_unparseable", "n_failed"]
+                                   ].tolist() == [sum(n.values()), n[2] + n[3] + n[4], n[0], n[1], 0]
+                checked += 1
+    assert checked >= 4
+    assert (words["rank"] <= 10).all() and len(words) < len(explained) * 14  # at most 10 of the 14 words
+
+    # Table 33's shape: the names most often described with 有才华, per language, by hand.
+    names = pd.read_parquet(out / "name_descriptor_names.parquet")
+    for lang, frame in explained.groupby("lang"):
+        talented = Counter(name for name in frame["selected_name"] if isinstance(WORDS[_kind(name)], list)
+                           and "有才华" in WORDS[_kind(name)])
+        got = names[(names["lang"] == lang) & (names["word"] == "有才华")].sort_values("rank")
+        listed = set(words.loc[words["lang"] == lang, "word"])
+        expected = sorted(talented.items(), key=lambda item: (-item[1], item[0]))[:3] if "有才华" in listed else []
+        assert list(zip(got["name"], got["count"])) == expected
+        assert set(got["n_described"]) <= {sum(talented.values())}
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ('["Smart", "kind", "smart"]', ("words", ["smart", "kind"])),
+    ('{"adjectives": ["聪明", "智慧"]}', ("words", ["聪明", "智慧"])),
+    ("```json\n[\"聪明\"]\n```", ("words", ["聪明"])),
+    ("聪明、才华横溢", ("words", ["聪明", "才华横溢"])),
+    ("聪明，可靠; 稳重", ("words", ["聪明", "可靠", "稳重"])),
+    ("1. 聪明\n2) 智慧\n- 可靠", ("words", ["聪明", "智慧", "可靠"])),
+    ("Adjectives:\n- talented\n- wise", ("words", ["talented", "wise"])),
+    ("NA", ("none", [])), ("'NA'", ("none", [])), ("N/A.", ("none", [])), ("[]", ("none", [])),
+    ("There are no adjectives describing the name.", ("unparseable", [])),
+    ("这个名字听起来非常有才华而且很聪明很可靠的样子呢", ("unparseable", [])),
+    ("[1, 2]", ("unparseable", [])), ('{"a": ["x"], "b": ["y"]}', ("unparseable", [])), ("{broken", ("unparseable", [])),
+    ("", ("unparseable", [])), (None, ("unparseable", [])),
+])
+def test_the_extractors_reply_is_parsed_or_counted_never_guessed(answer, expected):
+    status, words = parse_words(answer)
+    assert (status, words) == expected
