@@ -14,20 +14,25 @@ import pytest
 
 from sctc_assets.cli import main
 from sctc_assets.lib.name.descriptors import EXTRACTION_PROMPT, extraction_prompt, parse_words
+from sctc_assets.lib.name.names import NAMES_FILE, parse_names
 from sctc_assets.lib.name.prompts import shown_names
+from sctc_assets.lib.report.inputs import ReportInputs
+from sctc_assets.lib.report.names import section
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer, StubReply, completion
 
 KEY_ENV = "SCTC_TEST_DESCRIPTORS_KEY"
 EXTRACTOR_ASKS = re.compile(r"describing the name (\S+) in the provided text: (.*)\. Do not include", re.DOTALL)
-# The extractor's reply for a name, by the sum of its code points mod 5: None = NA, "?" = a sentence (unparseable).
-WORDS = {0: None, 1: "?", 2: ["聪明", "稳重", "词01", "词02", "词03", "词04", "词05"], 3: ["聪明", "有才华", "智慧"],
-         4: ["有才华", "可靠", "词06", "词07", "词08", "词09"]}
+# The extractor's reply for a name, by the sum of its code points mod 5 (2 for Mainland names only, 4 for Taiwanese
+# names only): None = NA, "?" = a sentence (unparseable). Mainland names can get 12 words, Taiwanese ones 8.
+WORDS = {0: None, 1: "?", 2: ["聪明", "稳重", *(f"词{i:02}" for i in range(1, 9))], 3: ["聪明", "有才华", "智慧"],
+         4: ["有才华", "可靠", "词11", "词12", "词13", "词14"]}
 REPLIES = {0: "NA", 1: "The text does not describe the name.", 2: json.dumps(WORDS[2], ensure_ascii=False),
            3: "、".join(WORDS[3]), 4: "Adjectives:\n" + "\n".join(f"- {word}" for word in WORDS[4])}
 
 
-def _kind(name: str) -> int:
-    return sum(map(ord, name)) % 5
+def _kind(name: str, region: str) -> int:
+    kind = sum(map(ord, name)) % 5
+    return {("taiwan", 2): 4, ("mainland", 4): 2}.get((region, kind), kind)
 
 
 def _says_only_the_name(name: str) -> bool:
@@ -36,12 +41,16 @@ def _says_only_the_name(name: str) -> bool:
 
 class NamesAndWords(StubOpenAIServer):
     """The name model picks the first listed name and (for most names) explains the choice; the extractor answers
-    `REPLIES[_kind(name)]`."""
+    `REPLIES[_kind(name, region)]`."""
+
+    def __init__(self, regions: dict[str, str]):
+        super().__init__()
+        self.regions = regions
 
     def echo(self, prompt: str, body: dict[str, Any]) -> StubReply:
         asked = EXTRACTOR_ASKS.search(prompt)
         if asked:
-            return completion(REPLIES[_kind(asked.group(1))])
+            return completion(REPLIES[_kind(asked.group(1), self.regions[asked.group(1)])])
         name = shown_names(prompt, where="stub")[0]
         return completion(name if _says_only_the_name(name) else f"{name}。这个名字听起来很有才华，也很可靠。")
 
@@ -66,7 +75,8 @@ def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_d
     monkeypatch.setenv(KEY_ENV, "sk-test")
     monkeypatch.delenv("SCTC_NAME_JUDGE", raising=False)
     out = tmp_path / "out"
-    with NamesAndWords() as server:
+    names = parse_names(pd.read_csv(extracted_upstream / NAMES_FILE))
+    with NamesAndWords(dict(zip(names["name"], names["region"]))) as server:
         path = _registry(tmp_path / "models.yaml", server.base_url)
         argv = ["run", "--benchmarks", "name", "--models", "stub-names", "--name-judge", "stub-extractor",
                 "--registry", str(path), "--out", str(out)]
@@ -97,7 +107,7 @@ def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_d
     for lang, frame in explained.groupby("lang"):
         tops, counts = {}, {}
         for region in ("mainland", "taiwan"):
-            kinds = [_kind(name) for name in frame.loc[frame["region"] == region, "selected_name"]]
+            kinds = [_kind(name, region) for name in frame.loc[frame["region"] == region, "selected_name"]]
             counts[region] = Counter(kinds)
             tops[region] = _top(Counter(word for kind in kinds if isinstance(WORDS[kind], list)
                                         for word in WORDS[kind]))
@@ -112,18 +122,33 @@ def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_d
                                    ].tolist() == [sum(n.values()), n[2] + n[3] + n[4], n[0], n[1], 0]
                 checked += 1
     assert checked >= 4
-    assert (words["rank"] <= 10).all() and len(words) < len(explained) * 14  # at most 10 of the 14 words
+    assert words["only_in_this_region"].any() and not words["only_in_this_region"].all()
+    assert (words["rank"] == 10).any()  # a region with more than 10 words was cut to its top 10
+    assert (words["rank"] <= 10).all() and len(words) <= 3 * (10 + 8)  # at most 10 of the 12 Mainland words
 
     # Table 33's shape: the names most often described with 有才华, per language, by hand.
     names = pd.read_parquet(out / "name_descriptor_names.parquet")
     for lang, frame in explained.groupby("lang"):
-        talented = Counter(name for name in frame["selected_name"] if isinstance(WORDS[_kind(name)], list)
-                           and "有才华" in WORDS[_kind(name)])
+        talented = Counter(name for name, region in zip(frame["selected_name"], frame["region"])
+                           if isinstance(WORDS[_kind(name, region)], list) and "有才华" in WORDS[_kind(name, region)])
         got = names[(names["lang"] == lang) & (names["word"] == "有才华")].sort_values("rank")
         listed = set(words.loc[words["lang"] == lang, "word"])
         expected = sorted(talented.items(), key=lambda item: (-item[1], item[0]))[:3] if "有才华" in listed else []
         assert list(zip(got["name"], got["count"])) == expected
         assert set(got["n_described"]) <= {sum(talented.values())}
+
+    # The report's name section shows the live tables beside the published ones.
+    tables = {name: pd.read_parquet(out / f"{name}.parquet") for name in
+              ("name_explanation_words", "name_descriptor_words", "name_descriptor_names", "name_choice_rates")}
+    shown = section(ReportInputs(tables=tables))
+    titles = [block.title for block in shown.blocks]
+    assert "Tables 31–32 for stub-names: descriptive words, extractor stub-extractor" in titles
+    assert "Table 33 for stub-names: names most often described with each top word, extractor stub-extractor" in titles
+    live = next(block for block in shown.blocks if block.title.startswith("Tables 31–32 for stub-names"))
+    zh_hans = words[(words["lang"] == "zh_hans") & (words["region"] == "mainland")].sort_values("rank")
+    column = live.columns.index("Mainland names, S")
+    assert [row[column].text for row in live.rows][:len(zh_hans)] == [
+        word + (" ◆" if mark else "") for word, mark in zip(zh_hans["word"], zh_hans["only_in_this_region"])]
 
 
 @pytest.mark.parametrize("answer, expected", [

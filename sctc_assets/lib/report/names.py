@@ -1,5 +1,7 @@
 """SC-TC-Bench regional name choice: Figures 3, 4, 6, 9, 10 and 11 and the Mainland share per language, from
-`name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`."""
+`name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`; Tables 31–33
+(descriptive words in the names' explanations) from `name_explanation_words` (the authors' published extractions)
+beside `name_descriptor_words` / `name_descriptor_names` (a live extractor's, `--name-judge`)."""
 
 from __future__ import annotations
 
@@ -310,6 +312,7 @@ def section(inputs: ReportInputs) -> Section:
                 if table is not None:
                     result.add(table)
     _permutation_figures(inputs, result)
+    _descriptor_tables(inputs, result)
     if names.empty or not {"count", "region"} <= set(names.columns):
         result.missing.append(Missing("Figure 9: regional_names is not materialized",
                                       "sctc run --benchmarks name (its inputs stage)"))
@@ -356,3 +359,67 @@ def _permutation_figures(inputs: ReportInputs, result: Section) -> None:
                                   else None, xlabel="Shuffles per list used"),
         source="name_permutation_stability (each model's own answers); "
                + inputs.kinds_note(model_order.ordered(own["model"].unique()))))
+
+
+PUBLISHED_EXTRACTOR = "gpt-4o-mini (published)"
+REGION_LABELS = {"mainland": "Mainland", "taiwan": "Taiwanese"}
+
+
+def _word_table(frame: pd.DataFrame, title: str, source: str) -> TableSpec:
+    """Tables 31–32's layout: ranks as rows, region × language as columns, ◆ = only in this region's top 10."""
+    keys = [(region, lang) for region in REGION_LABELS for lang in LANGS
+            if ((frame["region"] == region) & (frame["lang"] == lang)).any()]
+    cells = {(record["region"], record["lang"], int(record["rank"])): record for record in frame.to_dict("records")}
+    rows = []
+    for rank in range(1, int(frame["rank"].max()) + 1):
+        row = [Cell(str(rank), sort=rank)]
+        for region, lang in keys:
+            record = cells.get((region, lang, rank))
+            row.append(Cell(f"{record['word']}{' ◆' if record['only_in_this_region'] else ''}",
+                            detail=f"{int(record['count'])} explanations") if record else Cell(""))
+        rows.append(row)
+    return TableSpec(title=title, columns=["rank"] + [f"{REGION_LABELS[region]} names, {LANG_TAGS[lang]}"
+                                                      for region, lang in keys],
+                     rows=rows, source=source,
+                     caption="The 10 most frequent descriptive words in the explanations of the names of each region, "
+                             "per prompting language (S/T/E); ◆: in this region's top 10 but not the other's (the "
+                             "paper's blue highlight).")
+
+
+def _descriptor_tables(inputs: ReportInputs, result: Section) -> None:
+    published = inputs.table("name_explanation_words")
+    if not published.empty and "word_source" in published.columns:
+        scripts = published[published["word_source"] == "scripts"]
+        for model in sorted(scripts["model"].unique()):
+            result.add(_word_table(scripts[scripts["model"] == model],
+                                   f"Tables 31–32: descriptive words, {model}, extractor {PUBLISHED_EXTRACTOR}",
+                                   "name_explanation_words (the authors' extractions, tab_31.py's counting)"))
+    live = inputs.table("name_descriptor_words")
+    if live.empty:
+        result.missing.append(Missing("Tables 31–33 for the live models: name_descriptor_words has no rows",
+                                      f"{HOW} --name-judge KEY (an LLM extractor, Appendix C.7)"))
+        return
+    names = inputs.table("name_descriptor_names")
+    for model in model_order.ordered(live["model"].unique()):
+        for extractor in sorted(live.loc[live["model"] == model, "extractor"].unique()):
+            chosen = live[(live["model"] == model) & (live["extractor"] == extractor)]
+            counts = chosen.drop_duplicates(["lang", "region"])
+            result.add(_word_table(chosen, f"Tables 31–32 for {model}: descriptive words, extractor {extractor}",
+                                   f"name_descriptor_words; {int(counts['n_explanations'].sum())} explanations, "
+                                   f"{int(counts['n_unparseable'].sum())} unparseable replies, "
+                                   f"{int(counts['n_failed'].sum())} failed calls"))
+            described = names[(names["model"] == model) & (names["extractor"] == extractor)] if not names.empty \
+                else names
+            if described.empty:
+                continue
+            rows = [[Cell(LANG_TAGS.get(lang, lang)), Cell(word),
+                     Cell(", ".join(f"{name} ({REGION_LABELS.get(region, region)}, {count})" for name, region, count
+                                    in zip(frame["name"], frame["region"], frame["count"])))]
+                    for (lang, word), frame in described.sort_values(["lang", "word", "rank"]).groupby(
+                        ["lang", "word"], sort=False)]
+            result.add(TableSpec(title=f"Table 33 for {model}: names most often described with each top word, "
+                                       f"extractor {extractor}",
+                                 columns=["prompted in", "word", "top names (region, explanations)"], rows=rows,
+                                 source="name_descriptor_names",
+                                 caption="For each word in either region's top 10, the three names whose explanations "
+                                         "use it most."))
