@@ -396,8 +396,9 @@ def _descriptor_tables(inputs: ReportInputs, result: Section) -> None:
                                    "name_explanation_words (the authors' extractions, tab_31.py's counting)"))
     live = inputs.table("name_descriptor_words")
     if live.empty:
-        result.missing.append(Missing("Tables 31–33 for the live models: name_descriptor_words has no rows",
-                                      f"{HOW} --name-judge KEY (an LLM extractor, Appendix C.7)"))
+        # The live extraction is opt-in (a second model's calls), so its absence is a note, not a gap.
+        result.notes.append("Tables 31–33 for the live models: no extraction was run (sctc run --benchmarks name "
+                            "--name-judge KEY: an LLM extracts the descriptive words with Appendix C.7's prompt)")
         return
     names = inputs.table("name_descriptor_names")
     for model in model_order.ordered(live["model"].unique()):
