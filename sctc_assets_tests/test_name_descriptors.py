@@ -149,6 +149,22 @@ def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_d
     column = live.columns.index("Mainland names, S")
     assert [row[column].text for row in live.rows][:len(zh_hans)] == [
         word + (" ◆" if mark else "") for word, mark in zip(zh_hans["word"], zh_hans["only_in_this_region"])]
+    # Table 33 in the report: S, T, E in turn; each language's words by their best rank, with the region(s) whose
+    # top 10 holds them, by hand from name_descriptor_words.
+    table_33 = next(block for block in shown.blocks if block.title.startswith("Table 33 for stub-names"))
+    shown_rows = [[cell.text for cell in row[:3]] for row in table_33.rows]
+    expected_rows = []
+    for lang, tag in (("zh_hans", "S"), ("zh_hant", "T"), ("en", "E")):
+        in_lang = words[words["lang"] == lang]
+        described = set(names.loc[names["lang"] == lang, "word"])
+        best = {word: min((rank, region != "mainland") for rank, region in zip(frame["rank"], frame["region"]))
+                for word, frame in in_lang.groupby("word")}
+        for word in sorted(described, key=lambda word: (*best[word], word)):
+            regions = set(in_lang.loc[in_lang["word"] == word, "region"])
+            expected_rows.append([tag, word, " and ".join(label for region, label in
+                                                         (("mainland", "Mainland"), ("taiwan", "Taiwanese"))
+                                                         if region in regions)])
+    assert shown_rows == expected_rows and len(expected_rows) > 3
 
 
 @pytest.mark.parametrize("answer, expected", [

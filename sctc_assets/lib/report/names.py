@@ -413,14 +413,31 @@ def _descriptor_tables(inputs: ReportInputs, result: Section) -> None:
                 else names
             if described.empty:
                 continue
-            rows = [[Cell(LANG_TAGS.get(lang, lang)), Cell(word),
-                     Cell(", ".join(f"{name} ({REGION_LABELS.get(region, region)}, {count})" for name, region, count
-                                    in zip(frame["name"], frame["region"], frame["count"])))]
-                    for (lang, word), frame in described.sort_values(["lang", "word", "rank"]).groupby(
-                        ["lang", "word"], sort=False)]
             result.add(TableSpec(title=f"Table 33 for {model}: names most often described with each top word, "
                                        f"extractor {extractor}",
-                                 columns=["prompted in", "word", "top names (region, explanations)"], rows=rows,
-                                 source="name_descriptor_names",
+                                 columns=["prompted in", "word", "in the top 10 of", "top names (region, explanations)"],
+                                 rows=_descriptor_name_rows(chosen, described), source="name_descriptor_names",
                                  caption="For each word in either region's top 10, the three names whose explanations "
-                                         "use it most."))
+                                         "use it most; per language, the words in the order of their best rank."))
+
+
+def _descriptor_name_rows(words: pd.DataFrame, described: pd.DataFrame) -> list[list[Cell]]:
+    """Table 33's rows for one model and extractor: languages in the report's order (S, T, E), each language's words
+    by their best rank in either region's top 10 (ties: Mainland first, then the word), the region(s) whose top 10
+    holds the word, and its top names."""
+    order = {lang: index for index, lang in enumerate(LANGS)}
+    ranked = words.assign(region_order=words["region"].map({region: index for index, region
+                                                             in enumerate(REGION_LABELS)}))
+    ranked = ranked.sort_values(["rank", "region_order", "word"]).groupby(["lang", "word"], sort=False)
+    best = {key: (int(frame["rank"].iloc[0]), int(frame["region_order"].iloc[0]))
+            for key, frame in ranked}
+    tops = {key: " and ".join(REGION_LABELS[region] for region in REGION_LABELS if region in set(frame["region"]))
+            for key, frame in ranked}
+    keys = sorted({(lang, word) for lang, word in zip(described["lang"], described["word"])},
+                  key=lambda key: (order.get(key[0], len(order)), *best.get(key, (99, 9)), key[1]))
+    groups = dict(tuple(described.sort_values("rank").groupby(["lang", "word"], sort=False)))
+    return [[Cell(LANG_TAGS.get(lang, lang)), Cell(word), Cell(tops.get((lang, word), "")),
+             Cell(", ".join(f"{name} ({REGION_LABELS.get(region, region)}, {count})" for name, region, count
+                            in zip(groups[(lang, word)]["name"], groups[(lang, word)]["region"],
+                                   groups[(lang, word)]["count"])))]
+            for lang, word in keys]
