@@ -139,9 +139,19 @@ def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_d
 
     # The report's name section shows the live tables beside the published ones.
     tables = {name: pd.read_parquet(out / f"{name}.parquet") for name in
-              ("name_explanation_words", "name_descriptor_words", "name_descriptor_names", "name_choice_rates")}
+              ("name_explanation_words", "name_talent_examples", "name_descriptor_words", "name_descriptor_names",
+               "name_choice_rates")}
     shown = section(ReportInputs(tables=tables))
     titles = [block.title for block in shown.blocks]
+    # the published Table 33 (Qwen-1.5's explanations), its cells from name_talent_examples
+    talent = tables["name_talent_examples"]
+    published_33 = next(block for block in shown.blocks
+                        if block.title == "Table 33: Taiwanese names described as talented or wise, qwen, extractor "
+                                          "gpt-4o-mini (published)")
+    qwen_s = talent[(talent["model"] == "qwen") & (talent["lang"] == "zh_hans")].sort_values("rank")
+    assert [cell.text for cell in published_33.rows[0]] == [
+        "S", ", ".join(f"{name} ({count})" for name, count in zip(qwen_s["name"], qwen_s["count"])),
+        str(qwen_s["n_described"].iloc[0])]
     assert "Tables 31–32 for stub-names: descriptive words, extractor stub-extractor" in titles
     assert "Table 33 for stub-names: names most often described with each top word, extractor stub-extractor" in titles
     live = next(block for block in shown.blocks if block.title.startswith("Tables 31–32 for stub-names"))

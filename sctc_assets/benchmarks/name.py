@@ -197,6 +197,7 @@ NAME = BenchmarkSpec(
     summary=name_summary,
     report_part=ReportPart("sctc_assets.lib.report.names", "name_", "Name choice (main lists)"),
     report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names",
-                   "name_explanation_words", "name_descriptor_words", "name_descriptor_names"),
+                   "name_explanation_words", "name_talent_examples", "name_descriptor_words",
+                   "name_descriptor_names"),
     skip_unchanged=True,
 )

@@ -1,7 +1,7 @@
 """SC-TC-Bench regional name choice: Figures 3, 4, 6, 9, 10 and 11 and the Mainland share per language, from
 `name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`; Tables 31–33
-(descriptive words in the names' explanations) from `name_explanation_words` (the authors' published extractions)
-beside `name_descriptor_words` / `name_descriptor_names` (a live extractor's, `--name-judge`)."""
+(descriptive words in the names' explanations) from `name_explanation_words` and `name_talent_examples` (the authors'
+published extractions) beside `name_descriptor_words` / `name_descriptor_names` (a live extractor's, `--name-judge`)."""
 
 from __future__ import annotations
 
@@ -394,6 +394,21 @@ def _descriptor_tables(inputs: ReportInputs, result: Section) -> None:
             result.add(_word_table(scripts[scripts["model"] == model],
                                    f"Tables 31–32: descriptive words, {model}, extractor {PUBLISHED_EXTRACTOR}",
                                    "name_explanation_words (the authors' extractions, tab_31.py's counting)"))
+    talent = inputs.table("name_talent_examples")
+    if not talent.empty and {"model", "lang", "rank", "name", "count", "n_described"} <= set(talent.columns):
+        order = {lang: index for index, lang in enumerate(LANGS)}
+        for model in sorted(talent["model"].unique()):
+            chosen = talent[talent["model"] == model].sort_values("rank")
+            rows = [[Cell(LANG_TAGS.get(lang, lang)),
+                     Cell(", ".join(f"{name} ({int(count)})" for name, count in zip(frame["name"], frame["count"]))),
+                     Cell(str(int(frame["n_described"].iloc[0])))]
+                    for lang, frame in sorted(chosen.groupby("lang"), key=lambda item: order.get(item[0], 9))]
+            result.add(TableSpec(
+                title=f"Table 33: Taiwanese names described as talented or wise, {model}, extractor "
+                      f"{PUBLISHED_EXTRACTOR}",
+                columns=["prompted in", "top names (explanations)", "explanations with such a word"], rows=rows,
+                source="name_talent_examples (the authors' extractions, tab_31.py --name_example)",
+                caption="The three Taiwanese names most often described with 才华横溢, 有才华, 智慧, 才智 or 才华出众."))
     live = inputs.table("name_descriptor_words")
     if live.empty:
         # The live extraction is opt-in (a second model's calls), so its absence is a note, not a gap.
