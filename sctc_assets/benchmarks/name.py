@@ -56,6 +56,13 @@ ASSETS = {
                                                  "explanations (Tables 31-32)."),
     "name_talent_examples": AssetEntry(INPUTS, "The Taiwanese names most often described as talented or wise (Table "
                                                "33)."),
+    "name_explanation_extractions": AssetEntry(MODEL_LANG, "The LLM extractor's descriptive words for each "
+                                                           "explanation in one model's answers (Appendix C.7).",
+                                               calls=JUDGE),
+    "name_descriptor_words": AssetEntry(PER_MODEL, "One model's ten most frequent descriptive words per region and "
+                                                   "language, from the extractor (Tables 31-32)."),
+    "name_descriptor_names": AssetEntry(PER_MODEL, "The names one model most often describes with each top "
+                                                   "descriptive word (Table 33's shape)."),
     "name_invalid_class_validation": AssetEntry(INPUTS, "The rules extractor's classes of the human-annotated invalid"
                                                         " answers against the human ones (Table 20)."),
     "name_list_clustered_rates": AssetEntry(PER_MODEL, "One model's Mainland shares with standard errors clustered by"
@@ -78,7 +85,8 @@ def name_arguments(parser: Any) -> None:
     group.add_argument("--name-list-source", choices=list(LIST_SOURCES),
                        help="whose candidate lists live models answer (default: the authors' where present)")
     group.add_argument("--name-seed", type=int, metavar="SEED", help="seed of the generated candidate lists")
-    group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor for `judge` selections")
+    group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor: `judge` selections, and the "
+                                                        "descriptive words of the explanations (Tables 31-33)")
     group.add_argument("--name-pair", nargs=2, metavar=("NAME", "NAME"),
                        help="two candidates whose selection rates across the prompt languages "
                             "`name_pair_selection_rates` compares (Table 23), as the lists write them")
@@ -89,6 +97,7 @@ def name_config(options: Mapping[str, Any]) -> dict:
         "name_responses": {"experiments": options.get("name_experiments"), "lists": options.get("name_lists"),
                            "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source")},
         "name_judgements": {"judge": options.get("name_judge")},
+        "name_explanation_extractions": {"judge": options.get("name_judge")},
     }
     if options.get("name_pair"):
         config["name_pair_selection_rates"] = {"names": list(options["name_pair"])}
@@ -195,6 +204,7 @@ NAME = BenchmarkSpec(
     summary=name_summary,
     report_part=ReportPart("sctc_assets.lib.report.names", "name_", "Name choice (main lists)"),
     report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names",
-                   "name_pair_selection_rates"),
+                   "name_pair_selection_rates", "name_explanation_words", "name_talent_examples",
+                   "name_descriptor_words", "name_descriptor_names"),
     skip_unchanged=True,
 )

@@ -14,8 +14,13 @@ from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.table_store import arrow_source
 
 # Rows that hold the papers' published reference values under the authors' own model names (`qwen`, not a registry
-# key), marked by a column's value: shown as the reference in their tables, never taken for models of the audit.
-REFERENCE_ROWS: dict[str, tuple[str, str]] = {"term_incorrect_types": ("label_source", "upstream")}
+# key), marked by a column's value (None: every row of the table): shown as the reference in their tables, never
+# taken for models of the audit.
+REFERENCE_ROWS: dict[str, tuple[str | None, str | None]] = {
+    "term_incorrect_types": ("label_source", "upstream"),
+    "name_explanation_words": (None, None),  # the authors' extractions (Tables 31–32)
+    "name_talent_examples": (None, None),  # and Table 33's
+}
 
 USAGE_COLUMNS = ["benchmark", "model", "answers", "cached", "new", "errors", "input_tokens", "output_tokens",
                  "input_tokens_new", "output_tokens_new", "served_models", "system_fingerprints", "stored_at",
@@ -63,6 +68,8 @@ class ReportInputs:
         for name, frame in list(self.tables.items()) + [("", self.usage)]:
             if isinstance(frame, pd.DataFrame) and "model" in frame.columns and not frame.empty:
                 column, value = REFERENCE_ROWS.get(name, ("", None))
+                if name in REFERENCE_ROWS and column is None:
+                    continue
                 if column in frame.columns:
                     frame = frame[frame[column] != value]
                 found += [str(model) for model in frame["model"].dropna().unique()]

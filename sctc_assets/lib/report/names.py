@@ -1,6 +1,8 @@
 """SC-TC-Bench regional name choice: Figures 3, 4, 6, 9, 10 and 11 and the Mainland share per language, from
 `name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`; Table 23 from
-`name_pair_selection_rates` when a run named two candidates (`--name-pair`)."""
+`name_pair_selection_rates` when a run named two candidates (`--name-pair`); Tables 31–33 (descriptive words in the
+names' explanations) from `name_explanation_words` and `name_talent_examples` (the authors' published extractions)
+beside `name_descriptor_words` / `name_descriptor_names` (a live extractor's, `--name-judge`)."""
 
 from __future__ import annotations
 
@@ -314,6 +316,7 @@ def section(inputs: ReportInputs) -> Section:
     if pair is not None:
         result.add(pair)
     _permutation_figures(inputs, result)
+    _descriptor_tables(inputs, result)
     if names.empty or not {"count", "region"} <= set(names.columns):
         result.missing.append(Missing("Figure 9: regional_names is not materialized",
                                       "sctc run --benchmarks name (its inputs stage)"))
@@ -396,3 +399,100 @@ def pair_table(inputs: ReportInputs) -> TableSpec | None:
         caption="Selections of the candidate ÷ the lists asked that show it, %, with the Wilson 95 % interval (5 % "
                 "is chance among 20 names). The pair is the one named by sctc run --name-pair A B.",
         source="name_pair_selection_rates")
+
+
+PUBLISHED_EXTRACTOR = "gpt-4o-mini (published)"
+REGION_LABELS = {"mainland": "Mainland", "taiwan": "Taiwanese"}
+
+
+def _word_table(frame: pd.DataFrame, title: str, source: str) -> TableSpec:
+    """Tables 31–32's layout: ranks as rows, region × language as columns, ◆ = only in this region's top 10."""
+    keys = [(region, lang) for region in REGION_LABELS for lang in LANGS
+            if ((frame["region"] == region) & (frame["lang"] == lang)).any()]
+    cells = {(record["region"], record["lang"], int(record["rank"])): record for record in frame.to_dict("records")}
+    rows = []
+    for rank in range(1, int(frame["rank"].max()) + 1):
+        row = [Cell(str(rank), sort=rank)]
+        for region, lang in keys:
+            record = cells.get((region, lang, rank))
+            row.append(Cell(f"{record['word']}{' ◆' if record['only_in_this_region'] else ''}",
+                            detail=f"{int(record['count'])} explanations") if record else Cell(""))
+        rows.append(row)
+    return TableSpec(title=title, columns=["rank"] + [f"{REGION_LABELS[region]} names, {LANG_TAGS[lang]}"
+                                                      for region, lang in keys],
+                     rows=rows, source=source,
+                     caption="The 10 most frequent descriptive words in the explanations of the names of each region, "
+                             "per prompting language (S/T/E); ◆: in this region's top 10 but not the other's (the "
+                             "paper's blue highlight).")
+
+
+def _descriptor_tables(inputs: ReportInputs, result: Section) -> None:
+    published = inputs.table("name_explanation_words")
+    if not published.empty and "word_source" in published.columns:
+        scripts = published[published["word_source"] == "scripts"]
+        for model in sorted(scripts["model"].unique()):
+            result.add(_word_table(scripts[scripts["model"] == model],
+                                   f"Tables 31–32: descriptive words, {model}, extractor {PUBLISHED_EXTRACTOR}",
+                                   "name_explanation_words (the authors' extractions, tab_31.py's counting)"))
+    talent = inputs.table("name_talent_examples")
+    if not talent.empty and {"model", "lang", "rank", "name", "count", "n_described"} <= set(talent.columns):
+        order = {lang: index for index, lang in enumerate(LANGS)}
+        for model in sorted(talent["model"].unique()):
+            chosen = talent[talent["model"] == model].sort_values("rank")
+            rows = [[Cell(LANG_TAGS.get(lang, lang)),
+                     Cell(", ".join(f"{name} ({int(count)})" for name, count in zip(frame["name"], frame["count"]))),
+                     Cell(str(int(frame["n_described"].iloc[0])))]
+                    for lang, frame in sorted(chosen.groupby("lang"), key=lambda item: order.get(item[0], 9))]
+            result.add(TableSpec(
+                title=f"Table 33: Taiwanese names described as talented or wise, {model}, extractor "
+                      f"{PUBLISHED_EXTRACTOR}",
+                columns=["prompted in", "top names (explanations)", "explanations with such a word"], rows=rows,
+                source="name_talent_examples (the authors' extractions, tab_31.py --name_example)",
+                caption="The three Taiwanese names most often described with 才华横溢, 有才华, 智慧, 才智 or 才华出众."))
+    live = inputs.table("name_descriptor_words")
+    if live.empty:
+        # The live extraction is opt-in (a second model's calls), so its absence is a note, not a gap.
+        result.notes.append("Tables 31–33 for the live models: no extraction was run (sctc run --benchmarks name "
+                            "--name-judge KEY: an LLM extracts the descriptive words with Appendix C.7's prompt)")
+        return
+    names = inputs.table("name_descriptor_names")
+    for model in model_order.ordered(live["model"].unique()):
+        for extractor in sorted(live.loc[live["model"] == model, "extractor"].unique()):
+            chosen = live[(live["model"] == model) & (live["extractor"] == extractor)]
+            counts = chosen.drop_duplicates(["lang", "region"])
+            result.add(_word_table(chosen, f"Tables 31–32 for {model}: descriptive words, extractor {extractor}",
+                                   f"name_descriptor_words; {int(counts['n_explanations'].sum())} explanations, "
+                                   f"{int(counts['n_unparseable'].sum())} unparseable replies, "
+                                   f"{int(counts['n_failed'].sum())} failed calls"))
+            described = names[(names["model"] == model) & (names["extractor"] == extractor)] if not names.empty \
+                else names
+            if described.empty:
+                continue
+            result.add(TableSpec(title=f"Table 33 for {model}: names most often described with each top word, "
+                                       f"extractor {extractor}",
+                                 columns=["prompted in", "word", "in the top 10 of", "top names (region, explanations)"],
+                                 rows=_descriptor_name_rows(chosen, described), source="name_descriptor_names",
+                                 caption="For each word in either region's top 10, the three names whose explanations "
+                                         "use it most; per language, the words in the order of their best rank."))
+
+
+def _descriptor_name_rows(words: pd.DataFrame, described: pd.DataFrame) -> list[list[Cell]]:
+    """Table 33's rows for one model and extractor: languages in the report's order (S, T, E), each language's words
+    by their best rank in either region's top 10 (ties: Mainland first, then the word), the region(s) whose top 10
+    holds the word, and its top names."""
+    order = {lang: index for index, lang in enumerate(LANGS)}
+    ranked = words.assign(region_order=words["region"].map({region: index for index, region
+                                                             in enumerate(REGION_LABELS)}))
+    ranked = ranked.sort_values(["rank", "region_order", "word"]).groupby(["lang", "word"], sort=False)
+    best = {key: (int(frame["rank"].iloc[0]), int(frame["region_order"].iloc[0]))
+            for key, frame in ranked}
+    tops = {key: " and ".join(REGION_LABELS[region] for region in REGION_LABELS if region in set(frame["region"]))
+            for key, frame in ranked}
+    keys = sorted({(lang, word) for lang, word in zip(described["lang"], described["word"])},
+                  key=lambda key: (order.get(key[0], len(order)), *best.get(key, (99, 9)), key[1]))
+    groups = dict(tuple(described.sort_values("rank").groupby(["lang", "word"], sort=False)))
+    return [[Cell(LANG_TAGS.get(lang, lang)), Cell(word), Cell(tops.get((lang, word), "")),
+             Cell(", ".join(f"{name} ({REGION_LABELS.get(region, region)}, {count})" for name, region, count
+                            in zip(groups[(lang, word)]["name"], groups[(lang, word)]["region"],
+                                   groups[(lang, word)]["count"])))]
+            for lang, word in keys]
