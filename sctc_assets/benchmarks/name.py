@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
@@ -36,6 +37,10 @@ ASSETS = {
                                               "extract.", calls=JUDGE),
     "name_selections": AssetEntry(MODEL_LANG, "The name each answer selected, by extraction source."),
     "name_choice_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per language and experiment."),
+    "name_variant_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per prompt variant (when "
+                                                "variants 2 and 3 ran)."),
+    "name_variant_correlations": AssetEntry(CROSS_MODEL, "Correlations of the name rates across prompt variants "
+                                                         "(as Appendix B.1)."),
     "name_extraction_agreement": AssetEntry(PER_MODEL, "How often our extractor agrees with the authors' published "
                                                        "extraction."),
     "name_top_selected": AssetEntry(PER_MODEL, "The names one model selects most often, by normalised frequency."),
@@ -77,12 +82,21 @@ def name_arguments(parser: Any) -> None:
                        help="whose candidate lists live models answer (default: the authors' where present)")
     group.add_argument("--name-seed", type=int, metavar="SEED", help="seed of the generated candidate lists")
     group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor for `judge` selections")
+    group.add_argument("--name-prompt-variants", metavar="FILE",
+                       help="also run prompt variants 2 and 3, the reviewed rephrasings of FILE (written by `sctc "
+                            "names rephrase`), beside the paper's wording (variant 1; the only one by default)")
+
+
+def _absolute(path: str | None) -> str | None:
+    """A file named on the command line, as an absolute path (the run's processes may start elsewhere)."""
+    return str(Path(path).expanduser().resolve()) if path else None
 
 
 def name_config(options: Mapping[str, Any]) -> dict:
     config: dict = {
         "name_responses": {"experiments": options.get("name_experiments"), "lists": options.get("name_lists"),
-                           "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source")},
+                           "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source"),
+                           "prompt_variants_file": _absolute(options.get("name_prompt_variants"))},
         "name_judgements": {"judge": options.get("name_judge")},
     }
     if options.get("name_seed") is not None:
