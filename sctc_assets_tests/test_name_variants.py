@@ -37,7 +37,7 @@ def _registry(path: Path, base_url: str, benchmarks: str = "") -> Path:
     path.write_text(
         "models:\n"
         f"  {MODEL}: {{backend: openai, model: stub-model, base_url: '{base_url}', api_key_env: {KEY_ENV},"
-        f" max_retries: 0, timeout_s: 5, concurrency: 4{benchmarks}}}\n", encoding="utf-8")
+        f" max_retries: 0, timeout_s: 5, concurrency: 1{benchmarks}}}\n", encoding="utf-8")
     return path
 
 
@@ -121,7 +121,7 @@ def test_rephrase_writes_the_file_through_the_cache(isolated_data_dir, tmp_path,
     out = tmp_path / "variants.csv"
     with StubOpenAIServer() as server:
         registry = _registry(tmp_path / "models.yaml", server.base_url)
-        for lang in _langs():  # the first request of a language gets variant 2's answer, the second variant 3's
+        for lang in _langs():  # asked one at a time: the first request of a language gets variant 2's answer
             server.script(rephrase_request(lang), completion(REPHRASED[(lang, 2)]),
                           completion(f"“{REPHRASED[(lang, 3)]}”"))
         argv = ["names", "rephrase", "--model", MODEL, "--registry", str(registry), "--out", str(out)]
@@ -257,3 +257,16 @@ def test_run_with_prompt_variants_reports_their_correlations(isolated_data_dir, 
             else:
                 assert row["pearson_r"] == pytest.approx(scipy_stats.pearsonr(x, y).statistic)
     assert correlations["pearson_r"].notna().any()
+
+
+def test_run_refuses_a_bad_variants_file_before_asking(isolated_data_dir, tmp_path, capsys):
+    from sctc_assets.cli import main
+
+    rows = _rows()
+    rows[0]["template"] = "请选一位：{names}"
+    path = _write(tmp_path, rows)
+    registry = _registry(tmp_path / "models.yaml", "http://127.0.0.1:9")
+    assert main(["run", "--benchmarks", "name", "--models", MODEL, "--registry", str(registry),
+                 "--name-prompt-variants", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--name-prompt-variants: {path}:2: zh_hans prompt_variant 2: the template has {{n}} 0 times" in err

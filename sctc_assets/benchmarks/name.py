@@ -19,6 +19,7 @@ from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.lists import upstream_name_prompts
 from sctc_assets.lib.name.requests import name_requests
+from sctc_assets.lib.name.variants import VariantsFileError, read_variants
 from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.lib.varieties import VARIETIES
@@ -90,6 +91,18 @@ def name_arguments(parser: Any) -> None:
 def _absolute(path: str | None) -> str | None:
     """A file named on the command line, as an absolute path (the run's processes may start elsewhere)."""
     return str(Path(path).expanduser().resolve()) if path else None
+
+
+def name_option_problems(options: Mapping[str, Any]) -> list[str]:
+    """A `--name-prompt-variants` file that cannot run, as `FILE:LINE: …` (checked before anything is asked)."""
+    path = options.get("name_prompt_variants")
+    if not path:
+        return []
+    try:
+        read_variants(Path(path).expanduser())
+    except VariantsFileError as exc:
+        return [f"--name-prompt-variants: {exc}"]
+    return []
 
 
 def name_config(options: Mapping[str, Any]) -> dict:
@@ -186,6 +199,7 @@ NAME = BenchmarkSpec(
     langs=tuple(variety.code for variety in VARIETIES),
     assets=ASSETS,
     add_arguments=name_arguments,
+    check_options=name_option_problems,
     option_ranges=(OptionRange("name_lists", 1), OptionRange("name_shuffles", 1)),
     config=name_config,
     response_asset="name_responses",
