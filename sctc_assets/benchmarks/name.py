@@ -85,7 +85,8 @@ def name_arguments(parser: Any) -> None:
     group.add_argument("--name-judge", metavar="KEY", help="registry key of an LLM extractor for `judge` selections")
     group.add_argument("--name-prompt-variants", metavar="FILE",
                        help="also run prompt variants 2 and 3, the reviewed rephrasings of FILE (written by `sctc "
-                            "names rephrase`), beside the paper's wording (variant 1; the only one by default)")
+                            "names rephrase`), beside the paper's wording (variant 1; the only one by default); "
+                            "--prompt-variants is the term benchmark's")
 
 
 def _absolute(path: str | None) -> str | None:
