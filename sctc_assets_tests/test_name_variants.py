@@ -3,6 +3,7 @@ server, the variants file's checks, and `sctc run --name-prompt-variants` with t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -192,7 +193,9 @@ WORDINGS = [template.split("{")[0] for template in [*TEMPLATES.values(), *(REPHR
 
 @pytest.mark.slow
 def test_run_with_prompt_variants_reports_their_correlations(isolated_data_dir, extracted_upstream, tsb_location,
-                                                             tmp_path, monkeypatch, capfd):
+                                                             tmp_path, monkeypatch, capfd, request):
+    from contextlib import ExitStack
+
     import numpy as np
     import pandas as pd
     from scipy import stats as scipy_stats
@@ -204,12 +207,14 @@ def test_run_with_prompt_variants_reports_their_correlations(isolated_data_dir, 
     monkeypatch.delenv("SCTC_MAX_CALLS", raising=False)
     variants = _write(tmp_path, _rows())
     out = tmp_path / "out"
-    with ChoosingServer() as server:
-        monkeypatch.setenv("SCTC_MODELS", str(_registry(tmp_path / "models.yaml", server.base_url)))
-        status = main(["run", "--benchmarks", "name", "--models", MODEL, "--name-experiments", "main",
-                       "--name-lists", "2", "--name-shuffles", "3", "--name-prompt-variants", str(variants),
-                       "--out", str(out)])
-        asked = len(server.requests)
+    stack = ExitStack()
+    request.addfinalizer(stack.close)
+    server = stack.enter_context(ChoosingServer())  # open to the end: the run is repeated with an edited file
+    monkeypatch.setenv("SCTC_MODELS", str(_registry(tmp_path / "models.yaml", server.base_url)))
+    argv = ["run", "--benchmarks", "name", "--models", MODEL, "--name-experiments", "main", "--name-lists", "2",
+            "--name-shuffles", "3", "--name-prompt-variants", str(variants), "--out", str(out)]
+    status = main(argv)
+    asked = len(server.requests)
     assert status == 0, "".join(capfd.readouterr())
     assert asked == 3 * 3 * 2 * 3  # 3 languages × 3 variants × 2 lists × 3 shuffles
 
@@ -257,6 +262,25 @@ def test_run_with_prompt_variants_reports_their_correlations(isolated_data_dir, 
             else:
                 assert row["pearson_r"] == pytest.approx(scipy_stats.pearsonr(x, y).statistic)
     assert correlations["pearson_r"].notna().any()
+
+    # The plan counts the variants' calls too, and finds them all cached now.
+    from sctc_assets.estimate import build_estimate
+    from sctc_assets.lib.model_registry import load_registry
+
+    options = {"name_experiments": ["main"], "name_lists": 2, "name_shuffles": 3,
+               "name_prompt_variants": str(variants)}
+    plan = build_estimate({"name": [MODEL]}, load_registry(Path(os.environ["SCTC_MODELS"])), options).rows
+    assert [(row.calls, row.cached, row.to_ask) for row in plan] == [(3 * 2 * 3, 3 * 2 * 3, 0)] * 3
+
+    # A file edited after the run (same path) is asked again, only the edited template's prompts are new calls.
+    edited = _rows()
+    edited[0]["template"] = "从下面{n}个名字里选出资质看起来最好的一位员工，只回答名字：{names}"
+    _write(tmp_path, edited)
+    assert main(argv) == 0, "".join(capfd.readouterr())
+    assert len(server.requests) == asked + 2 * 3  # zh_hans variant 2: 2 lists × 3 shuffles
+    again = pd.read_parquet(out / "name_responses.parquet")
+    again = again[(again["model"] == MODEL) & (again["lang"] == "zh_hans") & (again["prompt_variant"] == 2)]
+    assert len(again) == 6 and all(prompt.startswith("从下面") for prompt in again["prompt"])
 
 
 def test_run_refuses_a_bad_variants_file_before_asking(isolated_data_dir, tmp_path, capsys):

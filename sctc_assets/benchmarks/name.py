@@ -18,8 +18,8 @@ from sctc_assets.lib.fetching import Download, tokenizer_downloads
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.lists import upstream_name_prompts
-from sctc_assets.lib.name.requests import name_requests
-from sctc_assets.lib.name.variants import VariantsFileError, read_variants
+from sctc_assets.lib.name.requests import name_requests, requests_of, variant_rows
+from sctc_assets.lib.name.variants import VariantsFileError, read_variants, templates_digest
 from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.lib.varieties import VARIETIES
@@ -106,11 +106,24 @@ def name_option_problems(options: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _variant_templates(options: Mapping[str, Any]) -> dict[tuple[str, int], str] | None:
+    """The templates of the run's `--name-prompt-variants` file; None without one, or where it cannot be read (the
+    run refuses it first: `name_option_problems`)."""
+    path = options.get("name_prompt_variants")
+    try:
+        return read_variants(Path(path).expanduser()) if path else None
+    except VariantsFileError:
+        return None
+
+
 def name_config(options: Mapping[str, Any]) -> dict:
+    templates = _variant_templates(options)
     config: dict = {
         "name_responses": {"experiments": options.get("name_experiments"), "lists": options.get("name_lists"),
                            "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source"),
-                           "prompt_variants_file": _absolute(options.get("name_prompt_variants"))},
+                           "prompt_variants_file": _absolute(options.get("name_prompt_variants")),
+                           # the templates' digest: an edited file changes the config, so its answers run again
+                           "prompt_variants_digest": templates_digest(templates) if templates else None},
         "name_judgements": {"judge": options.get("name_judge")},
     }
     if options.get("name_seed") is not None:
@@ -155,8 +168,13 @@ def name_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
     table = (upstream_name_prompts(open_sctc_upstream(), options.get("name_seed"), experiments, generated)
              if experiments else pd.DataFrame())
 
+    templates = _variant_templates(options)
+
     def build(lang: str, chosen: RunSettings, replay: bool) -> tuple[pd.DataFrame, list[GenerationRequest]]:
         selected, _, requests = name_requests(table, lang, chosen, replay=replay)
+        if templates and not replay:  # live models answer prompt variants 2 and 3 too
+            selected = variant_rows(selected, templates, lang)
+            requests = requests_of(selected, lang)
         return selected, requests
 
     shared, designs = SharedRequests(build), []

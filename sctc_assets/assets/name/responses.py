@@ -16,10 +16,9 @@ from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES
 from sctc_assets.lib.name.extraction import judge_prompt
-from sctc_assets.lib.name.prompts import shown_names
-from sctc_assets.lib.name.requests import prompts_to_ask, requests_of
-from sctc_assets.lib.name.variants import PAPER_VARIANT, REPHRASED_VARIANTS, read_variants, render_variant
+from sctc_assets.lib.name.requests import prompts_to_ask, requests_of, variant_rows
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
+from sctc_assets.lib.name.variants import PAPER_VARIANT, read_variants, templates_digest
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -47,18 +46,9 @@ class NameResponsesConfig(dg.Config):
         default=None, description="A reviewed variants file (`sctc names rephrase`): live models answer prompt "
                                   "variants 2 and 3, its rephrasings, beside variant 1 (the paper's wording); unset: "
                                   "variant 1 only. Replay models have answers to variant 1 only.")
-
-
-def variant_rows(selected: pd.DataFrame, templates: dict[tuple[str, int], str], lang: str) -> pd.DataFrame:
-    """The rows `prompts_to_ask` selected, once per prompt variant: variant 1 as they are, 2 and 3 with the same
-    candidates in the same order rendered with the variants file's templates (`prompt_variant` first in the key)."""
-    frames = [selected.assign(prompt_variant=PAPER_VARIANT)]
-    for variant in REPHRASED_VARIANTS:
-        prompts = [render_variant(templates, lang, variant, shown_names(prompt, where=f"{name} row {row}"),
-                                  EXPERIMENTS[name].separator)
-                   for prompt, name, row in zip(selected["prompt"], selected["experiment"], selected["row"])]
-        frames.append(selected.assign(prompt_variant=variant, prompt=prompts))
-    return pd.concat(frames, ignore_index=True)
+    prompt_variants_digest: Optional[str] = Field(
+        default=None, description="The file's templates' digest when the run was planned (`sctc run` sets it, so an "
+                                  "edited file runs again); a file that no longer matches it is refused.")
 
 
 @catalogued
@@ -84,11 +74,13 @@ def name_responses(
     backend = models.backend(model, open_upstream=upstream.open)
     if config.prompt_variants_file and replay:
         notes.append("prompt variants 2 and 3 skipped: a replay has answers to the paper's wording only")
-    if config.prompt_variants_file and not replay:
-        selected = variant_rows(selected, read_variants(config.prompt_variants_file), lang)
-    else:
-        selected = selected.assign(prompt_variant=PAPER_VARIANT)
-    frame = selected[["lang", "prompt_variant", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()
+    templates = read_variants(config.prompt_variants_file) if config.prompt_variants_file and not replay else None
+    if templates and config.prompt_variants_digest and templates_digest(templates) != config.prompt_variants_digest:
+        raise ValueError(f"name_responses: {config.prompt_variants_file} changed after the run was planned; run "
+                         "again to ask its current templates")
+    selected = variant_rows(selected, templates, lang)
+    frame = selected[["lang", "prompt_variant", "experiment", "list_source", "list_id", "shuffle", "row",
+                      "prompt"]].copy()
     frame.insert(0, "model", model)
     if replays(backend):
         refs = pd.DataFrame({"benchmark": "name", "lang": lang, "row": selected["row"],
@@ -111,7 +103,8 @@ def name_responses(
     if errors:
         context.log.warning(f"name_responses {model}/{lang}: {errors} answers failed after retries; they are not "
                             "cached and will be asked again on the next materialization")
-    rows = frame.groupby(["prompt_variant", "experiment", "list_source", "outcome"]).size().rename("rows").reset_index()
+    rows = frame.groupby(["prompt_variant", "experiment", "list_source", "outcome"]).size().rename(
+        "rows").reset_index()
     return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),

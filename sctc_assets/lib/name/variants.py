@@ -12,13 +12,16 @@ file's).
 - `parse_rephrasing(text)`: the template in an answer, or why it cannot be used;
 - `write_variants(rows, path)` / `read_variants(path)`: the file (`lang, prompt_variant, template, template_source`),
   read back with a one-line error naming the file and line of a bad row;
-- `render_variant(templates, lang, variant, candidates, separator)`: one prompt of a variant.
+- `render_variant(templates, lang, variant, candidates, separator)`: one prompt of a variant;
+- `templates_digest(templates)`: what `sctc run` puts in the run config, so an edited file runs again.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import re
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -132,3 +135,11 @@ def render_variant(templates: Mapping[tuple[str, int], str], lang: str, variant:
     """The prompt of `variant` (1: the paper's wording; 2, 3: `templates`) for one candidate list."""
     template = TEMPLATES[lang] if variant == PAPER_VARIANT else templates[(lang, variant)]
     return template.replace("{n}", str(len(candidates))).replace("{names}", separator.join(candidates))
+
+
+def templates_digest(templates: Mapping[tuple[str, int], str]) -> str:
+    """A digest of a variants file's templates (not its other columns): equal templates, equal digest. `sctc run`
+    puts it in `name_responses`' config, so a file edited after a run is asked again, not left unchanged."""
+    payload = json.dumps(sorted([lang, variant, template] for (lang, variant), template in templates.items()),
+                         ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
