@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
@@ -17,7 +18,8 @@ from sctc_assets.lib.fetching import Download, tokenizer_downloads
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
 from sctc_assets.lib.name.lists import upstream_name_prompts
-from sctc_assets.lib.name.requests import name_requests
+from sctc_assets.lib.name.requests import name_requests, requests_of, variant_rows
+from sctc_assets.lib.name.variants import VariantsFileError, read_variants, templates_digest
 from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.lib.sctc_source import open_sctc_upstream
 from sctc_assets.lib.varieties import VARIETIES
@@ -36,6 +38,10 @@ ASSETS = {
                                               "extract.", calls=JUDGE),
     "name_selections": AssetEntry(MODEL_LANG, "The name each answer selected, by extraction source."),
     "name_choice_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per language and experiment."),
+    "name_variant_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per prompt variant (when "
+                                                "variants 2 and 3 ran)."),
+    "name_variant_correlations": AssetEntry(CROSS_MODEL, "Correlations of the name rates across prompt variants "
+                                                         "(as Appendix B.1)."),
     "name_extraction_agreement": AssetEntry(PER_MODEL, "How often our extractor agrees with the authors' published "
                                                        "extraction."),
     "name_top_selected": AssetEntry(PER_MODEL, "The names one model selects most often, by normalised frequency."),
@@ -90,12 +96,47 @@ def name_arguments(parser: Any) -> None:
     group.add_argument("--name-pair", nargs=2, metavar=("NAME", "NAME"),
                        help="two candidates whose selection rates across the prompt languages "
                             "`name_pair_selection_rates` compares (Table 23), as the lists write them")
+    group.add_argument("--name-prompt-variants", metavar="FILE",
+                       help="also run prompt variants 2 and 3, the reviewed rephrasings of FILE (written by `sctc "
+                            "names rephrase`), beside the paper's wording (variant 1; the only one by default); "
+                            "--prompt-variants is the term benchmark's")
+
+
+def _absolute(path: str | None) -> str | None:
+    """A file named on the command line, as an absolute path (the run's processes may start elsewhere)."""
+    return str(Path(path).expanduser().resolve()) if path else None
+
+
+def name_option_problems(options: Mapping[str, Any]) -> list[str]:
+    """A `--name-prompt-variants` file that cannot run, as `FILE:LINE: …` (checked before anything is asked)."""
+    path = options.get("name_prompt_variants")
+    if not path:
+        return []
+    try:
+        read_variants(Path(path).expanduser())
+    except VariantsFileError as exc:
+        return [f"--name-prompt-variants: {exc}"]
+    return []
+
+
+def _variant_templates(options: Mapping[str, Any]) -> dict[tuple[str, int], str] | None:
+    """The templates of the run's `--name-prompt-variants` file; None without one, or where it cannot be read (the
+    run refuses it first: `name_option_problems`)."""
+    path = options.get("name_prompt_variants")
+    try:
+        return read_variants(Path(path).expanduser()) if path else None
+    except VariantsFileError:
+        return None
 
 
 def name_config(options: Mapping[str, Any]) -> dict:
+    templates = _variant_templates(options)
     config: dict = {
         "name_responses": {"experiments": options.get("name_experiments"), "lists": options.get("name_lists"),
-                           "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source")},
+                           "shuffles": options.get("name_shuffles"), "list_source": options.get("name_list_source"),
+                           "prompt_variants_file": _absolute(options.get("name_prompt_variants")),
+                           # the templates' digest: an edited file changes the config, so its answers run again
+                           "prompt_variants_digest": templates_digest(templates) if templates else None},
         "name_judgements": {"judge": options.get("name_judge")},
         "name_explanation_extractions": {"judge": options.get("name_judge")},
     }
@@ -143,8 +184,13 @@ def name_design(models: list[Any], options: Mapping[str, Any]) -> list[Partition
     table = (upstream_name_prompts(open_sctc_upstream(), options.get("name_seed"), experiments, generated)
              if experiments else pd.DataFrame())
 
+    templates = _variant_templates(options)
+
     def build(lang: str, chosen: RunSettings, replay: bool) -> tuple[pd.DataFrame, list[GenerationRequest]]:
         selected, _, requests = name_requests(table, lang, chosen, replay=replay)
+        if templates and not replay:  # live models answer prompt variants 2 and 3 too
+            selected = variant_rows(selected, templates, lang)
+            requests = requests_of(selected, lang)
         return selected, requests
 
     shared, designs = SharedRequests(build), []
@@ -188,6 +234,7 @@ NAME = BenchmarkSpec(
     langs=tuple(variety.code for variety in VARIETIES),
     assets=ASSETS,
     add_arguments=name_arguments,
+    check_options=name_option_problems,
     option_ranges=(OptionRange("name_lists", 1), OptionRange("name_shuffles", 1)),
     config=name_config,
     response_asset="name_responses",

@@ -81,7 +81,8 @@ def term_arguments(parser: Any) -> None:
     group.add_argument("--trials", type=int, metavar="N",
                        help="trials per prompt for every model, 1–15 (default: registry, else 15)")
     group.add_argument("--prompt-variants", type=int, nargs="+", choices=[1, 2, 3],
-                       help="prompt variants (default: registry, else 1 2 3)")
+                       help="the term prompt's variants (default: registry, else 1 2 3); the name benchmark's "
+                            "are a file: --name-prompt-variants FILE")
     group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels and for the types of incorrect "
                             "answer (Table 19) of models that are not replays")
     items = parser.add_argument_group("term benchmark on other item sets and varieties (docs/item-sets.md)")

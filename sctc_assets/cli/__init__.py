@@ -1,13 +1,13 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `cache` for `cache export/import`, `docs`; `selection`
-holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
+`fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `names` for `names rephrase`, `cache` for `cache
+export/import`, `docs`; `selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
 benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
 its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
 through `importlib`): the one deliberate kind of lazy load, so that this module imports only Dagster-free, light
 modules and `sctc --help` stays fast. Dagster, torch and transformers
-come with the commands that need them (`run`, `report`, `ui`, `plan` and `terms define` for the backends); `sctc
+come with the commands that need them (`run`, `report`, `ui`, `plan`, `terms define` and `names rephrase` for the backends); `sctc
 models` imports none of them (`test_cli` checks both).
 """
 
@@ -57,7 +57,7 @@ UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "fetch": "sctc_assets.cli.fetch", "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
-            "terms": "sctc_assets.cli.terms", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs",
+            "terms": "sctc_assets.cli.terms", "names": "sctc_assets.cli.names", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs",
             "batches": "sctc_assets.cli.batches"}
 
 
@@ -161,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_report_parser(commands)
     _add_terms_parser(commands)
+    _add_names_parser(commands)
     _add_cache_parser(commands)
     _add_batches_parser(commands)
 
@@ -200,6 +201,33 @@ def _add_report_parser(commands: Any) -> None:
     report.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
     report.add_argument("--force", action="store_true",
                         help="build it even when nothing it reads changed since it was built into OUT/report/")
+
+
+def _add_names_parser(commands: Any) -> None:
+    names = commands.add_parser("names", help="work on the name task's prompts (`sctc names rephrase`)",
+                                description="Work on the name task's prompts (docs/benchmarks/names.md).")
+    actions = names.add_subparsers(dest="names_command", required=True, metavar="ACTION")
+    rephrase = actions.add_parser(
+        "rephrase", help="draft the two rephrased name prompts per language with a registered model, for review",
+        description="Ask a registered model to rephrase the name task's prompt in each language twice, with the "
+                    "paper's Appendix A.6 instruction (\"Please rephrase the following prompt while maintaining its "
+                    "meaning: ...\"; through the response cache and the budget, like every model call), and write "
+                    "the answers as prompt variants 2 and 3 into a variants file (lang, prompt_variant, template, "
+                    "template_source) for a person to review; `sctc run --benchmarks name --name-prompt-variants "
+                    "FILE` runs them beside the paper's wording (variant 1). Each template keeps the placeholders "
+                    "{n} and {names}. Exits with 0 when every rephrasing was drafted, 1 when some were refused or "
+                    "not answered (left blank in the file), 2 for bad input (an unknown model key, the registry).")
+    rephrase.add_argument("--model", required=True, metavar="KEY", help="registry key of the model that rephrases")
+    rephrase.add_argument("--out", type=Path, default=None, metavar="FILE",
+                          help="the variants file (default: name_prompt_variants.csv in the current folder)")
+    rephrase.add_argument("--registry", metavar="YAML",
+                          help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    rephrase.add_argument("--max-calls", type=int, metavar="N",
+                          help=f"stop asking after N new model calls (cached answers are free; default "
+                               f"${BUDGET_ENV_VARS['max_calls']}, else no limit)")
+    rephrase.add_argument("--max-cost", type=float, metavar="USD",
+                          help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
+                               f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
 
 
 def _add_terms_parser(commands: Any) -> None:

@@ -7,9 +7,12 @@ all-1 outcomes) decided here once instead of surfacing as NaN warnings in every 
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # scipy and statsmodels are imported by the functions that use them: together they take about a second to import,
 # and modules that only import this one (`sctc plan` reaches it through the name benchmark's tokenization) need none.
@@ -136,6 +139,25 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
         return NAN, NAN
     result = scipy_stats.pearsonr(x_values, y_values)
     return float(result.statistic), float(result.pvalue)
+
+
+def paired_correlations(base: pd.DataFrame, other: pd.DataFrame, index: Sequence[str], measures: Sequence[str],
+                        *, printed_decimals: int | None = None) -> list[dict]:
+    """Pearson's r of each measure between two tables of rates (paper Appendix B.1: one point per bar of the
+    figure), joined on `index`: only points on both sides count. One dict per measure with `measure`, `n_points`,
+    `pearson_r`, `p_value`, and with `printed_decimals`, `pearson_r_printed`: r of the rates rounded as the authors'
+    scripts print them."""
+    joined = base.set_index(list(index)).join(other.set_index(list(index)), how="inner", rsuffix="_other")
+    rows = []
+    for measure in measures:
+        x, y = joined[measure], joined[f"{measure}_other"]
+        r, p = pearson(x, y) if len(joined) else (NAN, NAN)
+        row = {"measure": measure, "n_points": len(joined), "pearson_r": r, "p_value": p}
+        if printed_decimals is not None:
+            row["pearson_r_printed"] = (pearson(x.round(printed_decimals), y.round(printed_decimals))[0]
+                                        if len(joined) else NAN)
+        rows.append(row)
+    return rows
 
 
 def sig_stars(p: float, *, no_ns: bool = False) -> str:

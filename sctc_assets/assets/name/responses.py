@@ -16,8 +16,9 @@ from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_KEYS, LIST_SOURCES
 from sctc_assets.lib.name.extraction import judge_prompt
-from sctc_assets.lib.name.requests import prompts_to_ask, requests_of
+from sctc_assets.lib.name.requests import prompts_to_ask, requests_of, variant_rows
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
+from sctc_assets.lib.name.variants import PAPER_VARIANT, read_variants, templates_digest
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -25,7 +26,7 @@ from sctc_assets.resources.upstream import SCTCUpstreamResource
 
 GROUP = "name"
 JUDGE_ENV_VAR = NAME.judge.env_var  # the variable `sctc run` and its validator read too
-RESPONSE_COLUMNS = ["model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response",
+RESPONSE_COLUMNS = ["model", "lang", "prompt_variant", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response",
                     "outcome", "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached",
                     "latency_s", "seed", "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
 
@@ -41,6 +42,13 @@ class NameResponsesConfig(dg.Config):
     list_source: Optional[str] = Field(
         default=None, description=f"Whose lists, one of {LIST_SOURCES}; default: the authors' where the upstream "
                                   "copy has them, else the generated ones. Replay models always answer the authors'.")
+    prompt_variants_file: Optional[str] = Field(
+        default=None, description="A reviewed variants file (`sctc names rephrase`): live models answer prompt "
+                                  "variants 2 and 3, its rephrasings, beside variant 1 (the paper's wording); unset: "
+                                  "variant 1 only. Replay models have answers to variant 1 only.")
+    prompt_variants_digest: Optional[str] = Field(
+        default=None, description="The file's templates' digest when the run was planned (`sctc run` sets it, so an "
+                                  "edited file runs again); a file that no longer matches it is refused.")
 
 
 @catalogued
@@ -64,7 +72,15 @@ def name_responses(
     replay = traits(entry.backend).replays_benchmark("name")
     selected, notes = prompts_to_ask(name_prompts, lang, settings, replay=replay)
     backend = models.backend(model, open_upstream=upstream.open)
-    frame = selected[["lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt"]].copy()
+    if config.prompt_variants_file and replay:
+        notes.append("prompt variants 2 and 3 skipped: a replay has answers to the paper's wording only")
+    templates = read_variants(config.prompt_variants_file) if config.prompt_variants_file and not replay else None
+    if templates and config.prompt_variants_digest and templates_digest(templates) != config.prompt_variants_digest:
+        raise ValueError(f"name_responses: {config.prompt_variants_file} changed after the run was planned; run "
+                         "again to ask its current templates")
+    selected = variant_rows(selected, templates, lang)
+    frame = selected[["lang", "prompt_variant", "experiment", "list_source", "list_id", "shuffle", "row",
+                      "prompt"]].copy()
     frame.insert(0, "model", model)
     if replays(backend):
         refs = pd.DataFrame({"benchmark": "name", "lang": lang, "row": selected["row"],
@@ -87,11 +103,20 @@ def name_responses(
     if errors:
         context.log.warning(f"name_responses {model}/{lang}: {errors} answers failed after retries; they are not "
                             "cached and will be asked again on the next materialization")
-    rows = frame.groupby(["experiment", "list_source", "outcome"]).size().rename("rows").reset_index()
+    rows = frame.groupby(["prompt_variant", "experiment", "list_source", "outcome"]).size().rename(
+        "rows").reset_index()
     return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, experiments=dg.MetadataValue.json(list(settings.experiments)),
         rows=dg.MetadataValue.md(rows.to_markdown(index=False)), note=settings.reduction_note(),
         notes=dg.MetadataValue.json(notes), errors=errors, **usage))
+
+
+def paper_wording(responses: pd.DataFrame) -> pd.DataFrame:
+    """The answers to prompt variant 1, the paper's wording: what every table but the variants' reads (a table
+    stored before `prompt_variant` existed holds only them)."""
+    if "prompt_variant" not in responses.columns:
+        return responses
+    return responses[responses["prompt_variant"] == PAPER_VARIANT]
 
 
 class NameJudgeConfig(dg.Config):
@@ -120,7 +145,8 @@ def name_judgements(
     if not judge_key or name_responses.empty:
         return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"row": "int64"}),
                          metadata={"judge": "none", "dagster/row_count": 0})
-    answers = name_responses[name_responses["outcome"].isin(SCORABLE_OUTCOMES)].merge(
+    answers = paper_wording(name_responses)
+    answers = answers[answers["outcome"].isin(SCORABLE_OUTCOMES)].merge(
         name_candidate_lists[LIST_KEYS + ["candidates"]], on=LIST_KEYS, how="inner")
     answers = answers[[needs_judge(text if isinstance(text, str) else None, list(candidates))
                        for text, candidates in zip(answers["response"], answers["candidates"])]]

@@ -5,6 +5,7 @@ import pandas as pd
 
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import catalogued, content_version
+from sctc_assets.assets.name.responses import paper_wording
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.generation import stored_text
@@ -74,8 +75,10 @@ def name_selections(
     Sources: `rules` (the deterministic extractor; status valid / multiple / out_of_list /
     refusal/insufficient_information / empty; an answer naming a candidate only in the other script is out of list
     with `script_variant_of`), `upstream` (replay models: the authors' extracted names and regions) and `judge`
-    (when `name_judgements` has verdicts). Scoring never calls a model."""
+    (when `name_judgements` has verdicts). Scoring never calls a model. Only the answers to prompt variant 1 (the
+    paper's wording) count here; `name_variant_rates` scores the others."""
     model, lang = model_and_lang(context)
+    name_responses = paper_wording(name_responses)  # the variants' answers are scored by name_variant_rates
     frames = [rules_selections(name_responses, name_candidate_lists, regional_names)] if not name_responses.empty \
         else []
     notes: list[str] = []

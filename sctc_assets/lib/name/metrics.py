@@ -333,3 +333,39 @@ def pair_selection_rates(selections: pd.DataFrame, lists: pd.DataFrame, names: l
                          "n_answers": len(group), "pct_of_answers": 100 * chosen.get(name, 0) / len(group)})
     table = pd.DataFrame(rows, columns=PAIR_COLUMNS)
     return table.astype({"selections": "int64", "appearances": "int64", "n_answers": "int64"})
+
+
+VARIANT_RATE_COLUMNS = ["model", "lang", "experiment", "prompt_variant", "extraction_source", "n", "n_valid",
+                        "valid_rate", "mainland_rate", "n_mainland", "n_taiwan"]
+VARIANT_MEASURES = ("valid_rate", "mainland_rate")
+VARIANT_CORRELATION_COLUMNS = ["experiment", "comparison", "measure", "n_points", "pearson_r", "p_value"]
+
+
+def variant_rates(selections: pd.DataFrame) -> pd.DataFrame:
+    """`choice_rates` per prompt variant (`selections` with a `prompt_variant` column): valid and Mainland rates
+    per model, lang, experiment, variant and extraction source."""
+    if selections.empty:
+        return empty_table(VARIANT_RATE_COLUMNS, {"prompt_variant": "int64", "n": "int64", "n_valid": "int64",
+                                                  "valid_rate": "float64", "mainland_rate": "float64",
+                                                  "n_mainland": "int64", "n_taiwan": "int64"})
+    frames = [choice_rates(frame).assign(prompt_variant=int(variant))
+              for variant, frame in selections.groupby("prompt_variant", sort=True)]
+    return pd.concat(frames, ignore_index=True)[VARIANT_RATE_COLUMNS]
+
+
+def variant_correlations(rates: pd.DataFrame) -> pd.DataFrame:
+    """Pearson correlations of the name rates between prompt variant 1 and each other variant, per experiment and
+    extraction source, as the term benchmark's (paper Appendix B.1): one point per model × lang (the bars of Figure
+    3), only those present on both sides."""
+    rows = []
+    if not rates.empty:
+        for (experiment, source), frame in rates.groupby(["experiment", "extraction_source"], sort=True):
+            base = frame[frame["prompt_variant"] == 1]
+            for variant in sorted(set(frame["prompt_variant"]) - {1}):
+                other = frame[frame["prompt_variant"] == variant]
+                for row in stats.paired_correlations(base, other, ["model", "lang"], VARIANT_MEASURES):
+                    rows.append({"experiment": experiment, "extraction_source": source,
+                                 "comparison": f"variant_1_vs_{variant}", **row})
+    columns = VARIANT_CORRELATION_COLUMNS[:1] + ["extraction_source"] + VARIANT_CORRELATION_COLUMNS[1:]
+    return pd.DataFrame(rows, columns=columns).astype({"n_points": "int64"}) if rows else empty_table(
+        columns, {"n_points": "int64", "pearson_r": "float64", "p_value": "float64"})

@@ -7,6 +7,8 @@ import pandas as pd
 
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, RunSettings
+from sctc_assets.lib.name.prompts import shown_names
+from sctc_assets.lib.name.variants import PAPER_VARIANT, REPHRASED_VARIANTS, render_variant
 from sctc_assets.lib.sctc_upstream import name_candidate_file
 
 
@@ -53,6 +55,18 @@ def prompts_to_ask(name_prompts: pd.DataFrame, lang: str, settings: RunSettings,
         frames.append(chosen)
     selected = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=name_prompts.columns)
     return selected.reset_index(drop=True), notes
+
+
+def variant_rows(selected: pd.DataFrame, templates: dict[tuple[str, int], str] | None, lang: str) -> pd.DataFrame:
+    """The rows `prompts_to_ask` selected with their `prompt_variant`: variant 1 as they are and, with `templates`
+    (a variants file's), once more for variants 2 and 3 with the same candidates in the same order."""
+    frames = [selected.assign(prompt_variant=PAPER_VARIANT)]
+    for variant in REPHRASED_VARIANTS if templates else ():
+        prompts = [render_variant(templates, lang, variant, shown_names(prompt, where=f"{name} row {row}"),
+                                  EXPERIMENTS[name].separator)
+                   for prompt, name, row in zip(selected["prompt"], selected["experiment"], selected["row"])]
+        frames.append(selected.assign(prompt_variant=variant, prompt=prompts))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def requests_of(selected: pd.DataFrame, lang: str) -> list[GenerationRequest]:

@@ -30,6 +30,8 @@ C = {
     "source": ("string", "Where the values come from: `published` (the authors' files) or `computed` (ours)."),
     "p_one_sided": ("float", "One-sided p-value, in the direction the authors' scripts test."),
     "p_two_sided": ("float", "Two-sided p-value."),
+    "prompt_variant": ("int", "Prompt wording: 1 the paper's (Table 1(b)), 2 and 3 the reviewed rephrasings of a "
+                              "variants file (`sctc names rephrase`, Appendix A.6)."),
 }
 
 _RATES = [
@@ -99,7 +101,7 @@ TABLES = [
     ], C),
     table("name_prompts", ["experiment", "list_source", "lang", "list_id", "shuffle", "row", "prompt"], C),
     table("name_responses", [
-        "model", "lang", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response", "outcome",
+        "model", "lang", "prompt_variant", "experiment", "list_source", "list_id", "shuffle", "row", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
         "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
     ], C),
@@ -116,6 +118,21 @@ TABLES = [
         ("script_variant_of", "string", "The candidate an out-of-list answer names in the other script."),
     ], C),
     table("name_choice_rates", _RATES, C),
+    table("name_variant_rates", [
+        "model", "lang", "experiment", "prompt_variant", "extraction_source", "n",
+        ("n_valid", "int", "Answers selecting exactly one candidate."),
+        ("valid_rate", "float", "`n_valid / n` (0–1)."),
+        ("mainland_rate", "float", "Share of valid answers selecting a Mainland name (0–1; 0 without a valid answer)."),
+        "n_mainland", "n_taiwan",
+    ], C),
+    table("name_variant_correlations", [
+        "experiment", "extraction_source",
+        ("comparison", "string", "What is correlated: `variant_1_vs_<k>` (as the term benchmark's Appendix B.1)."),
+        ("measure", "string", "The rate correlated: `valid_rate` or `mainland_rate`."),
+        ("n_points", "int", "Model × lang points in the correlation."),
+        ("pearson_r", "float", "Pearson's r of the rates."),
+        ("p_value", "float", "Two-sided p-value of r."),
+    ], C),
     table("name_extraction_agreement", [
         "model", "lang", "experiment", "candidate_scope",
         ("n_compared", "int", "Answers with both our extraction and the published one."),

@@ -129,7 +129,7 @@ def variant_correlations(rates: pd.DataFrame) -> pd.DataFrame:
     measures = ("pct_correct", "pct_misaligned", "pct_incorrect")
     for label_source, frame in rates.groupby("label_source"):
         index = ["model", "lang"]
-        base = frame[(frame["prompt_variant"] == 1) & (frame["subset"] == SUBSET_ALL)].set_index(index)
+        base = frame[(frame["prompt_variant"] == 1) & (frame["subset"] == SUBSET_ALL)]
         comparisons = [
             (f"variant_1_vs_{variant}", frame[(frame["prompt_variant"] == variant) & (frame["subset"] == SUBSET_ALL)])
             for variant in sorted(set(frame["prompt_variant"]) - {1})
@@ -137,13 +137,8 @@ def variant_correlations(rates: pd.DataFrame) -> pd.DataFrame:
         comparisons.append(("all_vs_no_gpt_definitions",
                             frame[(frame["prompt_variant"] == 1) & (frame["subset"] == SUBSET_NO_GPT)]))
         for comparison, other in comparisons:
-            joined = base.join(other.set_index(index), how="inner", rsuffix="_other")
-            for measure in measures:
-                x, y = joined[measure], joined[f"{measure}_other"]
-                r, p = stats.pearson(x, y) if len(joined) else (math.nan,) * 2
-                printed, _ = stats.pearson(x.round(2), y.round(2)) if len(joined) else (math.nan,) * 2
-                rows.append({"label_source": label_source, "comparison": comparison, "measure": measure,
-                             "n_points": len(joined), "pearson_r": r, "p_value": p, "pearson_r_printed": printed})
+            for row in stats.paired_correlations(base, other, index, measures, printed_decimals=2):
+                rows.append({"label_source": label_source, "comparison": comparison, **row})
     return pd.DataFrame(rows, columns=["label_source", "comparison", "measure", "n_points", "pearson_r", "p_value",
                                        "pearson_r_printed"])
 
