@@ -194,3 +194,22 @@ def test_sctc_run_counts_the_extractors_words_per_region_and_language(isolated_d
 def test_the_extractors_reply_is_parsed_or_counted_never_guessed(answer, expected):
     status, words = parse_words(answer)
     assert (status, words) == expected
+
+
+def test_only_the_papers_wording_is_asked_about_in_a_variants_run():
+    """A run with `--name-prompt-variants` stores variants 2 and 3 under the same row keys as variant 1; the
+    selections score variant 1 only, so the extractor is asked about variant 1's explanation, once per row."""
+    from sctc_assets.lib.name.descriptors import explanations_to_ask
+
+    keys = {"model": "m", "lang": "zh_hans", "experiment": "main", "list_source": "upstream", "list_id": 0,
+            "shuffle": 0, "row": 0}
+    selections = pd.DataFrame([{**keys, "extraction_source": "rules", "status": "valid", "selected_name": "王小明",
+                                "region": "mainland"}])
+    responses = pd.DataFrame([{**keys, "prompt_variant": variant,
+                               "response": f"王小明。这个名字听起来很{word}。"}
+                              for variant, word in ((2, "普通"), (1, "聪明"), (3, "温柔"))])
+    asked = explanations_to_ask(selections, responses)
+    assert asked["response"].tolist() == ["王小明。这个名字听起来很聪明。"]
+    # a table stored before prompt variants existed holds variant 1 only, without the column
+    assert len(explanations_to_ask(selections, responses[responses.prompt_variant == 1].drop(
+        columns="prompt_variant"))) == 1

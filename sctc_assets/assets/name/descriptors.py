@@ -12,7 +12,6 @@ from pydantic import Field
 
 from sctc_assets.assets.catalog import JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata, usage_metadata
-from sctc_assets.assets.name.responses import paper_wording
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest
@@ -52,7 +51,6 @@ def name_explanation_extractions(
     raw answers are stored, parsing is `name_descriptor_words`'. Empty without an extractor. Only the answers to the
     paper's wording (prompt variant 1) are read, as `name_selections` reads them."""
     model, lang = model_and_lang(context)
-    name_responses = paper_wording(name_responses)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     asked = descriptors.explanations_to_ask(name_selections, name_responses, limit=config.limit) if judge_key \
         else pd.DataFrame()

@@ -27,6 +27,7 @@ from typing import Iterable
 import pandas as pd
 
 from sctc_assets.lib.generation import stored_text, strip_reasoning
+from sctc_assets.lib.name.variants import PAPER_VARIANT
 
 EXTRACTION_PROMPT = ("Please determine if there are any adjectives describing the name {name} in the provided text: "
                      "{text}. Do not include the adjectives in the name itself. If adjectives are found, extract them "
@@ -117,8 +118,11 @@ EXPLANATION_KEYS = ["model", "lang", "experiment", "list_source", "list_id", "sh
 def explanations_to_ask(selections: pd.DataFrame, responses: pd.DataFrame, *,
                         limit: int = PAPER_EXPLANATIONS) -> pd.DataFrame:
     """The valid `main` answers (rules) that explain their choice: `EXPLANATION_KEYS + name, region, response`,
-    the first `limit` in row order."""
+    the first `limit` in row order. Only the answers to the paper's wording (prompt variant 1) are read, as the
+    selections are; a variants run's other answers share their row keys."""
     columns = EXPLANATION_KEYS + ["name", "region", "response"]
+    if "prompt_variant" in responses.columns:
+        responses = responses[responses["prompt_variant"] == PAPER_VARIANT]
     if selections.empty or responses.empty:
         return pd.DataFrame(columns=columns)
     chosen = selections[(selections["extraction_source"] == "rules") & (selections["status"] == "valid")
