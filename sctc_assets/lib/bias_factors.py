@@ -1,0 +1,277 @@
+"""What the choices are related to: training-data imbalance (corpus frequency), tokenization and the model's own
+log-probabilities, the factors SC-TC-Bench's Limitations name as the next step (#41 point 5).
+
+Every factor is a log ratio of the Mainland form against the Taiwanese one, 0 at parity:
+- `corpus`: log((records containing the Mainland form + 1) / (records containing the Taiwanese form + 1)), summed
+  over the corpora counted;
+- `tokens`: log(tokens of the Mainland form / tokens of the Taiwanese form) under the model's tokenizer;
+- `logprob`: log-probability of the Mainland form minus that of the Taiwanese one (names: the raw last-name
+  log-probabilities of `last_name_logprobs`; the term task has no log-probabilities of its forms, so it is left out).
+
+`fit_factors`: per outcome, one trial-level logistic GEE (statsmodels `GEE`, `Binomial`, `Exchangeable`, robust
+sandwich SEs) of the 0/1 outcome on every factor the model has, clustered by the unit the robustness work
+established (the term; for names the candidate list); the factors are z-scored over the units (mean 0, SD 1 across
+terms or lists), so a coefficient is the change in log-odds per SD of the factor across units, with its 95 % Wald
+interval. A factor without variation across the units is not entered.
+
+`gap_shares`: the share of the S − T gap each factor accounts for, defined as the part of the gap that vanishes at
+the factor's parity. The gap is the log-odds ratio of the outcome under Simplified against Traditional prompts,
+`g0` (GEE, outcome ~ S, clustered by unit). With the factor and its interaction with the prompting script added
+(outcome ~ S + x + S·x, `x` the raw log ratio), the S coefficient `g_x` is the gap where the factor is at parity
+(x = 0: equal frequency, equal tokens, equal log-probability). share = (g0 − g_x) / g0: 1 when the gap is wholly
+what the factor's imbalance predicts, 0 when the factor explains none of it, negative when the gap would be larger
+at parity. The interaction is needed because a factor constant within a unit cannot move the S − T contrast of the
+same units on its own (it would only shift both scripts alike). NaN when there is no gap to share (g0 = 0 or not
+estimable).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sctc_assets.lib import stats
+
+NAN = float("nan")
+Z95 = 1.959963984540054
+FACTORS = ("corpus", "tokens", "logprob")
+FACTOR_COLUMNS = {"corpus": "corpus_log_ratio", "tokens": "token_log_ratio", "logprob": "logprob_diff"}
+
+
+def log_ratio(mainland: Sequence[float], taiwan: Sequence[float], *, add: float = 0.0) -> np.ndarray:
+    """log((mainland + add) / (taiwan + add)), NaN where either side is missing or not positive."""
+    m = np.asarray(mainland, dtype=float) + add
+    t = np.asarray(taiwan, dtype=float) + add
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.log(m / t)
+    values[~np.isfinite(values)] = np.nan
+    return values
+
+
+def _gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
+    import statsmodels.api as sm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sm.GEE(y, design, groups=clusters, family=sm.families.Binomial(),
+                      cov_struct=sm.cov_struct.Exchangeable()).fit()
+
+
+def _unit_zscores(values: np.ndarray, clusters: np.ndarray) -> np.ndarray | None:
+    """`values` (constant within each cluster) standardized by the mean and SD (ddof 1) of one value per cluster;
+    None when they do not vary across clusters."""
+    per_unit = pd.Series(values).groupby(clusters).first().to_numpy()
+    if len(per_unit) < 2:
+        return None
+    sd = float(np.std(per_unit, ddof=1))
+    if not sd > 0:
+        return None
+    return (values - float(np.mean(per_unit))) / sd
+
+
+def fit_factors(outcome: Sequence[float], factors: pd.DataFrame, cluster: Sequence[object]) -> tuple[list[dict], list[str]]:
+    """One logistic GEE of `outcome` on the z-scored columns of `factors` (rows with a missing factor dropped),
+    clustered by `cluster`. Returns one row per entered factor (`coef`, `se`, `ci_low`, `ci_high`, `p`: log-odds per
+    SD across units) and the factors entered. An outcome that never varies gives p = 1 and NaN estimates."""
+    y = np.asarray(outcome, dtype=float)
+    keep = ~factors.isna().any(axis=1).to_numpy() if len(factors.columns) else np.ones(len(y), bool)
+    y, frame = y[keep], factors[keep].reset_index(drop=True)
+    clusters = pd.factorize(pd.Series(list(np.asarray(cluster, dtype=object)[keep])))[0]
+    columns, entered = [], []
+    for name in frame.columns:
+        z = _unit_zscores(frame[name].to_numpy(float), clusters)
+        if z is not None:
+            columns.append(z)
+            entered.append(name)
+    rows = [{"factor": name, "coef": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "p": NAN,
+             "n_units": int(len(np.unique(clusters))), "n_trials": int(len(y))} for name in entered]
+    if not entered or len(y) == 0:
+        return rows, entered
+    if np.ptp(y) == 0:
+        for row in rows:
+            row["p"] = 1.0
+        return rows, entered
+    design = np.column_stack([np.ones(len(y))] + columns)
+    try:
+        fitted = _gee(y, design, clusters)
+        params, bse, pvalues = (np.asarray(values, dtype=float) for values in (fitted.params, fitted.bse,
+                                                                                 fitted.pvalues))
+    except (np.linalg.LinAlgError, ValueError):
+        return rows, entered
+    for index, row in enumerate(rows, start=1):
+        coef, se = params[index], bse[index]
+        if math.isfinite(coef) and math.isfinite(se):
+            row.update(coef=float(coef), se=float(se), ci_low=float(coef - Z95 * se), ci_high=float(coef + Z95 * se),
+                       p=float(pvalues[index]))
+    return rows, entered
+
+
+def gap_shares(outcome: Sequence[float], simplified: Sequence[float], factors: pd.DataFrame,
+               cluster: Sequence[object]) -> dict[str, dict[str, float]]:
+    """Per factor: `gap_log_odds` (g0, S vs T), `gap_at_parity` (g_x) and `gap_share` ((g0 − g_x) / g0), as the
+    module docstring defines them; rows with a missing factor are left out of that factor's two fits."""
+    y_all = np.asarray(outcome, dtype=float)
+    s_all = np.asarray(simplified, dtype=float)
+    units = np.asarray(cluster, dtype=object)
+    shares = {}
+    for name in factors.columns:
+        x_all = factors[name].to_numpy(float)
+        keep = ~np.isnan(x_all)
+        y, s, x = y_all[keep], s_all[keep], x_all[keep]
+        clusters = pd.factorize(pd.Series(list(units[keep])))[0]
+        row = {"gap_log_odds": NAN, "gap_at_parity": NAN, "gap_share": NAN}
+        shares[name] = row
+        if len(y) == 0 or np.ptp(y) == 0 or np.ptp(s) == 0:
+            continue
+        try:
+            g0 = float(np.asarray(_gee(y, np.column_stack([np.ones(len(y)), s]), clusters).params)[1])
+            with_factor = _gee(y, np.column_stack([np.ones(len(y)), s, x, s * x]), clusters)
+            gx = float(np.asarray(with_factor.params)[1])
+        except (np.linalg.LinAlgError, ValueError):
+            continue
+        row.update(gap_log_odds=g0, gap_at_parity=gx)
+        if math.isfinite(g0) and math.isfinite(gx) and abs(g0) > 1e-12:
+            row["gap_share"] = (g0 - gx) / g0
+    return shares
+
+
+def bh_within(table: pd.DataFrame, family: Sequence[str]) -> pd.Series:
+    """BH-adjusted `p` within each family of rows (statsmodels `fdr_bh`); an empty `family` is the whole table."""
+    adjusted = pd.Series(np.nan, index=table.index, dtype=float)
+    groups = table.groupby(list(family)).groups.items() if family else [(None, table.index)]
+    for _, index in groups:
+        adjusted.loc[index] = stats.bh_adjust(table.loc[index, "p"])
+    return adjusted
+
+
+# --- the term task -----------------------------------------------------------------------------------------------
+
+
+def first_form(published: str) -> str:
+    """The first of a published term's `/`-separated alternatives."""
+    return str(published).split("/")[0].strip()
+
+
+def term_corpus_ratios(counts: pd.DataFrame) -> pd.Series:
+    """Per term: log((Σ Mainland records + 1) / (Σ Taiwanese records + 1)) over every corpus of `counts` (columns
+    `term_id`, `mainland`, `taiwan`: the forms as written)."""
+    if counts.empty:
+        return pd.Series(dtype=float, name="corpus")
+    summed = counts.groupby("term_id")[["mainland", "taiwan"]].sum()
+    return pd.Series(log_ratio(summed["mainland"], summed["taiwan"], add=1.0), index=summed.index, name="corpus")
+
+
+def term_token_ratios(terms: pd.DataFrame, encode) -> pd.Series:
+    """Per term: log(tokens of the first Mainland form / tokens of the first Taiwanese form) under `encode`."""
+    mainland = [len(encode(first_form(term))) for term in terms["term_mainland"]]
+    taiwan = [len(encode(first_form(term))) for term in terms["term_taiwan"]]
+    return pd.Series(log_ratio(mainland, taiwan), index=terms["term_id"].to_numpy(), name="tokens")
+
+
+def trial_rows(by_term: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """0/1 outcome of every trial (`lang`, `term_id`, `y`) rebuilt from per-term counts (`n_<measure>`, `n_trials`)
+    of `term_misalignment_by_term`, every prompt variant pooled."""
+    trials = by_term["n_trials"].to_numpy(int)
+    successes = by_term[f"n_{measure}"].to_numpy(int)
+    y = np.concatenate([np.r_[np.ones(k), np.zeros(n - k)] for k, n in zip(successes, trials)]) \
+        if len(trials) else np.array([])
+    return pd.DataFrame({"lang": np.repeat(by_term["lang"].to_numpy(), trials),
+                         "term_id": np.repeat(by_term["term_id"].to_numpy(), trials), "y": y})
+
+
+TERM_COLUMNS = ["model", "lang", "label_source", "outcome", "factor", "factors_entered", "tokenizer", "n_units",
+                "n_trials", "coef", "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds", "gap_at_parity",
+                "gap_share"]
+
+
+def term_bias_factors(by_term: pd.DataFrame, factors: pd.DataFrame, *, model: str, label_source: str,
+                      tokenizer: str, simplified: str, traditional: str) -> pd.DataFrame:
+    """One model's table: per prompting language and outcome (`correct`, `misaligned`), the factor GEE's rows;
+    every row also carries the factor's share of the S − T gap of that outcome (the same for both languages); BH
+    across the model's whole table (every language, outcome and factor)."""
+    rows = []
+    block = by_term[by_term["label_source"] == label_source]
+    for outcome in ("correct", "misaligned"):
+        trials = trial_rows(block, outcome).join(factors, on="term_id")
+        present = [name for name in factors.columns if trials[name].notna().any()]
+        pair = trials[trials["lang"].isin([simplified, traditional])]
+        shares = gap_shares(pair["y"], (pair["lang"] == simplified).astype(float), pair[present], pair["term_id"]) \
+            if {simplified, traditional} <= set(pair["lang"]) else {}
+        for lang, frame in trials.groupby("lang", sort=True):
+            fitted, entered = fit_factors(frame["y"], frame[present], frame["term_id"])
+            for row in fitted:
+                rows.append({"model": model, "lang": lang, "label_source": label_source, "outcome": outcome,
+                             "factors_entered": ",".join(entered), "tokenizer": tokenizer, **row,
+                             **shares.get(row["factor"], {"gap_log_odds": NAN, "gap_at_parity": NAN,
+                                                          "gap_share": NAN})})
+    if not rows:
+        return pd.DataFrame(columns=TERM_COLUMNS)
+    table = pd.DataFrame(rows)
+    table["p_bh"] = bh_within(table, [])
+    return table[TERM_COLUMNS]
+
+
+# --- the name task -----------------------------------------------------------------------------------------------
+
+
+def list_factors(lists: pd.DataFrame, name_values: dict[str, pd.Series]) -> pd.DataFrame:
+    """Per candidate list (`experiment`, `list_source`, `list_id`): each factor of its Mainland names against its
+    Taiwanese names. `name_values` maps a factor to a per-name Series: `corpus` (records containing the name;
+    log((mean Mainland + 1) / (mean Taiwanese + 1))), `tokens` (log of the mean token counts' ratio), `logprob`
+    (mean Mainland minus mean Taiwanese raw last-name log-probability)."""
+    keys = ["experiment", "list_source", "list_id"]
+    first = lists.drop_duplicates(keys)
+    out = first[keys].reset_index(drop=True)
+    for name, values in name_values.items():
+        lookup = values.to_dict()
+
+        def mean_of(names) -> float:
+            found = [lookup[n] for n in names if n in lookup and pd.notna(lookup[n])]
+            return float(np.mean(found)) if found else NAN
+
+        m = np.array([mean_of(names) for names in first["mainland_names"]])
+        t = np.array([mean_of(names) for names in first["taiwan_names"]])
+        if name == "logprob":
+            out[name] = m - t
+        else:
+            out[name] = log_ratio(m, t, add=1.0 if name == "corpus" else 0.0)
+    return out
+
+
+NAME_COLUMNS = ["model", "lang", "experiment", "extraction_source", "outcome", "factor", "factors_entered",
+                "tokenizer", "n_units", "n_trials", "coef", "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds",
+                "gap_at_parity", "gap_share"]
+
+
+def name_bias_factors(selections: pd.DataFrame, factors: pd.DataFrame, *, model: str, tokenizer: str,
+                      simplified: str, traditional: str) -> pd.DataFrame:
+    """One model's table: per prompting language, experiment and extraction source, the GEE of choosing the
+    Mainland name (valid answers only) on the list's factors, clustered by candidate list; the S − T gap shares of
+    the Mainland share; BH across the model's whole table."""
+    keys = ["experiment", "list_source", "list_id"]
+    valid = selections[selections["status"] == "valid"].copy()
+    valid["y"] = (valid["region"] == "mainland").astype(float)
+    valid = valid.merge(factors, on=keys, how="inner")
+    valid["unit"] = valid["experiment"] + "/" + valid["list_source"] + "/" + valid["list_id"].astype(str)
+    present = [name for name in FACTORS if name in factors.columns and valid[name].notna().any()]
+    rows = []
+    for (experiment, source), block in valid.groupby(["experiment", "extraction_source"], sort=True):
+        pair = block[block["lang"].isin([simplified, traditional])]
+        shares = gap_shares(pair["y"], (pair["lang"] == simplified).astype(float), pair[present], pair["unit"]) \
+            if {simplified, traditional} <= set(pair["lang"]) else {}
+        for lang, frame in block.groupby("lang", sort=True):
+            fitted, entered = fit_factors(frame["y"], frame[present], frame["unit"])
+            for row in fitted:
+                rows.append({"model": model, "lang": lang, "experiment": experiment, "extraction_source": source,
+                             "outcome": "mainland", "factors_entered": ",".join(entered), "tokenizer": tokenizer,
+                             **row, **shares.get(row["factor"], {"gap_log_odds": NAN, "gap_at_parity": NAN,
+                                                                 "gap_share": NAN})})
+    if not rows:
+        return pd.DataFrame(columns=NAME_COLUMNS)
+    table = pd.DataFrame(rows)
+    table["p_bh"] = bh_within(table, [])
+    return table[NAME_COLUMNS]
