@@ -60,6 +60,8 @@ ASSETS = {
                                                        " candidate list, and the design's power."),
     "name_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant Mainland share survives"
                                                             " clustering by candidate list."),
+    "name_bias_factors": AssetEntry(PER_MODEL, "One model's Mainland-name choices regressed on the lists' corpus, "
+                                               "token and last-name log-prob ratios (GEE by list)."),
 }
 
 LANG_TAGS = {variety.code: variety.tag for variety in VARIETIES}
