@@ -77,3 +77,76 @@ def test_term_table_reads_counts_and_adjusts_across_the_model():
     assert (corpus["p_bh"] < 0.001).all()
     assert (table["p_bh"] >= table["p"] - 1e-15).all()
     assert set(table["factors_entered"]) == {"corpus,tokens"}
+    assert set(table["factors_left_out"]) == {"logprob: no values"}
+    assert (table["gap_note"] == "").all() and table["gap_share"].notna().all()
+
+
+def _pair_trials(seed: int, gap: float, n_terms: int = 60, trials: int = 20) -> pd.DataFrame:
+    """S and T answers to the same terms, the S − T log-odds gap `gap`, a corpus factor unrelated to it."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 1.0, n_terms)
+    rows = []
+    for s in (1.0, 0.0):
+        p = 1 / (1 + np.exp(-(0.3 + gap * s)))
+        for term in range(n_terms):
+            rows.append(pd.DataFrame({"term_id": term, "s": s, "corpus": x[term],
+                                      "y": (rng.random(trials) < p).astype(float)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_a_zero_gap_gives_nan_with_the_reason_never_a_division_by_almost_zero(monkeypatch):
+    rows = _pair_trials(seed=5, gap=0.0)
+    # The same answers under both scripts: the gap is exactly 0 (up to the fit's precision).
+    half = rows[rows["s"] == 1.0]
+    rows = pd.concat([half, half.assign(s=0.0)], ignore_index=True)
+    share = bf.gap_shares(rows["y"], rows["s"], rows[["corpus"]], rows["term_id"])["corpus"]
+    assert abs(share["gap_log_odds"]) < bf.GAP_TOLERANCE
+    assert np.isnan(share["gap_share"]) and "no S − T gap" in share["gap_note"]
+    # The tolerance is what decides: a gap of 1e-9 gives NaN, not ±1e8.
+    monkeypatch.setattr(bf, "_gee", _fake_gee([1e-9, 0.5]))
+    share = bf.gap_shares(rows["y"], rows["s"], rows[["corpus"]], rows["term_id"])["corpus"]
+    assert share["gap_log_odds"] == 1e-9 and np.isnan(share["gap_share"]) and share["gap_note"]
+
+
+def _fake_gee(s_coefs):
+    calls = iter(s_coefs)
+
+    class Fitted:
+        def __init__(self, value):
+            self.params = np.array([0.0, value, 0.0, 0.0])
+
+    return lambda y, design, clusters: Fitted(next(calls))
+
+
+def test_an_undefined_gap_gives_nan_with_its_reason(monkeypatch):
+    rows = _pair_trials(seed=6, gap=1.0)
+    only_s = rows[rows["s"] == 1.0]
+    share = bf.gap_shares(only_s["y"], only_s["s"], only_s[["corpus"]], only_s["term_id"])["corpus"]
+    assert np.isnan(share["gap_share"]) and "only one prompting script" in share["gap_note"]
+    constant = rows.assign(y=1.0)
+    share = bf.gap_shares(constant["y"], constant["s"], constant[["corpus"]], constant["term_id"])["corpus"]
+    assert np.isnan(share["gap_share"]) and "never varies" in share["gap_note"]
+    unknown = rows.assign(corpus=np.nan)
+    share = bf.gap_shares(unknown["y"], unknown["s"], unknown[["corpus"]], unknown["term_id"])["corpus"]
+    assert np.isnan(share["gap_share"]) and "no answers" in share["gap_note"]
+    monkeypatch.setattr(bf, "_gee", _fake_gee([np.inf, 0.5]))
+    share = bf.gap_shares(rows["y"], rows["s"], rows[["corpus"]], rows["term_id"])["corpus"]
+    assert np.isnan(share["gap_share"]) and np.isnan(share["gap_log_odds"]) and "finite" in share["gap_note"]
+    # A real gap the factor does not explain: a number near 0, no note.
+    monkeypatch.undo()
+    share = bf.gap_shares(rows["y"], rows["s"], rows[["corpus"]], rows["term_id"])["corpus"]
+    assert share["gap_note"] == "" and abs(share["gap_share"]) < 0.2 and share["gap_log_odds"] > 0.5
+
+
+def test_the_table_names_the_factors_left_out_and_why():
+    terms = _terms(seed=4, n_terms=40)
+    rng = np.random.default_rng(1)
+    by_term = pd.DataFrame({"model": "m", "lang": "zh_hans", "prompt_variant": 1, "label_source": "rules",
+                            "term_id": terms["term_id"], "n_correct": rng.binomial(10, 0.5, 40), "n_trials": 10})
+    by_term["n_misaligned"] = 10 - by_term["n_correct"]
+    factors = terms.set_index("term_id")[["corpus"]].assign(tokens=1.0)
+    table = bf.term_bias_factors(by_term, factors, model="m", label_source="rules", tokenizer="", simplified="zh_hans",
+                                 traditional="zh_hant", missing={"logprob": "none for the term task"})
+    assert set(table["factor"]) == {"corpus"}
+    assert set(table["factors_left_out"]) == {"tokens: no variation across the units; logprob: none for the term task"}
+    assert set(table["gap_note"]) == {"no Simplified and Traditional prompts to compare"}

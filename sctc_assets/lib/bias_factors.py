@@ -21,8 +21,9 @@ the factor's parity. The gap is the log-odds ratio of the outcome under Simplifi
 (x = 0: equal frequency, equal tokens, equal log-probability). share = (g0 − g_x) / g0: 1 when the gap is wholly
 what the factor's imbalance predicts, 0 when the factor explains none of it, negative when the gap would be larger
 at parity. The interaction is needed because a factor constant within a unit cannot move the S − T contrast of the
-same units on its own (it would only shift both scripts alike). NaN when there is no gap to share (g0 = 0 or not
-estimable).
+same units on its own (it would only shift both scripts alike). NaN, with the reason in `gap_note`, when there is
+no gap to share: only one script's answers, an outcome that never varies, a fit that fails, or |g0| below
+`GAP_TOLERANCE` (a gap of zero within the fit's precision: the share would be a division by ~0); never ±inf.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from sctc_assets.lib import stats
 NAN = float("nan")
 Z95 = 1.959963984540054
 FACTORS = ("corpus", "tokens", "logprob")
+# |g0| below this (log-odds) is a zero gap: GEE's own convergence tolerance is 1e-6 on the parameters.
+GAP_TOLERANCE = 1e-6
 FACTOR_COLUMNS = {"corpus": "corpus_log_ratio", "tokens": "token_log_ratio", "logprob": "logprob_diff"}
 
 
@@ -110,10 +113,15 @@ def fit_factors(outcome: Sequence[float], factors: pd.DataFrame, cluster: Sequen
     return rows, entered
 
 
+def _no_share(note: str, g0: float = NAN, gx: float = NAN) -> dict:
+    return {"gap_log_odds": g0, "gap_at_parity": gx, "gap_share": NAN, "gap_note": note}
+
+
 def gap_shares(outcome: Sequence[float], simplified: Sequence[float], factors: pd.DataFrame,
                cluster: Sequence[object]) -> dict[str, dict[str, float]]:
-    """Per factor: `gap_log_odds` (g0, S vs T), `gap_at_parity` (g_x) and `gap_share` ((g0 − g_x) / g0), as the
-    module docstring defines them; rows with a missing factor are left out of that factor's two fits."""
+    """Per factor: `gap_log_odds` (g0, S vs T), `gap_at_parity` (g_x), `gap_share` ((g0 − g_x) / g0) and
+    `gap_note` (why the share is NaN; empty when it is not), as the module docstring defines them; rows with a
+    missing factor are left out of that factor's two fits."""
     y_all = np.asarray(outcome, dtype=float)
     s_all = np.asarray(simplified, dtype=float)
     units = np.asarray(cluster, dtype=object)
@@ -123,19 +131,30 @@ def gap_shares(outcome: Sequence[float], simplified: Sequence[float], factors: p
         keep = ~np.isnan(x_all)
         y, s, x = y_all[keep], s_all[keep], x_all[keep]
         clusters = pd.factorize(pd.Series(list(units[keep])))[0]
-        row = {"gap_log_odds": NAN, "gap_at_parity": NAN, "gap_share": NAN}
-        shares[name] = row
-        if len(y) == 0 or np.ptp(y) == 0 or np.ptp(s) == 0:
+        if len(y) == 0:
+            shares[name] = _no_share("no answers with this factor known")
+            continue
+        if np.ptp(s) == 0:
+            shares[name] = _no_share("only one prompting script's answers: no S − T gap to share")
+            continue
+        if np.ptp(y) == 0:
+            shares[name] = _no_share("the outcome never varies: no S − T gap to share")
             continue
         try:
             g0 = float(np.asarray(_gee(y, np.column_stack([np.ones(len(y)), s]), clusters).params)[1])
             with_factor = _gee(y, np.column_stack([np.ones(len(y)), s, x, s * x]), clusters)
             gx = float(np.asarray(with_factor.params)[1])
-        except (np.linalg.LinAlgError, ValueError):
+        except (np.linalg.LinAlgError, ValueError) as exc:
+            shares[name] = _no_share(f"the GEE did not fit: {exc}")
             continue
-        row.update(gap_log_odds=g0, gap_at_parity=gx)
-        if math.isfinite(g0) and math.isfinite(gx) and abs(g0) > 1e-12:
-            row["gap_share"] = (g0 - gx) / g0
+        if not (math.isfinite(g0) and math.isfinite(gx)):
+            shares[name] = _no_share("the GEE gave no finite gap (separation)",
+                                     g0 if math.isfinite(g0) else NAN, gx if math.isfinite(gx) else NAN)
+        elif abs(g0) < GAP_TOLERANCE:
+            shares[name] = _no_share(f"no S − T gap (|log-odds ratio| < {GAP_TOLERANCE:g}): a share of it is "
+                                     "undefined", g0, gx)
+        else:
+            shares[name] = {"gap_log_odds": g0, "gap_at_parity": gx, "gap_share": (g0 - gx) / g0, "gap_note": ""}
     return shares
 
 
@@ -146,6 +165,22 @@ def bh_within(table: pd.DataFrame, family: Sequence[str]) -> pd.Series:
     for _, index in groups:
         adjusted.loc[index] = stats.bh_adjust(table.loc[index, "p"])
     return adjusted
+
+
+def left_out_note(entered: Sequence[str], present: Sequence[str], missing: dict[str, str]) -> str:
+    """`factor: why` for each of `FACTORS` a fit did not have, `; `-separated: `missing`'s reason (the model has
+    no such values), else the values did not vary across the units."""
+    notes = []
+    for name in FACTORS:
+        if name in entered:
+            continue
+        why = missing.get(name) or ("no variation across the units" if name in present else "no values")
+        notes.append(f"{name}: {why}")
+    return "; ".join(notes)
+
+
+def _share_of(shares: dict, factor: str, missing_pair: str) -> dict:
+    return shares.get(factor) or _no_share(missing_pair)
 
 
 # --- the term task -----------------------------------------------------------------------------------------------
@@ -183,15 +218,17 @@ def trial_rows(by_term: pd.DataFrame, measure: str) -> pd.DataFrame:
                          "term_id": np.repeat(by_term["term_id"].to_numpy(), trials), "y": y})
 
 
-TERM_COLUMNS = ["model", "lang", "label_source", "outcome", "factor", "factors_entered", "tokenizer", "n_units",
-                "n_trials", "coef", "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds", "gap_at_parity",
-                "gap_share"]
+TERM_COLUMNS = ["model", "lang", "label_source", "outcome", "factor", "factors_entered", "factors_left_out",
+                "tokenizer", "n_units", "n_trials", "coef", "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds",
+                "gap_at_parity", "gap_share", "gap_note"]
 
 
 def term_bias_factors(by_term: pd.DataFrame, factors: pd.DataFrame, *, model: str, label_source: str,
-                      tokenizer: str, simplified: str, traditional: str) -> pd.DataFrame:
+                      tokenizer: str, simplified: str, traditional: str,
+                      missing: dict[str, str] | None = None) -> pd.DataFrame:
     """One model's table: per prompting language and outcome (`correct`, `misaligned`), the factor GEE's rows;
-    every row also carries the factor's share of the S − T gap of that outcome (the same for both languages); BH
+    every row also carries the factor's share of the S − T gap of that outcome (the same for both languages) and,
+    in `factors_left_out`, each factor the fit lacked with why (`missing`: factor → the caller's reason); BH
     across the model's whole table (every language, outcome and factor)."""
     rows = []
     block = by_term[by_term["label_source"] == label_source]
@@ -205,9 +242,10 @@ def term_bias_factors(by_term: pd.DataFrame, factors: pd.DataFrame, *, model: st
             fitted, entered = fit_factors(frame["y"], frame[present], frame["term_id"])
             for row in fitted:
                 rows.append({"model": model, "lang": lang, "label_source": label_source, "outcome": outcome,
-                             "factors_entered": ",".join(entered), "tokenizer": tokenizer, **row,
-                             **shares.get(row["factor"], {"gap_log_odds": NAN, "gap_at_parity": NAN,
-                                                          "gap_share": NAN})})
+                             "factors_entered": ",".join(entered),
+                             "factors_left_out": left_out_note(entered, present, missing or {}),
+                             "tokenizer": tokenizer, **row,
+                             **_share_of(shares, row["factor"], "no Simplified and Traditional prompts to compare")})
     if not rows:
         return pd.DataFrame(columns=TERM_COLUMNS)
     table = pd.DataFrame(rows)
@@ -243,15 +281,15 @@ def list_factors(lists: pd.DataFrame, name_values: dict[str, pd.Series]) -> pd.D
 
 
 NAME_COLUMNS = ["model", "lang", "experiment", "extraction_source", "outcome", "factor", "factors_entered",
-                "tokenizer", "n_units", "n_trials", "coef", "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds",
-                "gap_at_parity", "gap_share"]
+                "factors_left_out", "tokenizer", "n_units", "n_trials", "coef", "se", "ci_low", "ci_high", "p", "p_bh",
+                "gap_log_odds", "gap_at_parity", "gap_share", "gap_note"]
 
 
 def name_bias_factors(selections: pd.DataFrame, factors: pd.DataFrame, *, model: str, tokenizer: str,
-                      simplified: str, traditional: str) -> pd.DataFrame:
+                      simplified: str, traditional: str, missing: dict[str, str] | None = None) -> pd.DataFrame:
     """One model's table: per prompting language, experiment and extraction source, the GEE of choosing the
     Mainland name (valid answers only) on the list's factors, clustered by candidate list; the S − T gap shares of
-    the Mainland share; BH across the model's whole table."""
+    the Mainland share; `factors_left_out` as in `term_bias_factors`; BH across the model's whole table."""
     keys = ["experiment", "list_source", "list_id"]
     valid = selections[selections["status"] == "valid"].copy()
     valid["y"] = (valid["region"] == "mainland").astype(float)
@@ -267,9 +305,10 @@ def name_bias_factors(selections: pd.DataFrame, factors: pd.DataFrame, *, model:
             fitted, entered = fit_factors(frame["y"], frame[present], frame["unit"])
             for row in fitted:
                 rows.append({"model": model, "lang": lang, "experiment": experiment, "extraction_source": source,
-                             "outcome": "mainland", "factors_entered": ",".join(entered), "tokenizer": tokenizer,
-                             **row, **shares.get(row["factor"], {"gap_log_odds": NAN, "gap_at_parity": NAN,
-                                                                 "gap_share": NAN})})
+                             "outcome": "mainland", "factors_entered": ",".join(entered),
+                             "factors_left_out": left_out_note(entered, present, missing or {}),
+                             "tokenizer": tokenizer, **row,
+                             **_share_of(shares, row["factor"], "no Simplified and Traditional prompts to compare")})
     if not rows:
         return pd.DataFrame(columns=NAME_COLUMNS)
     table = pd.DataFrame(rows)

@@ -33,7 +33,7 @@ def name_bias_factors(context: dg.AssetExecutionContext, name_selections: pd.Dat
     and their raw last-name log-probabilities (`last_name_logprobs`, where the model has them); coefficients per SD
     with 95 % intervals, BH across the model's table, each factor's share of the S − T gap (`lib.bias_factors`).
     Answers to lists whose composition is unknown (the shared upstream copy lacks the authors' lists) are left
-    out; `factors_entered` says which factors a row's fit had."""
+    out; `factors_entered` says which factors a row's fit had, `factors_left_out` which it lacked and why."""
     model = context.partition_key
     published, missing = upstream_name_counts(upstream.open(), regional_names)
     counts, count_source = metrics.table22_counts(corpus_name_counts, published)
@@ -46,8 +46,13 @@ def name_bias_factors(context: dg.AssetExecutionContext, name_selections: pd.Dat
         values["logprob"] = raw.groupby("name")["logprob"].mean()
     lists = name_candidate_lists
     factors = bf.list_factors(lists, values) if not lists.empty else pd.DataFrame()
+    missing = {} if encode is not None else {"tokens": f"no tokenizer: {why}"}
+    if raw.empty:
+        missing["logprob"] = "no last-name log-probabilities for this model"
+    if "corpus" not in values:
+        missing["corpus"] = "no c4 counts of the names"
     table = bf.name_bias_factors(name_selections, factors, model=model, tokenizer=tokenizer,
-                                 simplified=SIMPLIFIED.code, traditional=TRADITIONAL.code) \
+                                 simplified=SIMPLIFIED.code, traditional=TRADITIONAL.code, missing=missing) \
         if not factors.empty and not name_selections.empty else pd.DataFrame(columns=bf.NAME_COLUMNS)
     notes = [] if encode is not None else [f"no tokenizer: {why}"]
     if raw.empty:

@@ -53,7 +53,8 @@ def term_bias_factors(context: dg.AssetExecutionContext, config: TermBiasFactors
     tokenizer registry's entry for a paper model, else the backend's `token_counter()`; left out where neither is
     known); coefficients per SD with 95 % intervals, BH across the model's table, and each factor's share of the
     S − T gap (the part of the S vs T log-odds ratio that vanishes at the factor's parity; `lib.bias_factors`).
-    The term task has no log-probabilities of the two forms, so that factor is never entered here."""
+    The term task has no log-probabilities of the two forms, so that factor is never entered here;
+    `factors_left_out` says, per row, which factors the fit lacked and why."""
     model = context.partition_key
     by_term = term_misalignment_by_term
     present = set(by_term["label_source"]) if not by_term.empty else set()
@@ -62,14 +63,18 @@ def term_bias_factors(context: dg.AssetExecutionContext, config: TermBiasFactors
     counts, count_source = term_corpus_counts(corpus_term_counts, published)
     factors = pd.DataFrame(index=regional_terms["term_id"].to_numpy())
     factors["corpus"] = bf.term_corpus_ratios(counts)
+    missing = {"logprob": "the term task has no log-probabilities of the two forms"}
+    if counts.empty:
+        missing["corpus"] = "no corpus counts (neither the project's complete ones nor the authors')"
     tokenizer, encode, why = model_tokenizer(model, models, upstream)
     if encode is not None:
         factors["tokens"] = bf.term_token_ratios(regional_terms, encode)
     else:
+        missing["tokens"] = f"no tokenizer: {why}"
         context.log.info(f"term_bias_factors {model}: no tokenizer ({why}); the token factor is left out")
     factors = factors.dropna(axis=1, how="all")
     table = bf.term_bias_factors(by_term, factors, model=model, label_source=source, tokenizer=tokenizer,
-                                 simplified=SIMPLIFIED.code, traditional=TRADITIONAL.code)
+                                 simplified=SIMPLIFIED.code, traditional=TRADITIONAL.code, missing=missing)
     return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, preview_rows=len(table), label_source=source, count_source=count_source,
         tokenizer=tokenizer or f"none ({why})", log_probabilities="none for the term task (factor left out)",

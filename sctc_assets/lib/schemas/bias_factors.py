@@ -14,6 +14,8 @@ C = {
                          "(Mainland minus Taiwanese log-probability); each z-scored across the units."),
     "factors_entered": ("string", "The factors the fit had, comma-separated (a model without a tokenizer or "
                                   "log-probabilities is fitted on the others)."),
+    "factors_left_out": ("string", "`factor: why` for each factor the fit lacked, `; `-separated (no tokenizer "
+                                   "known offline, no log-probabilities, no variation across the units)."),
     "tokenizer": ("string", "The tokenizer registry entry or backend tokenizer counting the tokens; empty: none "
                             "known."),
     "n_units": ("int", "Clusters of the fit: terms (term task) or candidate lists (name task)."),
@@ -31,6 +33,8 @@ C = {
                                "(raw log ratio): the gap where the factor is at parity (0)."),
     "gap_share": ("float", "(gap_log_odds − gap_at_parity) / gap_log_odds: the share of the S − T gap that "
                            "vanishes at the factor's parity (1: all of it; 0: none; negative: the gap grows)."),
+    "gap_note": ("string", "Why `gap_share` is NaN (only one script's answers, an outcome that never varies, a "
+                           "gap of zero within the fit's precision, a failed fit); empty when it is a number."),
 }
 
 TABLES = [
@@ -38,14 +42,14 @@ TABLES = [
         "model", "lang",
         ("label_source", "string", "The labels whose counts are regressed (`upstream` where present, else "
                                    "`judge`, `lexicon`, `rules`)."),
-        "outcome", "factor", "factors_entered", "tokenizer", "n_units", "n_trials", "coef", "se", "ci_low",
-        "ci_high", "p", "p_bh", "gap_log_odds", "gap_at_parity", "gap_share",
+        "outcome", "factor", "factors_entered", "factors_left_out", "tokenizer", "n_units", "n_trials", "coef",
+        "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds", "gap_at_parity", "gap_share", "gap_note",
     ], C),
     table("name_bias_factors", [
         "model", "lang",
         ("experiment", "string", "The name experiment (`main`, …)."),
         ("extraction_source", "string", "Who extracted the selected name (`rules`, `published`, `judge`)."),
-        "outcome", "factor", "factors_entered", "tokenizer", "n_units", "n_trials", "coef", "se", "ci_low",
-        "ci_high", "p", "p_bh", "gap_log_odds", "gap_at_parity", "gap_share",
+        "outcome", "factor", "factors_entered", "factors_left_out", "tokenizer", "n_units", "n_trials", "coef",
+        "se", "ci_low", "ci_high", "p", "p_bh", "gap_log_odds", "gap_at_parity", "gap_share", "gap_note",
     ], C),
 ]
