@@ -189,6 +189,7 @@ NAME = BenchmarkSpec(
     estimate_lines=(name_power_lines,),
     summary=name_summary,
     report_part=ReportPart("sctc_assets.lib.report.names", "name_", "Name choice (main lists)"),
-    report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names"),
+    report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names",
+                   "name_bias_factors"),
     skip_unchanged=True,
 )

@@ -218,6 +218,6 @@ TERM = BenchmarkSpec(
     expected_answer=TERM_ANSWER,
     summary=term_summary,
     report_part=ReportPart("sctc_assets.lib.report.term", "term_", "Term choice (prompt variant 1)"),
-    report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary"),
+    report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary", "term_bias_factors"),
     skip_unchanged=True,
 )

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from sctc_assets.lib.report import models as model_order
+from sctc_assets.lib.report.bias_factors import add_factor_figure
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
@@ -311,4 +312,5 @@ def section(inputs: ReportInputs) -> Section:
     misaligned = _misalignment_table(inputs.table("term_misalignment_summary"))
     if misaligned is not None:
         result.add(misaligned)
+    add_factor_figure(result, inputs, "term")
     return result
