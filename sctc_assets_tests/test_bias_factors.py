@@ -150,3 +150,25 @@ def test_the_table_names_the_factors_left_out_and_why():
     assert set(table["factor"]) == {"corpus"}
     assert set(table["factors_left_out"]) == {"tokens: no variation across the units; logprob: none for the term task"}
     assert set(table["gap_note"]) == {"no Simplified and Traditional prompts to compare"}
+
+
+@pytest.mark.parametrize("seed,unbalanced,interaction", [(1, False, False), (2, True, True), (3, True, False)])
+def test_the_cell_solve_gives_statsmodels_gee_estimates(seed, unbalanced, interaction):
+    """`_gee` solves on (cluster, pattern) cells: its coefficients, robust SEs and p-values are statsmodels' GEE's
+    (exchangeable, robust) on the trials, with unequal cluster sizes and a within-cluster covariate too."""
+    rng = np.random.default_rng(seed)
+    clusters = np.repeat(np.arange(90), 40)
+    s = rng.integers(0, 2, len(clusters)).astype(float)
+    if unbalanced:
+        keep = rng.random(len(clusters)) < 0.7
+        clusters, s = clusters[keep], s[keep]
+    x, shared = rng.normal(0, 1, 90), rng.normal(0, 1, 90)
+    p = 1 / (1 + np.exp(-(0.2 + 0.7 * x[clusters] + 0.4 * s + shared[clusters])))
+    y = (rng.random(len(clusters)) < p).astype(float)
+    columns = [np.ones(len(y)), x[clusters]] + ([s, s * x[clusters]] if interaction else [])
+    design = np.column_stack(columns)
+    fast, reference = bf._aggregated_gee(y, design, clusters), bf._statsmodels_gee(y, design, clusters)
+    assert reference.model.cov_struct.dep_params > 0.05  # a real within-cluster correlation to estimate
+    np.testing.assert_allclose(fast.params, reference.params, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(fast.bse, reference.bse, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(fast.pvalues, reference.pvalues, rtol=1e-6, atol=1e-12)

@@ -55,13 +55,93 @@ def log_ratio(mainland: Sequence[float], taiwan: Sequence[float], *, add: float 
     return values
 
 
-def _gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
-    import statsmodels.api as sm
+class _Fit:
+    """What the tables read of a GEE fit: `params`, `bse`, `pvalues` (two-sided Wald, normal)."""
+
+    def __init__(self, params: np.ndarray, cov: np.ndarray):
+        from scipy.stats import norm
+
+        self.params = params
+        self.bse = np.sqrt(np.clip(np.diag(cov), 0, None))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.pvalues = 2 * norm.sf(np.abs(params / self.bse))
+
+
+def _statsmodels_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
+    from statsmodels.genmod import cov_struct, families
+    from statsmodels.genmod.generalized_estimating_equations import GEE
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return sm.GEE(y, design, groups=clusters, family=sm.families.Binomial(),
-                      cov_struct=sm.cov_struct.Exchangeable()).fit()
+        return GEE(y, design, groups=clusters, family=families.Binomial(),
+                   cov_struct=cov_struct.Exchangeable()).fit()
+
+
+def _gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
+    """statsmodels' logistic GEE with an exchangeable working correlation and its robust covariance (`GEE(…,
+    Binomial(), Exchangeable()).fit()`), solved on the distinct (cluster, covariate pattern) cells: the trials of a
+    cell share their mean, so every sum the estimating equations, the moment estimate of the correlation and the
+    sandwich take over trials is one over cells weighted by their counts (`_aggregated_gee`). The same estimates
+    (test_bias_factors compares them), without statsmodels' loop over clusters per iteration; statsmodels itself
+    where the aggregated solve does not converge."""
+    fitted = _aggregated_gee(np.asarray(y, float), np.asarray(design, float), np.asarray(clusters))
+    return fitted if fitted is not None else _statsmodels_gee(y, design, clusters)
+
+
+def _aggregated_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, *, maxiter: int = 100,
+                    tol: float = 1e-10) -> _Fit | None:
+    n_obs, p = design.shape
+    # cells: one per cluster and covariate pattern
+    keys = np.column_stack([clusters.astype(float), design])
+    cells, index = np.unique(keys, axis=0, return_inverse=True)
+    index = index.ravel()
+    n = np.bincount(index, minlength=len(cells)).astype(float)
+    k = np.bincount(index, weights=y, minlength=len(cells))
+    x = cells[:, 1:]
+    group = pd.factorize(cells[:, 0])[0]
+    groups = int(group.max()) + 1
+    size = np.bincount(group, weights=n, minlength=groups)
+    pairs = float(np.sum(size * (size - 1) / 2))
+    # start: the independence fit (IRLS on the cells), as statsmodels starts from the GLM
+    beta = np.zeros(p)
+    rho = 0.0
+    for iteration in range(maxiter):
+        mu = 1 / (1 + np.exp(-(x @ beta)))
+        var = mu * (1 - mu)
+        if np.any(var <= 1e-300):
+            return None
+        sd = np.sqrt(var)
+        # Pearson residual sums per cell: Σ e and Σ e² over its trials
+        e_sum = (k - n * mu) / sd
+        e2_sum = (k * (1 - mu) ** 2 + (n - k) * mu ** 2) / var
+        per_group_e = np.bincount(group, weights=e_sum, minlength=groups)
+        if iteration:  # statsmodels updates the correlation after the first step from the GLM start
+            scale = e2_sum.sum() / (n_obs - p)
+            within = np.sum((per_group_e ** 2 - np.bincount(group, weights=e2_sum, minlength=groups)) / 2)
+            rho = within / scale / (pairs - p) if pairs > p else 0.0
+        c = rho / (1 - rho) / (1 + rho * (size - 1))
+        # score_i = Σ x (k − n μ) / (1 − ρ) − c_i E_i u_i, B_i = Σ n s² x x' / (1 − ρ) − c_i u_i u_i', u_i = Σ n s x
+        u = np.zeros((groups, p))
+        np.add.at(u, group, (n * sd)[:, None] * x)
+        direct = np.zeros((groups, p))
+        np.add.at(direct, group, (k - n * mu)[:, None] * x)
+        scores = direct / (1 - rho) - (c * per_group_e)[:, None] * u
+        bmat = (x * (n * var)[:, None]).T @ x / (1 - rho) - (u * c[:, None]).T @ u
+        score = scores.sum(axis=0)
+        try:
+            step = np.linalg.solve(bmat, score)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(step)):
+            return None
+        if iteration and np.sqrt(np.sum(score ** 2)) < tol:
+            try:
+                inverse = np.linalg.inv(bmat)
+            except np.linalg.LinAlgError:
+                return None
+            return _Fit(beta.copy(), inverse @ (scores.T @ scores) @ inverse)
+        beta = beta + step
+    return None
 
 
 def _unit_zscores(values: np.ndarray, clusters: np.ndarray) -> np.ndarray | None:
