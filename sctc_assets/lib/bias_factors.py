@@ -8,11 +8,12 @@ Every factor is a log ratio of the Mainland form against the Taiwanese one, 0 at
 - `logprob`: log-probability of the Mainland form minus that of the Taiwanese one (names: the raw last-name
   log-probabilities of `last_name_logprobs`; the term task has no log-probabilities of its forms, so it is left out).
 
-`fit_factors`: per outcome, one trial-level logistic GEE (statsmodels `GEE`, `Binomial`, `Exchangeable`, robust
+`fit_factors`: per outcome, one trial-level logistic GEE (statsmodels' `GEE`, `Binomial`, `Exchangeable`, robust
 sandwich SEs) of the 0/1 outcome on every factor the model has, clustered by the unit the robustness work
 established (the term; for names the candidate list); the factors are z-scored over the units (mean 0, SD 1 across
 terms or lists), so a coefficient is the change in log-odds per SD of the factor across units, with its 95 % Wald
-interval. A factor without variation across the units is not entered.
+interval. A factor without variation across the units is not entered. The estimates are statsmodels', solved on the
+distinct (cluster, covariate pattern) cells instead of trial by trial (`_gee`; equal to 1e-8 in the tests).
 
 `gap_shares`: the share of the S − T gap each factor accounts for, defined as the part of the gap that vanishes at
 the factor's parity. The gap is the log-odds ratio of the outcome under Simplified against Traditional prompts,
@@ -102,7 +103,8 @@ def _aggregated_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, *, 
     groups = int(group.max()) + 1
     size = np.bincount(group, weights=n, minlength=groups)
     pairs = float(np.sum(size * (size - 1) / 2))
-    # start: the independence fit (IRLS on the cells), as statsmodels starts from the GLM
+    # start at 0 under independence (ρ = 0); ρ is re-estimated before every later step, as statsmodels does after
+    # its GLM start; both stop at the same fixed point of the estimating equations (the score's norm below `tol`)
     beta = np.zeros(p)
     rho = 0.0
     for iteration in range(maxiter):
@@ -115,7 +117,7 @@ def _aggregated_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, *, 
         e_sum = (k - n * mu) / sd
         e2_sum = (k * (1 - mu) ** 2 + (n - k) * mu ** 2) / var
         per_group_e = np.bincount(group, weights=e_sum, minlength=groups)
-        if iteration:  # statsmodels updates the correlation after the first step from the GLM start
+        if iteration:
             scale = e2_sum.sum() / (n_obs - p)
             within = np.sum((per_group_e ** 2 - np.bincount(group, weights=e2_sum, minlength=groups)) / 2)
             rho = within / scale / (pairs - p) if pairs > p else 0.0
