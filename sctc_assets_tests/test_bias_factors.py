@@ -172,3 +172,10 @@ def test_the_cell_solve_gives_statsmodels_gee_estimates(seed, unbalanced, intera
     np.testing.assert_allclose(fast.params, reference.params, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(fast.bse, reference.bse, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(fast.pvalues, reference.pvalues, rtol=1e-6, atol=1e-12)
+
+
+def test_bh_is_statsmodels_fdr_bh():
+    rng = np.random.default_rng(9)
+    for values in (rng.random(40) ** 3, np.r_[rng.random(10), np.nan, 0.0, 1.0, 0.5, 0.5], np.array([np.nan]),
+                   np.array([])):
+        np.testing.assert_allclose(bf.bh_adjust(values), stats.bh_adjust(values), rtol=1e-12, equal_nan=True)

@@ -36,7 +36,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from sctc_assets.lib import stats
 
 NAN = float("nan")
 Z95 = 1.959963984540054
@@ -60,12 +59,12 @@ class _Fit:
     """What the tables read of a GEE fit: `params`, `bse`, `pvalues` (two-sided Wald, normal)."""
 
     def __init__(self, params: np.ndarray, cov: np.ndarray):
-        from scipy.stats import norm
-
         self.params = params
         self.bse = np.sqrt(np.clip(np.diag(cov), 0, None))
+        # 2 · P(Z > |z|) = erfc(|z| / √2), as scipy's norm.sf gives it, without importing scipy.stats (seconds)
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.pvalues = 2 * norm.sf(np.abs(params / self.bse))
+            z = np.abs(params / self.bse)
+        self.pvalues = np.array([math.erfc(value / math.sqrt(2)) if math.isfinite(value) else NAN for value in z])
 
 
 def _statsmodels_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
@@ -108,7 +107,8 @@ def _aggregated_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, *, 
     beta = np.zeros(p)
     rho = 0.0
     for iteration in range(maxiter):
-        mu = 1 / (1 + np.exp(-(x @ beta)))
+        with np.errstate(over="ignore"):
+            mu = 1 / (1 + np.exp(-(x @ beta)))
         var = mu * (1 - mu)
         if np.any(var <= 1e-300):
             return None
@@ -240,12 +240,27 @@ def gap_shares(outcome: Sequence[float], simplified: Sequence[float], factors: p
     return shares
 
 
+def bh_adjust(pvalues: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values, NaN kept and not counted: `lib.stats.bh_adjust` (statsmodels
+    `fdr_bh`, the same values; test_bias_factors compares them) in numpy, without importing statsmodels (a second
+    of every stage process's time)."""
+    values = np.asarray(pvalues, dtype=float)
+    adjusted = np.full(len(values), np.nan)
+    finite = np.flatnonzero(~np.isnan(values))
+    if len(finite):
+        order = np.argsort(values[finite], kind="mergesort")
+        ranked = values[finite][order] * len(finite) / np.arange(1, len(finite) + 1)
+        stepped = np.minimum(np.minimum.accumulate(ranked[::-1])[::-1], 1.0)
+        adjusted[finite[order]] = stepped
+    return adjusted
+
+
 def bh_within(table: pd.DataFrame, family: Sequence[str]) -> pd.Series:
-    """BH-adjusted `p` within each family of rows (statsmodels `fdr_bh`); an empty `family` is the whole table."""
+    """BH-adjusted `p` within each family of rows (`bh_adjust`); an empty `family` is the whole table."""
     adjusted = pd.Series(np.nan, index=table.index, dtype=float)
     groups = table.groupby(list(family)).groups.items() if family else [(None, table.index)]
     for _, index in groups:
-        adjusted.loc[index] = stats.bh_adjust(table.loc[index, "p"])
+        adjusted.loc[index] = bh_adjust(table.loc[index, "p"].to_numpy(float))
     return adjusted
 
 
