@@ -75,6 +75,8 @@ ASSETS = {
                                                        " candidate list, and the design's power."),
     "name_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant Mainland share survives"
                                                             " clustering by candidate list."),
+    "name_bias_factors": AssetEntry(PER_MODEL, "One model's Mainland-name choices regressed on the lists' corpus, "
+                                               "token and last-name log-prob ratios (GEE by list)."),
 }
 
 LANG_TAGS = {variety.code: variety.tag for variety in VARIETIES}
@@ -252,6 +254,6 @@ NAME = BenchmarkSpec(
     report_part=ReportPart("sctc_assets.lib.report.names", "name_", "Name choice (main lists)"),
     report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names",
                    "name_pair_selection_rates", "name_explanation_words", "name_talent_examples",
-                   "name_descriptor_words", "name_descriptor_names"),
+                   "name_descriptor_words", "name_descriptor_names", "name_bias_factors"),
     skip_unchanged=True,
 )

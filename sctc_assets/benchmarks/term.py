@@ -62,6 +62,8 @@ ASSETS = {
                                                             "the term-level tests."),
     "term_power": AssetEntry(CROSS_MODEL, "Minimum detectable S − T differences of the design run, and the terms and "
                                           "trials an effect needs."),
+    "term_bias_factors": AssetEntry(PER_MODEL, "One model's term outcomes regressed on corpus-frequency and token-"
+                                               "count ratios (logistic GEE by term), with S − T gap shares."),
 }
 
 
@@ -225,6 +227,6 @@ TERM = BenchmarkSpec(
     summary=term_summary,
     report_part=ReportPart("sctc_assets.lib.report.term", "term_", "Term choice (prompt variant 1)"),
     report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary", "term_misalignment_by_category",
-                   "term_incorrect_types"),
+                   "term_incorrect_types", "term_bias_factors"),
     skip_unchanged=True,
 )

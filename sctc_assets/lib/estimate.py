@@ -136,6 +136,28 @@ def _registry_tiktoken(encoding: str) -> TokenCounter | None:
     return None
 
 
+# Why a registry tokenizer could not be loaded (its key → the reason), for the entries `_LOADED` holds None for.
+_UNAVAILABLE: dict[str, str] = {}
+
+
+def registry_counter(entry) -> tuple[TokenCounter | None, str]:
+    """A tokenizer registry entry's tokenizer (`lib.name.tokenization.TokenizerEntry`), loaded once per process
+    (downloads into the machine's download cache, as `tokenization_counts` does; a hub entry fails at once where
+    the hub is off and its files are not cached); (None, why) where it cannot be loaded here."""
+    from sctc_assets.lib.name.tokenization import (TokenizerIntegrityError, TokenizerUnavailable, default_files_dir,
+                                                   load_tokenizer)
+
+    def load() -> TokenCounter | None:
+        try:
+            return TokenCounter(entry.key, load_tokenizer(entry, default_files_dir()))
+        except (TokenizerUnavailable, TokenizerIntegrityError, OSError, ValueError) as exc:
+            _UNAVAILABLE[entry.key] = str(exc)
+            return None
+
+    counter = _loaded(f"registry:{entry.key}", load)
+    return counter, "" if counter is not None else _UNAVAILABLE.get(entry.key, "cannot be loaded")
+
+
 def json_counter(path: str, name: str, render: Render | None = None) -> TokenCounter | None:
     """A local model's `tokenizer.json` at `path`, loaded with the `tokenizers` library (no transformers) once per
     file, named `name`, with `render` (the model's chat template) when there is one; None when the file cannot be

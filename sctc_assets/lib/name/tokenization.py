@@ -242,6 +242,21 @@ def _package_folder(package: str) -> Path:
     return Path(locations[0])
 
 
+def hub_offline() -> bool:
+    """Whether the Hugging Face libraries may not ask the hub ($HF_HUB_OFFLINE or $TRANSFORMERS_OFFLINE set true)."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_cached(repo: str) -> bool:
+    """Whether the Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub) holds a
+    snapshot of model `repo`, looked up without importing huggingface_hub."""
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
+    cache = Path(os.environ.get("HF_HUB_CACHE") or home / "hub").expanduser()
+    snapshots = cache / f"models--{repo.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(snapshots.iterdir())
+
+
 def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str, download_dir: Path | None = None) -> str:
     """A local path (file or folder) for a registry file source, or a hub id, downloading into `download_dir`
     (default: the machine's download cache). Checks `sha256` when given. `files_dir` is not written here: it is
@@ -249,7 +264,12 @@ def resolve_source(source: Mapping[str, Any], files_dir: Path, *, where: str, do
     download_dir = download_dir or default_download_dir()
     member = source.get("member")
     if "hub" in source:
-        return str(source["hub"])
+        repo = str(source["hub"])
+        if hub_offline() and not hub_cached(repo):
+            # Said before transformers is imported (seconds) only to find it may not ask the hub.
+            raise TokenizerUnavailable(f"{where}: {repo} is not in the Hugging Face cache and the hub is off "
+                                       "(HF_HUB_OFFLINE)")
+        return repo
     if "package" in source:
         path = _package_folder(str(source["package"]))
         path = path / member if member else path

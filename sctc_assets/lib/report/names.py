@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.report import models as model_order
+from sctc_assets.lib.report.bias_factors import add_factor_figure
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
@@ -325,6 +326,7 @@ def section(inputs: ReportInputs) -> Section:
             name="name_fig9", title="Figure 9: number of people bearing each collected name",
             caption="Gaussian kernel density of the name counts of the two official name reports.",
             draw=partial(density_figure, names), source="regional_names (SC-TC-Bench source data)"))
+    add_factor_figure(result, inputs, "name")
     return result
 
 

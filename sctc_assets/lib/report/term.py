@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from sctc_assets.lib.report import models as model_order
+from sctc_assets.lib.report.bias_factors import add_factor_figure
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import REFERENCE_ROWS, ReportInputs
@@ -315,6 +316,7 @@ def section(inputs: ReportInputs) -> Section:
         result.add(misaligned)
     result.add(*category_tables(inputs))
     result.add(incorrect_types_table(inputs))
+    add_factor_figure(result, inputs, "term")
     return result
 
 

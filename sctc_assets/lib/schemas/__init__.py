@@ -9,7 +9,7 @@ column may hold missing values whatever its type (an error row has no answer tex
 
 from __future__ import annotations
 
-from sctc_assets.lib.schemas import corpus, name, reviews, sovereignty, term
+from sctc_assets.lib.schemas import bias_factors, corpus, name, reviews, sovereignty, term
 from sctc_assets.lib.schemas.base import TYPES, Column, TableSchemaSpec, frame_problems, markdown, type_problem
 
 __all__ = ["TABLE_SCHEMAS", "TYPES", "Column", "TableSchemaSpec", "frame_problems", "markdown", "type_problem"]
@@ -17,7 +17,7 @@ __all__ = ["TABLE_SCHEMAS", "TYPES", "Column", "TableSchemaSpec", "frame_problem
 
 def _all_schemas() -> dict[str, TableSchemaSpec]:
     schemas: dict[str, TableSchemaSpec] = {}
-    for module in (term, name, sovereignty, reviews, corpus):
+    for module in (term, name, sovereignty, reviews, corpus, bias_factors):
         for spec in module.TABLES:
             if spec.table in schemas:
                 raise ValueError(f"table {spec.table!r} is declared twice")
