@@ -58,12 +58,21 @@ def test_the_name_figure_picks_one_experiment_and_extraction_per_model():
     assert set(drawn.experiment) == {"main"} and set(drawn.extraction_source) == {"published"} and len(drawn) == 3
 
 
-def test_without_estimable_rows_the_report_says_what_is_missing_and_how():
+def test_without_rows_the_report_says_what_is_missing_and_how():
+    result = Section("term", "t", "p")
+    add_factor_figure(result, ReportInputs(tables={"term_bias_factors": _table().iloc[0:0]}), "term")
+    assert not result.figures and "term_bias_factors" in result.missing[0].what
+    assert "sctc run --benchmarks term" in result.missing[0].how
+
+
+def test_rows_without_estimable_coefficients_are_a_note_not_a_gap():
+    """The stage ran but had nothing to estimate (e.g. a reduced run whose outcomes never vary): no command makes
+    the figure, so the report says why in a note and lists nothing as missing."""
     table = _table().assign(coef=np.nan)
     result = Section("term", "t", "p")
     add_factor_figure(result, ReportInputs(tables={"term_bias_factors": table}), "term")
-    assert not result.figures and "term_bias_factors" in result.missing[0].what
-    assert "sctc run --benchmarks term" in result.missing[0].how
+    assert not result.figures and not result.missing
+    assert "no estimable coefficients" in result.notes[0]
 
 
 def test_the_specs_report_parts_read_the_tables():

@@ -121,6 +121,8 @@ def _aggregated_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, *, 
             scale = e2_sum.sum() / (n_obs - p)
             within = np.sum((per_group_e ** 2 - np.bincount(group, weights=e2_sum, minlength=groups)) / 2)
             rho = within / scale / (pairs - p) if pairs > p else 0.0
+        if not -1 < rho < 1:
+            return None  # a degenerate working correlation: statsmodels' own fit decides (`fit_factors`)
         c = rho / (1 - rho) / (1 + rho * (size - 1))
         # score_i = Σ x (k − n μ) / (1 − ρ) − c_i E_i u_i, B_i = Σ n s² x x' / (1 − ρ) − c_i u_i u_i', u_i = Σ n s x
         u = np.zeros((groups, p))

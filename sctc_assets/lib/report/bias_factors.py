@@ -87,9 +87,16 @@ def coefficient_figure(frame: pd.DataFrame, title: str):
 def add_factor_figure(result: Section, inputs: ReportInputs, benchmark: str) -> None:
     """The benchmark's coefficient figure added to its report part, or what is missing and how to make it."""
     name, outcome, picks, how = SETTINGS[benchmark]
-    frame = figure_rows(inputs.table(name), benchmark)
+    table = inputs.table(name)
+    if table.empty:
+        result.missing.append(Missing(f"{name} has no rows for the chosen models", how))
+        return
+    frame = figure_rows(table, benchmark)
     if frame.empty:
-        result.missing.append(Missing(f"{name} has no estimable coefficients for the chosen models", how))
+        # the stage ran: its fits had nothing to estimate (an outcome that never varies, a factor that does not
+        # vary across units, too few units); a note, since no command makes them
+        result.notes.append(f"No {benchmark} bias-factor figure: {name} has no estimable coefficients for the chosen "
+                            "models (outcomes or factors without variation, or too few units); its rows say why.")
         return
     chosen = "; ".join(f"{model}: " + ", ".join(f"{column} {block[column].iloc[0]}" for column in picks)
                        for model, block in frame.groupby("model", sort=False))
