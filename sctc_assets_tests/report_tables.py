@@ -12,6 +12,7 @@ import pandas as pd
 
 import yaml
 
+from sctc_assets.lib import bias_factors as bias
 from sctc_assets.lib.name import metrics as name_metrics
 from sctc_assets.lib.model_registry import ModelEntry, parse_registry
 from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
@@ -160,6 +161,15 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
                       partitions_def=model_lang_partitions(("zh_hans", "zh_hant")),
                       key=dg.MultiPartitionKey({"model": model, "lang": lang}))
         write("term_choice_tests", term_metrics.choice_tests(rates))
+        # the bias factors of each model: its labels against a made-up corpus ratio per term (the figure's input)
+        terms = pd.DataFrame({"term_id": range(110), "term_mainland": "甲", "term_taiwan": "乙", "category": "c"})
+        by_term = term_metrics.misalignment_by_term(labels, terms)
+        corpus = pd.DataFrame({"corpus": rng.normal(size=110)}, index=range(110))
+        for model in term_models:
+            table = bias.term_bias_factors(by_term[by_term["model"] == model], corpus, model=model,
+                                           label_source="rules", tokenizer="", simplified="zh_hans",
+                                           traditional="zh_hant", missing={"tokens": "none in this test"})
+            write("term_bias_factors", table, partitions_def=models_partitions, key=model)
         written += term_models
     if "name" in benchmarks:
         experiments = {model: ("main", "popularity", "same_name_script", "gender_balanced") for model in REPLAYS}
@@ -179,6 +189,15 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
                                   ignore_index=True)
             write("name_permutation_stability", stability, partitions_def=models_partitions, key=model)
         write("name_choice_tests", name_metrics.choice_tests(rates))
+        # the bias factors of each model: its choices against a made-up corpus ratio per candidate list
+        with_source = selections.assign(list_source="upstream")
+        lists = with_source[["experiment", "list_source", "list_id"]].drop_duplicates()
+        factors = lists.assign(corpus=rng.normal(size=len(lists)))
+        for model in term_models:
+            table = bias.name_bias_factors(with_source[with_source["model"] == model], factors, model=model,
+                                           tokenizer="", simplified="zh_hans", traditional="zh_hant",
+                                           missing={"tokens": "none in this test", "logprob": "none in this test"})
+            write("name_bias_factors", table, partitions_def=models_partitions, key=model)
         write("regional_names", regional_names(rng))
         written += term_models
     if "sovereignty" in benchmarks:

@@ -82,7 +82,8 @@ def test_a_full_report_has_every_benchmarks_figures_and_one_row_per_model(full):
     assert result.missing == []
     for name in ("term_fig2_upstream", "term_fig5_rules", "term_fig7_rules", "term_fig8_rules", "name_fig3_upstream",
                  "name_fig4_upstream", "name_fig4_from_fig3_upstream", "name_fig10_upstream", "name_fig11_upstream",
-                 "name_fig6", "name_fig9", "sovereignty_scores_code", "reviews_gaps"):
+                 "name_fig6", "name_fig9", "sovereignty_scores_code", "reviews_gaps", "term_bias_factors",
+                 "name_bias_factors"):
         assert name in result.figures
     for name in result.figures:
         for suffix in (".png", ".svg"):
