@@ -179,3 +179,22 @@ def test_bh_is_statsmodels_fdr_bh():
     for values in (rng.random(40) ** 3, np.r_[rng.random(10), np.nan, 0.0, 1.0, 0.5, 0.5], np.array([np.nan]),
                    np.array([])):
         np.testing.assert_allclose(bf.bh_adjust(values), stats.bh_adjust(values), rtol=1e-12, equal_nan=True)
+
+
+def test_a_design_without_identified_coefficients_is_not_estimable_not_a_pseudo_inverse_answer():
+    """statsmodels answers a rank-deficient GEE with an arbitrary (pseudo-inverse) solution: here two collinear
+    factors, and a gap share over one unit only, are reported as not estimable instead."""
+    rng = np.random.default_rng(3)
+    units = np.repeat(np.arange(40), 10)
+    corpus = np.repeat(rng.normal(size=40), 10)
+    factors = pd.DataFrame({"corpus": corpus, "tokens": 2 * corpus + 1})  # the same factor twice
+    outcome = (rng.random(400) < 1 / (1 + np.exp(-corpus))).astype(float)
+    rows, entered = bf.fit_factors(outcome, factors, units)
+    assert entered == ["corpus", "tokens"]
+    assert all(np.isnan(row["coef"]) and np.isnan(row["se"]) for row in rows)
+    simplified = (np.arange(400) % 2).astype(float)
+    one_unit = bf.gap_shares(outcome, simplified, pd.DataFrame({"corpus": np.full(400, 0.5)}), np.zeros(400))
+    assert np.isnan(one_unit["corpus"]["gap_share"]) and "two" in one_unit["corpus"]["gap_note"]
+    # one factor alone is estimable
+    rows, _ = bf.fit_factors(outcome, factors[["corpus"]], units)
+    assert np.isfinite(rows[0]["coef"]) and rows[0]["coef"] > 0

@@ -83,8 +83,15 @@ def _gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
     cell share their mean, so every sum the estimating equations, the moment estimate of the correlation and the
     sandwich take over trials is one over cells weighted by their counts (`_aggregated_gee`). The same estimates
     (test_bias_factors compares them), without statsmodels' loop over clusters per iteration; statsmodels itself
-    where the aggregated solve does not converge."""
-    fitted = _aggregated_gee(np.asarray(y, float), np.asarray(design, float), np.asarray(clusters))
+    where the aggregated solve does not converge. A design with fewer than two units or of deficient rank is
+    refused (`LinAlgError`): its coefficients are not identified, and the callers report them as not estimable."""
+    design = np.asarray(design, float)
+    if np.unique(np.asarray(clusters)).size < 2:
+        raise np.linalg.LinAlgError("one unit only: the robust covariance needs at least two")
+    if np.linalg.matrix_rank(design) < design.shape[1]:
+        # statsmodels would answer with an arbitrary solution (a pseudo-inverse's), slowly: not estimable
+        raise np.linalg.LinAlgError("a factor is constant or collinear with another (rank-deficient design)")
+    fitted = _aggregated_gee(np.asarray(y, float), design, np.asarray(clusters))
     return fitted if fitted is not None else _statsmodels_gee(y, design, clusters)
 
 
