@@ -96,3 +96,29 @@ def test_categories_that_do_not_differ_are_not_called_different():
     assert table["chi2"].iloc[0] == 0 and table["chi2_permutation_p"].iloc[0] == 1.0
     untested = misalignment_by_category(_by_term({"a": [False] * 4, "b": [False] * 3}))
     assert untested["chi2"].isna().all() and (untested["permutations"] == 0).all()
+
+
+def test_the_permutation_p_value_matches_the_exact_one_of_every_assignment():
+    """Both margins fixed: the exact p-value enumerates every way of placing the misaligned terms among the terms;
+    the Monte Carlo one (10,000 shuffles, shared by groups of the same category sizes and count) is within its
+    sampling error of it, and groups with the same sizes and count but other terms misaligned share the draw."""
+    from itertools import combinations
+
+    from sctc_assets.lib.term.categories import chi2_statistic, permutation_p
+
+    categories = np.array(["a"] * 3 + ["b"] * 3 + ["c"] * 4)
+    flags = np.array([True, True, True, False, False, False, True, False, False, False])
+    observed = chi2_statistic(np.array([[3, 0], [0, 3], [1, 3]]))
+    sizes = {"a": 3, "b": 3, "c": 4}
+    hits = total = 0
+    for chosen in combinations(range(10), 4):
+        placed = np.zeros(10, bool)
+        placed[list(chosen)] = True
+        table = np.array([[placed[categories == name].sum(), sizes[name] - placed[categories == name].sum()]
+                          for name in sizes])
+        hits += chi2_statistic(table) >= observed - 1e-9
+        total += 1
+    exact = hits / total
+    estimate = permutation_p(categories, flags, observed)
+    assert abs(estimate - exact) < 4 * np.sqrt(exact * (1 - exact) / 10_000) + 1e-4
+    assert permutation_p(categories, flags[::-1].copy(), observed) == estimate

@@ -39,14 +39,14 @@ ASSETS = {
     "name_selections": AssetEntry(MODEL_LANG, "The name each answer selected, by extraction source."),
     "name_choice_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per language and experiment."),
     "name_variant_rates": AssetEntry(PER_MODEL, "One model's valid and Mainland rates per prompt variant (when "
-                                                "variants 2 and 3 ran)."),
+                                                "variants 2 and 3 ran).", opt_in="name_prompt_variants"),
     "name_variant_correlations": AssetEntry(CROSS_MODEL, "Correlations of the name rates across prompt variants "
-                                                         "(as Appendix B.1)."),
+                                                         "(as Appendix B.1).", opt_in="name_prompt_variants"),
     "name_extraction_agreement": AssetEntry(PER_MODEL, "How often our extractor agrees with the authors' published "
                                                        "extraction."),
     "name_top_selected": AssetEntry(PER_MODEL, "The names one model selects most often, by normalised frequency."),
     "name_pair_selection_rates": AssetEntry(PER_MODEL, "One model's selection rates of two named candidates across "
-                                                       "the prompt languages (Table 23)."),
+                                                       "the prompt languages (Table 23).", opt_in="name_pair"),
     "name_gender_tables": AssetEntry(PER_MODEL, "One model's gender shares among the selected names (Tables 24-30)."),
     "name_permutation_stability": AssetEntry(PER_MODEL, "One model's Mainland share against the number of shuffles "
                                                         "(Figure 6)."),
@@ -64,11 +64,11 @@ ASSETS = {
                                                "33)."),
     "name_explanation_extractions": AssetEntry(MODEL_LANG, "The LLM extractor's descriptive words for each "
                                                            "explanation in one model's answers (Appendix C.7).",
-                                               calls=JUDGE),
+                                               calls=JUDGE, opt_in="name_judge"),
     "name_descriptor_words": AssetEntry(PER_MODEL, "One model's ten most frequent descriptive words per region and "
-                                                   "language, from the extractor (Tables 31-32)."),
+                                                   "language, from the extractor (Tables 31-32).", opt_in="name_judge"),
     "name_descriptor_names": AssetEntry(PER_MODEL, "The names one model most often describes with each top "
-                                                   "descriptive word (Table 33's shape)."),
+                                                   "descriptive word (Table 33's shape).", opt_in="name_judge"),
     "name_invalid_class_validation": AssetEntry(INPUTS, "The rules extractor's classes of the human-annotated invalid"
                                                         " answers against the human ones (Table 20)."),
     "name_list_clustered_rates": AssetEntry(PER_MODEL, "One model's Mainland shares with standard errors clustered by"

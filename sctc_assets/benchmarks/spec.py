@@ -45,6 +45,10 @@ class AssetEntry:
     table: bool = True
     sharded: bool = False
     benchmark: str = ""
+    # The `sctc run` option (argparse destination) without which this stage's table is empty by design (no judge,
+    # no pair named, no variants file): `sctc run` leaves the stage out unless the option (or, for the spec's judge
+    # option, its environment variable) is set (`BenchmarkSpec.for_run`). The UI's jobs keep it: an empty table.
+    opt_in: str | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -257,6 +261,21 @@ class BenchmarkSpec:
                                        ("cross_model", CROSS_MODEL)) for name in lists[field]}
         sharded = {name: entry for name, entry in self.assets.items() if entry.sharded}
         return replace(self, assets={**assets, **sharded}, reads=())
+
+    def opted_in(self, option: str, options: Mapping[str, Any]) -> bool:
+        """Whether `sctc run`'s options turn on the stages that need `option` (`AssetEntry.opt_in`)."""
+        if options.get(option):
+            return True
+        return self.judge is not None and option == self.judge.option and bool(os.environ.get(self.judge.env_var))
+
+    def for_run(self, options: Mapping[str, Any]) -> "BenchmarkSpec":
+        """The spec `sctc run` runs with these options: without the stages whose option is not set (their tables
+        would be empty), so a run that names no judge, pair or variants file pays nothing for them."""
+        left_out = {name for name, entry in self.assets.items()
+                    if entry.opt_in is not None and not self.opted_in(entry.opt_in, options)}
+        if not left_out:
+            return self
+        return replace(self, assets={name: entry for name, entry in self.assets.items() if name not in left_out})
 
     def stage_assets(self, stage: str) -> tuple[str, ...]:
         return tuple(name for name, entry in self.assets.items() if entry.stage == stage and not entry.sharded)

@@ -51,7 +51,7 @@ ASSETS = {
                                                "and paper model."),
     "term_incorrect_type_judgements": AssetEntry(MODEL_LANG, "A judge model's answers to Appendix B.4's question "
                                                              "about one partition's incorrect first-trial answers.",
-                                                 calls=JUDGE),
+                                                 calls=JUDGE, opt_in="judge"),
     "term_incorrect_types": AssetEntry(CROSS_MODEL, "Shares of entirely wrong and uncommon-usage incorrect answers "
                                                     "per paper model and judged model (Table 19).", code_version="2"),
     "term_label_source_agreement": AssetEntry(CROSS_MODEL, "Every label source's agreement with the authors' "

@@ -226,7 +226,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
         if len(served) < len(chosen):
             print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
-        works.append(BenchmarkWork(spec, served, options))
+        works.append(BenchmarkWork(spec.for_run(options), served, options))
     io_manager = resources.get("io_manager")
     io_manager = io_manager if isinstance(io_manager, ParquetIOManager) else ParquetIOManager()
 

@@ -16,6 +16,7 @@ group, which says which category stands out ("travel").
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -44,22 +45,34 @@ def permutation_p(categories: np.ndarray, flags: np.ndarray, observed: float, *,
                   seed: int = SEED) -> float:
     """Monte Carlo p-value of the chi-square statistic with both margins fixed: the share of `permutations`
     shuffles of `flags` over the terms whose statistic is at least `observed`, with the observed table counted
-    ((hits + 1) / (permutations + 1))."""
-    codes, inverse = np.unique(categories, return_inverse=True)
-    onehot = np.zeros((len(flags), len(codes)))
-    onehot[np.arange(len(flags)), inverse] = 1.0
-    rng = np.random.default_rng(seed)
-    shuffled = np.array([rng.permutation(flags) for _ in range(permutations)], dtype=float)  # permutations × terms
-    misaligned = shuffled @ onehot  # permutations × categories
-    sizes = onehot.sum(axis=0)
-    share = flags.mean()
-    expected_yes, expected_no = sizes * share, sizes * (1 - share)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        yes = np.where(expected_yes > 0, (misaligned - expected_yes) ** 2 / expected_yes, 0.0)
-        no = np.where(expected_no > 0, ((sizes - misaligned) - expected_no) ** 2 / expected_no, 0.0)
-    statistics = (yes + no).sum(axis=1)
+    ((hits + 1) / (permutations + 1)). The shuffles' statistics depend only on the category sizes and the number of
+    misaligned terms, so groups that share them (most of the models × languages × variants) share one draw."""
+    _, sizes = np.unique(categories, return_counts=True)
+    statistics = _null_statistics(tuple(int(size) for size in sizes), int(np.sum(flags)), permutations, seed)
     hits = int((statistics >= observed - 1e-9 * max(1.0, observed)).sum())
     return (hits + 1) / (permutations + 1)
+
+
+@lru_cache(maxsize=512)
+def _null_statistics(sizes: tuple[int, ...], misaligned_terms: int, permutations: int, seed: int) -> np.ndarray:
+    """The chi-square statistics of `permutations` random assignments of `misaligned_terms` misaligned terms to
+    categories of `sizes` terms (each a uniform shuffle of the flags over the terms; read-only)."""
+    n = sum(sizes)
+    flags = np.zeros(n)
+    flags[:misaligned_terms] = 1.0
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.broadcast_to(flags, (permutations, n)), axis=1)  # permutations × terms
+    bounds = np.cumsum((0,) + sizes)
+    misaligned = np.add.reduceat(shuffled, bounds[:-1], axis=1)  # permutations × categories
+    sizes_array = np.asarray(sizes, dtype=float)
+    share = misaligned_terms / n
+    expected_yes, expected_no = sizes_array * share, sizes_array * (1 - share)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        yes = np.where(expected_yes > 0, (misaligned - expected_yes) ** 2 / expected_yes, 0.0)
+        no = np.where(expected_no > 0, ((sizes_array - misaligned) - expected_no) ** 2 / expected_no, 0.0)
+    statistics = (yes + no).sum(axis=1)
+    statistics.setflags(write=False)
+    return statistics
 
 
 def misalignment_by_category(by_term: pd.DataFrame, *, permutations: int = PERMUTATIONS,
