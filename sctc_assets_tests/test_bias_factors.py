@@ -198,3 +198,16 @@ def test_a_design_without_identified_coefficients_is_not_estimable_not_a_pseudo_
     # one factor alone is estimable
     rows, _ = bf.fit_factors(outcome, factors[["corpus"]], units)
     assert np.isfinite(rows[0]["coef"]) and rows[0]["coef"] > 0
+
+
+def test_separation_is_not_estimable_as_statsmodels_finds_without_asking_it(monkeypatch):
+    """An outcome the factor predicts perfectly: the GEE's iterates run off to infinity. statsmodels ends in NaN
+    after its iterations; the fit says so at once and does not ask it."""
+    rng = np.random.default_rng(11)
+    units = np.repeat(np.arange(30), 8)
+    corpus = np.repeat(rng.normal(size=30), 8)
+    outcome = (corpus > 0).astype(float)
+    asked = []
+    monkeypatch.setattr(bf, "_statsmodels_gee", lambda *args: asked.append(args))
+    rows, entered = bf.fit_factors(outcome, pd.DataFrame({"corpus": corpus}), units)
+    assert entered == ["corpus"] and np.isnan(rows[0]["coef"]) and not asked

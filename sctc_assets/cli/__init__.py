@@ -203,9 +203,20 @@ def _add_report_parser(commands: Any) -> None:
                         help="build it even when nothing it reads changed since it was built into OUT/report/")
 
 
+def _add_budget_arguments(parser: Any) -> None:
+    """--registry, --max-calls and --max-cost of a command that asks a registered model."""
+    parser.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+    parser.add_argument("--max-calls", type=int, metavar="N",
+                        help=f"stop asking after N new model calls (cached answers are free; default "
+                             f"${BUDGET_ENV_VARS['max_calls']}, else no limit; the entry's own `budget:` applies too)")
+    parser.add_argument("--max-cost", type=float, metavar="USD",
+                        help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
+                             f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
+
+
 def _add_names_parser(commands: Any) -> None:
     names = commands.add_parser("names", help="work on the name task's prompts (`sctc names rephrase`)",
-                                description="Work on the name task's prompts (docs/benchmarks/names.md).")
+                                description="Work on the name task's prompts (docs/benchmarks/name.md).")
     actions = names.add_subparsers(dest="names_command", required=True, metavar="ACTION")
     rephrase = actions.add_parser(
         "rephrase", help="draft the two rephrased name prompts per language with a registered model, for review",
@@ -220,14 +231,7 @@ def _add_names_parser(commands: Any) -> None:
     rephrase.add_argument("--model", required=True, metavar="KEY", help="registry key of the model that rephrases")
     rephrase.add_argument("--out", type=Path, default=None, metavar="FILE",
                           help="the variants file (default: name_prompt_variants.csv in the current folder)")
-    rephrase.add_argument("--registry", metavar="YAML",
-                          help="model registry (default $SCTC_MODELS or data/models.yaml)")
-    rephrase.add_argument("--max-calls", type=int, metavar="N",
-                          help=f"stop asking after N new model calls (cached answers are free; default "
-                               f"${BUDGET_ENV_VARS['max_calls']}, else no limit)")
-    rephrase.add_argument("--max-cost", type=float, metavar="USD",
-                          help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
-                               f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
+    _add_budget_arguments(rephrase)
 
 
 def _add_terms_parser(commands: Any) -> None:
@@ -256,13 +260,7 @@ def _add_terms_parser(commands: Any) -> None:
     define.add_argument("--script", choices=("simplified", "traditional"), default="simplified",
                         help="the script the model is asked in and writes; the other script's definition is made by "
                              "script-only conversion (default: simplified)")
-    define.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
-    define.add_argument("--max-calls", type=int, metavar="N",
-                        help=f"stop asking after N new model calls (cached answers are free; default "
-                             f"${BUDGET_ENV_VARS['max_calls']}, else no limit; the entry's own `budget:` applies too)")
-    define.add_argument("--max-cost", type=float, metavar="USD",
-                        help=f"stop asking once the new calls have cost USD, by the registry's prices (default "
-                             f"${BUDGET_ENV_VARS['max_cost']}, else no limit)")
+    _add_budget_arguments(define)
     subset_arguments(define.add_argument_group("a part of the set (the new file holds only it)"))
 
 

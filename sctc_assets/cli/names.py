@@ -14,17 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import pydantic
-
-from sctc_assets.backends.base import BackendUnavailable, GenerationHalted
-from sctc_assets.cli.terms import OPTION_NAMES, _error, _problem, _stored
-from sctc_assets.lib.generation import GenerationRequest, GenerationResult
+from sctc_assets.cli.terms import _error, _problem, ask_through_cache, open_registry
+from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.model_registry import RegistryError
 from sctc_assets.lib.name.prompts import TEMPLATES
 from sctc_assets.lib.name.variants import (MODEL_SOURCE_PREFIX, REPHRASED_VARIANTS, parse_rephrasing,
                                            rephrase_request, write_variants)
-from sctc_assets.resources.model_registry import ModelRegistryResource
-from sctc_assets.validation import key_problem
 
 DEFAULT_OUT = Path("name_prompt_variants.csv")
 REQUEST_KIND = "rephrase"  # the requests' `ref`: what a log would see; not part of the cache key
@@ -32,18 +27,10 @@ REQUEST_KIND = "rephrase"  # the requests' `ref`: what a log would see; not part
 
 def rephrase(args: argparse.Namespace) -> int:
     out: Path = args.out or DEFAULT_OUT
-    try:
-        registry = ModelRegistryResource(max_calls=args.max_calls, max_cost_usd=args.max_cost)
-    except pydantic.ValidationError as exc:
-        return _error("; ".join(f"{OPTION_NAMES.get(str(error['loc'][0]), error['loc'][0])}: {error['msg']}"
-                                for error in exc.errors()))
-    try:
-        entry = registry.entry(args.model)
-    except (RegistryError, OSError) as exc:
-        return _error(str(exc))
-    problem = key_problem(entry)  # names the variable, never its value
-    if problem:
-        return _error(problem)
+    opened = open_registry(args)
+    if isinstance(opened, int):
+        return opened
+    registry, entry = opened
     try:
         backend = registry.backend(args.model)
     except RegistryError as exc:
@@ -55,23 +42,11 @@ def rephrase(args: argparse.Namespace) -> int:
                                        benchmark=REQUEST_KIND, lang=lang, prompt_variant=variant)
                 for lang, variant in slots]
     cache = registry.cache()
-    halted: str | None = None
-    failed: str | None = None
     try:  # the cache is closed last, once the file is written: a failure there loses nothing computed
-        already = sum(result is not None for result in _stored(backend, requests, cache))
-        try:
-            results: list[GenerationResult | None] = list(backend.generate(requests, cache=cache))
-            from_cache = sum(result.cached for result in results)
-        except GenerationHalted as exc:
-            halted = exc.reason
-            results = _stored(backend, requests, cache)
-            from_cache = already
-        except BackendUnavailable as exc:
-            return _error(f"model {args.model!r}: {exc}")
-        except Exception as exc:  # noqa: BLE001 - the answers that arrived are stored: the file gets them too
-            failed = f"{type(exc).__name__}: {exc}"
-            results = _stored(backend, requests, cache)
-            from_cache = already
+        asked = ask_through_cache(backend, requests, cache, args.model)
+        if isinstance(asked, int):
+            return asked
+        results, from_cache, halted, failed = asked
         rows, refused = [], []
         for (lang, variant), result in zip(slots, results):
             template = None

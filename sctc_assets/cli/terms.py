@@ -45,6 +45,41 @@ def default_out(items: str, set_name: str) -> Path:
     return Path(set_name + DEFINED_SUFFIX)
 
 
+def open_registry(args: argparse.Namespace) -> tuple[ModelRegistryResource, object] | int:
+    """The model registry with the command's call and cost limits, and the entry of `args.model`; the exit status
+    after saying what is wrong (a bad limit, an unknown model, a missing API key: its variable, never its value)."""
+    try:
+        registry = ModelRegistryResource(max_calls=args.max_calls, max_cost_usd=args.max_cost)
+    except pydantic.ValidationError as exc:
+        return _error("; ".join(f"{OPTION_NAMES.get(str(error['loc'][0]), error['loc'][0])}: {error['msg']}"
+                                for error in exc.errors()))
+    try:
+        entry = registry.entry(args.model)
+    except (RegistryError, OSError) as exc:
+        return _error(str(exc))
+    problem = key_problem(entry)  # names the variable, never its value
+    if problem:
+        return _error(problem)
+    return registry, entry
+
+
+def ask_through_cache(backend: ModelBackend, requests: Sequence[GenerationRequest], cache: Cache,
+                      model: str) -> tuple[list[GenerationResult | None], int, str | None, str | None] | int:
+    """`requests` asked through the response cache: (the results, how many came from the cache, why the backend
+    halted, why it failed), where a halt (Ctrl-C, budget) or a failure reads back the answers that arrived (they are
+    stored: the file gets them too); the exit status after saying so where the backend cannot be used."""
+    already = sum(result is not None for result in _stored(backend, requests, cache))
+    try:
+        results: list[GenerationResult | None] = list(backend.generate(requests, cache=cache))
+        return results, sum(result.cached for result in results), None, None
+    except GenerationHalted as exc:
+        return _stored(backend, requests, cache), already, exc.reason, None
+    except BackendUnavailable as exc:
+        return _error(f"model {model!r}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the answers that arrived are stored: the file gets them too
+        return _stored(backend, requests, cache), already, None, f"{type(exc).__name__}: {exc}"
+
+
 def _error(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -97,18 +132,10 @@ def define(args: argparse.Namespace) -> int:
     if read_from is not None and _same_file(out, read_from):
         return _error(f"{out}: is the item file itself; choose another --out (the input is never overwritten)")
 
-    try:
-        registry = ModelRegistryResource(max_calls=args.max_calls, max_cost_usd=args.max_cost)
-    except pydantic.ValidationError as exc:
-        return _error("; ".join(f"{OPTION_NAMES.get(str(error['loc'][0]), error['loc'][0])}: {error['msg']}"
-                                for error in exc.errors()))
-    try:
-        entry = registry.entry(args.model)
-    except (RegistryError, OSError) as exc:
-        return _error(str(exc))
-    problem = key_problem(entry)  # names the variable, never its value
-    if problem:
-        return _error(problem)
+    opened = open_registry(args)
+    if isinstance(opened, int):
+        return opened
+    registry, entry = opened
 
     missing = missing_definitions(item_set)
     if not missing:
@@ -124,23 +151,11 @@ def define(args: argparse.Namespace) -> int:
     requests = [GenerationRequest.user(definition_request(concept, args.script), benchmark=REQUEST_KIND,
                                        concept_id=concept.concept_id) for concept in missing]
     cache = registry.cache()
-    halted: str | None = None
-    failed: str | None = None
     try:  # the cache is closed last, once the file is written: a failure there loses nothing computed
-        already = sum(result is not None for result in _stored(backend, requests, cache))
-        try:
-            results: list[GenerationResult | None] = list(backend.generate(requests, cache=cache))
-            from_cache = sum(result.cached for result in results)
-        except GenerationHalted as exc:  # every answer that arrived is stored: read them back
-            halted = exc.reason
-            results = _stored(backend, requests, cache)
-            from_cache = already
-        except BackendUnavailable as exc:
-            return _error(f"model {args.model!r}: {exc}")
-        except Exception as exc:  # noqa: BLE001 - the answers that arrived are stored: the file gets them too
-            failed = f"{type(exc).__name__}: {exc}"
-            results = _stored(backend, requests, cache)
-            from_cache = already
+        asked = ask_through_cache(backend, requests, cache, args.model)
+        if isinstance(asked, int):
+            return asked
+        results, from_cache, halted, failed = asked
         status = _write_drafts(args, item_set, missing, results, from_cache, halted, out)
         if failed:
             print(f"error: the model failed before every concept was asked ({failed}); the answers that arrived are "

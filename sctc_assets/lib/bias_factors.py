@@ -83,8 +83,9 @@ def _gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray):
     cell share their mean, so every sum the estimating equations, the moment estimate of the correlation and the
     sandwich take over trials is one over cells weighted by their counts (`_aggregated_gee`). The same estimates
     (test_bias_factors compares them), without statsmodels' loop over clusters per iteration; statsmodels itself
-    where the aggregated solve does not converge. A design with fewer than two units or of deficient rank is
-    refused (`LinAlgError`): its coefficients are not identified, and the callers report them as not estimable."""
+    where the aggregated solve does not converge. A design with fewer than two units or of deficient rank, and
+    iterates that run off to fitted probabilities of 0 or 1 (separation), are refused (`LinAlgError`): their
+    coefficients are not identified or not finite, and the callers report them as not estimable."""
     design = np.asarray(design, float)
     if np.unique(np.asarray(clusters)).size < 2:
         raise np.linalg.LinAlgError("one unit only: the robust covariance needs at least two")
@@ -118,7 +119,9 @@ def _aggregated_gee(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, *, 
             mu = 1 / (1 + np.exp(-(x @ beta)))
         var = mu * (1 - mu)
         if np.any(var <= 1e-300):
-            return None
+            # a linear predictor past ±690: the iterates run off to infinity (separation); statsmodels' fit runs its
+            # 60 iterations to the same end (NaN estimates), so it is not asked
+            raise np.linalg.LinAlgError("fitted probabilities reached 0 or 1 (separation): no finite coefficients")
         sd = np.sqrt(var)
         # Pearson residual sums per cell: Σ e and Σ e² over its trials
         e_sum = (k - n * mu) / sd
