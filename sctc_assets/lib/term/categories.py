@@ -75,49 +75,57 @@ def _null_statistics(sizes: tuple[int, ...], misaligned_terms: int, permutations
     return statistics
 
 
+@lru_cache(maxsize=4096)
+def _fisher(a: int, b: int, c: int, d: int) -> tuple[float, float]:
+    """scipy's `fisher_exact` of [[a, b], [c, d]] (odds ratio, p), once per table: groups repeat their tables."""
+    result = stats.fisher_exact([[a, b], [c, d]])
+    return float(result.statistic), float(result.pvalue)
+
+
 def misalignment_by_category(by_term: pd.DataFrame, *, permutations: int = PERMUTATIONS,
                              seed: int = SEED) -> pd.DataFrame:
-    """One row per model × lang × prompt variant × label source × category (see the module's docstring)."""
+    """One row per model × lang × prompt variant × label source × category (see the module's docstring). The
+    categories' counts come from one grouping of the whole table; the tests run per group on its counts."""
     if by_term.empty:
         return pd.DataFrame(columns=CATEGORY_COLUMNS)
-    frames = []
-    for keys, group in by_term.groupby(GROUP_KEYS, sort=True):
-        group = group.assign(category=group["category"].fillna("").astype(str))
-        flags = group["misaligned_term"].astype(bool).to_numpy()
-        per = group.groupby("category", sort=True).agg(
-            n_terms=("term_id", "size"), n_misaligned_terms=("misaligned_term", "sum"),
-            n_answers=("n_trials", "sum"), n_misaligned_answers=("n_misaligned", "sum")).reset_index()
-        per["n_misaligned_terms"] = per["n_misaligned_terms"].astype(int)
-        counts = np.column_stack([per["n_misaligned_terms"], per["n_terms"] - per["n_misaligned_terms"]]).astype(float)
-        testable = len(per) > 1 and 0 < flags.sum() < len(flags)
-        if testable:
-            chi2, chi2_p, dof, expected = stats.chi2_contingency(counts, correction=False)
-            permuted = permutation_p(group["category"].to_numpy(), flags, float(chi2), permutations=permutations,
-                                     seed=seed)
-            min_expected = float(expected.min())
-        else:
-            chi2 = chi2_p = permuted = min_expected = math.nan
-            dof = max(len(per) - 1, 0)
-        odds, fisher = [], []
-        for row in per.itertuples():
-            a, b = int(row.n_misaligned_terms), int(row.n_terms - row.n_misaligned_terms)
-            c, d = int(flags.sum()) - a, int((~flags).sum()) - b
-            if testable:
-                result = stats.fisher_exact([[a, b], [c, d]])
-                odds.append(float(result.statistic))
-                fisher.append(float(result.pvalue))
-            else:
-                odds.append(math.nan)
-                fisher.append(math.nan)
-        per["odds_ratio_vs_rest"], per["fisher_p_vs_rest"] = odds, fisher
-        per["fisher_p_vs_rest_bh"] = (multipletests(fisher, method="fdr_bh")[1] if testable else [math.nan] * len(per))
-        per["pct_misaligned_terms"] = 100 * per["n_misaligned_terms"] / per["n_terms"]
-        per["pct_misaligned_answers"] = 100 * per["n_misaligned_answers"] / per["n_answers"].where(
-            per["n_answers"] > 0)
-        per = per.assign(**dict(zip(GROUP_KEYS, keys)), chi2=chi2, chi2_df=int(dof), chi2_p=chi2_p,
-                         chi2_permutation_p=permuted, min_expected=min_expected,
-                         permutations=permutations if testable else 0)
-        frames.append(per)
-    table = pd.concat(frames, ignore_index=True)[CATEGORY_COLUMNS]
-    return table.astype({"n_terms": "int64", "n_misaligned_terms": "int64", "n_answers": "int64",
-                         "n_misaligned_answers": "int64", "chi2_df": "int64", "permutations": "int64"})
+    frame = by_term.assign(category=by_term["category"].fillna("").astype(str))
+    per = frame.groupby(GROUP_KEYS + ["category"], sort=True).agg(
+        n_terms=("term_id", "size"), n_misaligned_terms=("misaligned_term", "sum"),
+        n_answers=("n_trials", "sum"), n_misaligned_answers=("n_misaligned", "sum")).reset_index()
+    per["n_misaligned_terms"] = per["n_misaligned_terms"].astype(int)
+    terms, misaligned = per["n_terms"].to_numpy(int), per["n_misaligned_terms"].to_numpy(int)
+    rows = len(per)
+    columns = {name: np.full(rows, math.nan) for name in ("odds_ratio_vs_rest", "fisher_p_vs_rest",
+                                                          "fisher_p_vs_rest_bh", "chi2", "chi2_p",
+                                                          "chi2_permutation_p", "min_expected")}
+    chi2_df, tested = np.zeros(rows, int), np.zeros(rows, int)
+    starts = np.flatnonzero(np.r_[True, (per[GROUP_KEYS].iloc[1:].to_numpy()
+                                         != per[GROUP_KEYS].iloc[:-1].to_numpy()).any(axis=1)])
+    for start, stop in zip(starts, np.r_[starts[1:], rows]):
+        part = slice(start, stop)
+        n, k = terms[part], misaligned[part]
+        total, flagged = int(n.sum()), int(k.sum())
+        chi2_df[part] = max(stop - start - 1, 0)
+        if not (stop - start > 1 and 0 < flagged < total):
+            continue
+        counts = np.column_stack([k, n - k]).astype(float)
+        chi2, chi2_p, dof, expected = stats.chi2_contingency(counts, correction=False)
+        statistics = _null_statistics(tuple(int(size) for size in n), flagged, permutations, seed)
+        hits = int((statistics >= float(chi2) - 1e-9 * max(1.0, float(chi2))).sum())
+        columns["chi2"][part], columns["chi2_p"][part] = chi2, chi2_p
+        columns["chi2_permutation_p"][part] = (hits + 1) / (permutations + 1)
+        columns["min_expected"][part] = float(expected.min())
+        chi2_df[part], tested[part] = int(dof), permutations
+        fisher = [_fisher(int(a), int(size - a), flagged - int(a), total - flagged - int(size - a))
+                  for a, size in zip(k, n)]
+        columns["odds_ratio_vs_rest"][part] = [odds for odds, _ in fisher]
+        columns["fisher_p_vs_rest"][part] = [p for _, p in fisher]
+        columns["fisher_p_vs_rest_bh"][part] = multipletests([p for _, p in fisher], method="fdr_bh")[1]
+    per["pct_misaligned_terms"] = 100 * per["n_misaligned_terms"] / per["n_terms"]
+    per["pct_misaligned_answers"] = 100 * per["n_misaligned_answers"] / per["n_answers"].where(per["n_answers"] > 0)
+    per = per.assign(**columns, chi2_df=chi2_df, permutations=tested)
+    for key in GROUP_KEYS:  # the types that plain values give (what a group's keys gave), not the input's
+        per[key] = pd.Series(per[key].tolist(), index=per.index)
+    return per[CATEGORY_COLUMNS].astype({"n_terms": "int64", "n_misaligned_terms": "int64", "n_answers": "int64",
+                                        "n_misaligned_answers": "int64", "chi2_df": "int64",
+                                        "permutations": "int64"})
