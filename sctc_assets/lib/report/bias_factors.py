@@ -10,7 +10,7 @@ import pandas as pd
 
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import FigureSpec, Missing, Section
-from sctc_assets.lib.report.formatting import new_figure
+from sctc_assets.lib.report.formatting import keep_text_inside, new_figure
 from sctc_assets.lib.report.inputs import ReportInputs
 
 FACTOR_STYLE = {"corpus": ("#1f77b4", "o"), "tokens": ("#ff7f0e", "s"), "logprob": ("#2ca02c", "D")}
@@ -57,7 +57,7 @@ def coefficient_figure(frame: pd.DataFrame, title: str):
     factors = [name for name in FACTOR_STYLE if name in set(frame["factor"])]
     slots = len(langs) * max(1, len(factors))
     height = max(2.6, 0.12 * slots * len(models) + 1.4)
-    figure, axis = new_figure(7.5, height, margins=(1.6, 0.2, 0.6, 0.55))
+    figure, axis = new_figure(8.0, height, margins=(1.8, 0.8, 0.6, 0.55))
     step = 0.8 / max(1, slots)
     ticks, labels, labelled = [], [], set()
     for row, model in enumerate(models):
@@ -80,7 +80,9 @@ def coefficient_figure(frame: pd.DataFrame, title: str):
     axis.set_ylim(len(models) - 0.5, -0.5)
     axis.set_xlabel("coefficient: change in log-odds per SD across units (95 % interval)", fontsize=8)
     axis.set_title(title, fontsize=9)
-    axis.legend(loc="lower right", fontsize=7, frameon=False)
+    # beside the axes, not over the intervals; every label kept inside the picture, however long
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    keep_text_inside(figure)
     return figure
 
 
