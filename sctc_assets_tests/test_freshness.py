@@ -134,8 +134,11 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     # One full run: nothing is stale, nothing missing.
     statuses = ui_stale_statuses(instance)
     assert _with_status(statuses, "STALE") == set()
-    assert _with_status(statuses, "MISSING") == set()
-    assert len(_of_model(statuses, "fake-b")) == 3 * 2 + 2  # 3 model × lang assets × 2 langs, 2 per-model assets
+    # missing: only the stages a run without a judge leaves out (`BenchmarkSpec.for_run`), never materialized
+    assert _with_status(statuses, "MISSING") == {("term_incorrect_type_judgements", f"{lang}|{model}")
+                                                 for lang in ("zh_hans", "zh_hant") for model in ("fake-a", "fake-b")}
+    # 4 model × lang assets × 2 langs (Table 19's judgements among them, missing), 3 per-model assets
+    assert len(_of_model(statuses, "fake-b")) == 4 * 2 + 3
 
     # 1. The runner path (`sctc run --models fake-a`), model A unchanged: nothing is stale, so neither A's nor B's
     # partitions are materialized again (`sctc run` leaves what is fresh as it is), and no model is asked.
@@ -167,14 +170,18 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     for stale in rounds:
         assert _partitioned(stale) <= _of_model(stale, "fake-a"), stale
         assert {name for name, partition in stale if partition is None} <= set(TERM.cross_model), stale
+    # every cross-model table but Table 19's, which reads the published annotations and a judge's verdicts (none
+    # here), not the answers
     assert set().union(*rounds) - _partitioned(set().union(*rounds)) == {(name, None) for name in
-                                                                        TERM.cross_model}
+                                                                        TERM.cross_model
+                                                                        if name != "term_incorrect_types"}
     assert _with_status(ui_stale_statuses(instance), "STALE") == set()
     final = _records(instance)
     assert _of_model({key for key in final if final[key] != after.get(key)}, "fake-b") == set()
     assert count_calls(calls) == first_calls + 2 * 110  # scoring asks no model
 
     # The stored tables have the columns and types their schemas declare (sovereignty: test_sovereignty_pipeline).
-    problems = stored_table_problems(shared_resources()["io_manager"], TERM.tables)
-    assert set(TERM.tables) == set(problems)
+    ran = TERM.for_run({}).tables  # what a run without a judge materializes
+    problems = stored_table_problems(shared_resources()["io_manager"], ran)
+    assert set(ran) == set(problems)
     assert {table: found for table, found in problems.items() if found} == {}

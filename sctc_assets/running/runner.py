@@ -567,8 +567,10 @@ class Runner:
     def run(self, spec: BenchmarkSpec, models: Sequence[str], options: Mapping[str, Any],
             report: RunReport | None = None) -> RunReport:
         """One benchmark's stages in this process: inputs, the models (API models behind different endpoints
-        concurrently, `sctc_assets.running.concurrent`), then the cross-model tables."""
+        concurrently, `sctc_assets.running.concurrent`), then the cross-model tables; the stages these options
+        leave out (`BenchmarkSpec.for_run`) are not run, as in `sctc run`."""
         report = report or RunReport()
+        spec = spec.for_run(options)
         self.prepare_run([BenchmarkWork(spec, list(models), options)])
         config = spec.config(options)
         inputs, go_on = self.run_inputs(spec, options)
