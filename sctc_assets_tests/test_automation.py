@@ -85,7 +85,7 @@ def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_
         requested, cursor, ticks = _settle(instance, cursor)
         model_a = {"zh_hans|fake-a", "zh_hant|fake-a"}
         assert requested == {
-            "term_judgements": model_a, "term_labels": model_a,
+            "term_judgements": model_a, "term_labels": model_a, "term_incorrect_type_judgements": model_a,
             "term_choice_rates": {"fake-a"}, "term_misalignment_by_term": {"fake-a"}, **CROSS_MODEL,
         }  # corpus_term_frequency_tables waits for the corpus counts it also reads
         assert ticks == 4  # model × lang, then per model, then cross-model, then nothing
@@ -96,11 +96,12 @@ def test_answers_of_one_model_bring_its_tables_and_the_cross_model_tables_up_to_
         _materialize(instance, ["term_responses"], dg.MultiPartitionKey({"model": "fake-b", "lang": "zh_hans"}))
         requested, cursor, _ = _settle(instance, cursor)
         assert requested == {"term_judgements": {"zh_hans|fake-b"}, "term_labels": {"zh_hans|fake-b"},
-                             "term_label_source_agreement": {None}}
+                             "term_incorrect_type_judgements": {"zh_hans|fake-b"},
+                             "term_incorrect_types": {None}, "term_label_source_agreement": {None}}
 
         _materialize(instance, ["term_responses"], dg.MultiPartitionKey({"model": "fake-b", "lang": "zh_hant"}))
         requested, cursor, _ = _settle(instance, cursor)
         assert requested == {
             "term_judgements": {"zh_hant|fake-b"}, "term_labels": {"zh_hant|fake-b"},
-            "term_choice_rates": {"fake-b"}, "term_misalignment_by_term": {"fake-b"}, **CROSS_MODEL,
+            "term_incorrect_type_judgements": {"zh_hant|fake-b"}, "term_choice_rates": {"fake-b"}, "term_misalignment_by_term": {"fake-b"}, **CROSS_MODEL,
         }  # and nothing of fake-a
