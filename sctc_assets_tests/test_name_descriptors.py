@@ -213,3 +213,16 @@ def test_only_the_papers_wording_is_asked_about_in_a_variants_run():
     # a table stored before prompt variants existed holds variant 1 only, without the column
     assert len(explanations_to_ask(selections, responses[responses.prompt_variant == 1].drop(
         columns="prompt_variant"))) == 1
+
+
+def test_answers_that_only_name_the_candidate_leave_nothing_to_ask():
+    """Every valid answer is the bare name (nothing describes it): nothing is asked, and the empty table keeps its
+    columns (an empty list as a mask once selected no columns and failed the stage)."""
+    from sctc_assets.lib.name.descriptors import EXPLANATION_KEYS, explanations_to_ask
+
+    keys = {"model": "m", "lang": "en", "experiment": "main", "list_source": "generated", "list_id": 0, "shuffle": 0}
+    selections = pd.DataFrame([{**keys, "row": row, "extraction_source": "rules", "status": "valid",
+                                "selected_name": "Wang Wei", "region": "mainland"} for row in range(3)])
+    responses = pd.DataFrame([{**keys, "row": row, "prompt_variant": 1, "response": "Wang Wei."} for row in range(3)])
+    asked = explanations_to_ask(selections, responses)
+    assert asked.empty and list(asked.columns) == EXPLANATION_KEYS + ["name", "region", "response"]

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.generation import stored_text, strip_reasoning
@@ -130,7 +131,9 @@ def explanations_to_ask(selections: pd.DataFrame, responses: pd.DataFrame, *,
     keys = EXPLANATION_KEYS[2:]
     merged = chosen[["model", "lang", *keys, "selected_name", "region"]].merge(
         responses[keys + ["response"]], on=keys, how="inner").rename(columns={"selected_name": "name"})
-    merged = merged[[explains(text, name) for text, name in zip(merged["response"], merged["name"])]]
+    # a boolean array, not a list: an empty list would select no columns instead of no rows
+    merged = merged[np.array([explains(text, name) for text, name in zip(merged["response"], merged["name"])],
+                             dtype=bool)]
     merged = merged.sort_values(["list_source", "row"], kind="stable").head(limit)
     return merged[columns].reset_index(drop=True)
 
