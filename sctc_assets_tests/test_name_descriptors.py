@@ -226,3 +226,11 @@ def test_answers_that_only_name_the_candidate_leave_nothing_to_ask():
     responses = pd.DataFrame([{**keys, "row": row, "prompt_variant": 1, "response": "Wang Wei."} for row in range(3)])
     asked = explanations_to_ask(selections, responses)
     assert asked.empty and list(asked.columns) == EXPLANATION_KEYS + ["name", "region", "response"]
+
+
+def test_empty_descriptor_tables_keep_their_count_types():
+    """Nothing extracted: the empty tables store their ranks and counts as integers, as tables with rows do."""
+    from sctc_assets.lib.name.descriptors import top_names, top_words
+
+    for table in (top_words(pd.DataFrame()), top_names(pd.DataFrame(), pd.DataFrame())):
+        assert table.empty and str(table["rank"].dtype) == "int64" and str(table["count"].dtype) == "int64"

@@ -504,10 +504,13 @@ def test_a_stop_request_before_a_stage_starts_runs_no_stage(mini):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_the_real_sctc_run_between_partitions(isolated_data_dir, extracted_upstream):
-    """The replay backend does not poll the stop request: its partition finishes, then nothing else starts."""
+    """The replay backend does not poll the stop request: its partition finishes, then nothing else starts. One
+    worker process: with two, the second may already hold the next model's partition when the signal comes (it
+    was busy with the inputs beside the models only while term_incorrect_types was one)."""
     command = [sys.executable, "-m", "sctc_assets.cli", "run", "--models", "paper-qwen", "paper-gpt4",
                "--out", str(isolated_data_dir / "out")]
-    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"}, text=True,
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                                       "SCTC_WORKER_PROCESSES": "1"}, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         lines = []

@@ -76,7 +76,7 @@ ASSETS = {
     "name_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant Mainland share survives"
                                                             " clustering by candidate list."),
     "name_bias_factors": AssetEntry(PER_MODEL, "One model's Mainland-name choices regressed on the lists' corpus, "
-                                               "token and last-name log-prob ratios (GEE by list)."),
+                                               "token and log-prob ratios (GEE)."),
 }
 
 LANG_TAGS = {variety.code: variety.tag for variety in VARIETIES}

@@ -62,8 +62,8 @@ ASSETS = {
                                                             "the term-level tests."),
     "term_power": AssetEntry(CROSS_MODEL, "Minimum detectable S − T differences of the design run, and the terms and "
                                           "trials an effect needs."),
-    "term_bias_factors": AssetEntry(PER_MODEL, "One model's term outcomes regressed on corpus-frequency and token-"
-                                               "count ratios (logistic GEE by term), with S − T gap shares."),
+    "term_bias_factors": AssetEntry(PER_MODEL, "One model's term outcomes regressed on corpus and token ratios (GEE "
+                                               "by term), with S − T gap shares."),
 }
 
 

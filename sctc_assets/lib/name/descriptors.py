@@ -27,6 +27,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import stored_text, strip_reasoning
 from sctc_assets.lib.name.variants import PAPER_VARIANT
 
@@ -154,12 +155,15 @@ def parsed(extractions: pd.DataFrame) -> pd.DataFrame:
 
 WORD_COLUMNS = ["model", "extractor", "lang", "region", "rank", "word", "count", "n_explanations", "n_with_words",
                 "n_no_words", "n_unparseable", "n_failed", "only_in_this_region"]
+# the types of an empty table's counts and flag (text otherwise), as a table with rows has them
+WORD_TYPES = {**{name: "int64" for name in ("rank", "count", "n_explanations", "n_with_words", "n_no_words",
+                                             "n_unparseable", "n_failed")}, "only_in_this_region": "boolean"}
 
 
 def top_words(extractions: pd.DataFrame, *, top: int = TOP_WORDS) -> pd.DataFrame:
     """Tables 31–32 for the models in `extractions` (columns of `name_explanation_extractions`)."""
     if extractions.empty:
-        return pd.DataFrame(columns=WORD_COLUMNS)
+        return empty_table(WORD_COLUMNS, WORD_TYPES)
     table = parsed(extractions)
     rows = []
     for (model, extractor, lang), frame in table.groupby(["model", "extractor", "lang"], sort=True):
@@ -180,17 +184,18 @@ def top_words(extractions: pd.DataFrame, *, top: int = TOP_WORDS) -> pd.DataFram
                 rows.append({"model": model, "extractor": extractor, "lang": lang, "region": region, "rank": rank,
                              "word": word, "count": count, **counts_of[region],
                              "only_in_this_region": word not in other})
-    return pd.DataFrame(rows, columns=WORD_COLUMNS)
+    return pd.DataFrame(rows, columns=WORD_COLUMNS) if rows else empty_table(WORD_COLUMNS, WORD_TYPES)
 
 
 NAME_COLUMNS = ["model", "extractor", "lang", "word", "rank", "name", "region", "count", "n_described"]
+NAME_TYPES = {"rank": "int64", "count": "int64", "n_described": "int64"}
 
 
 def top_names(extractions: pd.DataFrame, words: pd.DataFrame, *, top: int = TOP_NAMES) -> pd.DataFrame:
     """Table 33's shape: per model, extractor, language and descriptor (a word of either region's top 10), the
     `top` names most often described with it."""
     if extractions.empty or words.empty:
-        return pd.DataFrame(columns=NAME_COLUMNS)
+        return empty_table(NAME_COLUMNS, NAME_TYPES)
     table = parsed(extractions)
     rows = []
     for (model, extractor, lang), frame in table.groupby(["model", "extractor", "lang"], sort=True):
@@ -203,4 +208,4 @@ def top_names(extractions: pd.DataFrame, words: pd.DataFrame, *, top: int = TOP_
                 rows.append({"model": model, "extractor": extractor, "lang": lang, "word": word, "rank": rank,
                              "name": name, "region": regions[name], "count": count,
                              "n_described": sum(named.values())})
-    return pd.DataFrame(rows, columns=NAME_COLUMNS)
+    return pd.DataFrame(rows, columns=NAME_COLUMNS) if rows else empty_table(NAME_COLUMNS, NAME_TYPES)
