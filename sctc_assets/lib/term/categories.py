@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,12 @@ def permutation_p(categories: np.ndarray, flags: np.ndarray, observed: float, *,
     ((hits + 1) / (permutations + 1)). The shuffles' statistics depend only on the category sizes and the number of
     misaligned terms, so groups that share them (most of the models × languages × variants) share one draw."""
     _, sizes = np.unique(categories, return_counts=True)
-    statistics = _null_statistics(tuple(int(size) for size in sizes), int(np.sum(flags)), permutations, seed)
+    return _null_p(sizes, int(np.sum(flags)), observed, permutations, seed)
+
+
+def _null_p(sizes: Sequence[int], misaligned_terms: int, observed: float, permutations: int, seed: int) -> float:
+    """`permutation_p` from the category sizes and the number of misaligned terms."""
+    statistics = _null_statistics(tuple(int(size) for size in sizes), misaligned_terms, permutations, seed)
     hits = int((statistics >= observed - 1e-9 * max(1.0, observed)).sum())
     return (hits + 1) / (permutations + 1)
 
@@ -110,10 +116,8 @@ def misalignment_by_category(by_term: pd.DataFrame, *, permutations: int = PERMU
             continue
         counts = np.column_stack([k, n - k]).astype(float)
         chi2, chi2_p, dof, expected = stats.chi2_contingency(counts, correction=False)
-        statistics = _null_statistics(tuple(int(size) for size in n), flagged, permutations, seed)
-        hits = int((statistics >= float(chi2) - 1e-9 * max(1.0, float(chi2))).sum())
         columns["chi2"][part], columns["chi2_p"][part] = chi2, chi2_p
-        columns["chi2_permutation_p"][part] = (hits + 1) / (permutations + 1)
+        columns["chi2_permutation_p"][part] = _null_p(n, flagged, float(chi2), permutations, seed)
         columns["min_expected"][part] = float(expected.min())
         chi2_df[part], tested[part] = int(dof), permutations
         fisher = [_fisher(int(a), int(size - a), flagged - int(a), total - flagged - int(size - a))
