@@ -267,13 +267,13 @@ def bh_adjust(pvalues: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def bh_within(table: pd.DataFrame, family: Sequence[str]) -> pd.Series:
-    """BH-adjusted `p` within each family of rows (`bh_adjust`); an empty `family` is the whole table."""
-    adjusted = pd.Series(np.nan, index=table.index, dtype=float)
-    groups = table.groupby(list(family)).groups.items() if family else [(None, table.index)]
-    for _, index in groups:
-        adjusted.loc[index] = bh_adjust(table.loc[index, "p"].to_numpy(float))
-    return adjusted
+def model_table(rows: list[dict], columns: Sequence[str]) -> pd.DataFrame:
+    """One model's rows as its table, `p_bh` the BH adjustment of `p` across the whole table (`bh_adjust`)."""
+    if not rows:
+        return pd.DataFrame(columns=list(columns))
+    table = pd.DataFrame(rows)
+    table["p_bh"] = bh_adjust(table["p"].to_numpy(float))
+    return table[list(columns)]
 
 
 def left_out_note(entered: Sequence[str], present: Sequence[str], missing: dict[str, str]) -> str:
@@ -355,11 +355,7 @@ def term_bias_factors(by_term: pd.DataFrame, factors: pd.DataFrame, *, model: st
                              "factors_left_out": left_out_note(entered, present, missing or {}),
                              "tokenizer": tokenizer, **row,
                              **_share_of(shares, row["factor"], "no Simplified and Traditional prompts to compare")})
-    if not rows:
-        return pd.DataFrame(columns=TERM_COLUMNS)
-    table = pd.DataFrame(rows)
-    table["p_bh"] = bh_within(table, [])
-    return table[TERM_COLUMNS]
+    return model_table(rows, TERM_COLUMNS)
 
 
 # --- the name task -----------------------------------------------------------------------------------------------
@@ -418,8 +414,4 @@ def name_bias_factors(selections: pd.DataFrame, factors: pd.DataFrame, *, model:
                              "factors_left_out": left_out_note(entered, present, missing or {}),
                              "tokenizer": tokenizer, **row,
                              **_share_of(shares, row["factor"], "no Simplified and Traditional prompts to compare")})
-    if not rows:
-        return pd.DataFrame(columns=NAME_COLUMNS)
-    table = pd.DataFrame(rows)
-    table["p_bh"] = bh_within(table, [])
-    return table[NAME_COLUMNS]
+    return model_table(rows, NAME_COLUMNS)
