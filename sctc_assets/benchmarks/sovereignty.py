@@ -19,6 +19,7 @@ from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_result
                                                    results_folder)
 from sctc_assets.lib.estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.fetching import Download, location_downloads
+from sctc_assets.lib.sovereignty.prompt_file import PROMPT_FILES_ENV_VAR, custom_prompt_table, read_prompt_files
 from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
@@ -75,6 +76,9 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--sovereignty-prompt-sets", nargs="+", metavar="SET",
                        choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
                        help="extra upstream prompt sets to run besides stage1_sovereignty")
+    group.add_argument("--sovereignty-prompt-file", action="append", metavar="FILE",
+                       help="a custom prompt set (YAML or JSON: prompts, its own red-flag list and judge "
+                            "instructions; docs: benchmarks/sovereignty) to run besides stage1_sovereignty; repeatable")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
                        help="a filled copy of the review queue (default data/sovereignty_review/"
                             "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
@@ -104,6 +108,11 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
         os.environ[TSB_ENV_VAR] = shlex.join(options["tsb_upstream"])
     if options.get("red_flags"):
         os.environ[RED_FLAGS_ENV_VAR] = options["red_flags"]
+    if options.get("sovereignty_prompt_file"):
+        # Checked here, so a bad file stops the run before it starts with one line naming file, row and column.
+        paths = [str(Path(path).expanduser().resolve()) for path in options["sovereignty_prompt_file"]]
+        read_prompt_files(paths)
+        os.environ[PROMPT_FILES_ENV_VAR] = shlex.join(paths)
     location = options.get("tsb_results")
     if location is None:
         return []
@@ -140,6 +149,9 @@ def answers_sovereignty_prompts(entry: Any) -> bool:
 def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
     """Every partition's requests for the estimate, as `sovereignty_responses` builds them."""
     table = upstream_prompt_table(shared_roots(), options.get("sovereignty_prompt_sets") or ())
+    custom = read_prompt_files(options.get("sovereignty_prompt_file") or ())
+    if custom:
+        table = pd.concat([table, custom_prompt_table(custom)], ignore_index=True)
     designs = []
     for entry in models:
         samples, overrides = SOVEREIGNTY.settings_for(options, entry)
@@ -187,6 +199,8 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
     blocks = []
     for prompt_set in prompt_sets:
         title = "stage 1" if prompt_set == MAIN_PROMPT_SET else f"prompt set {prompt_set} (scored with the same rules)"
+        if prompt_set not in PROMPT_SETS:  # a custom prompt file's set
+            title = f"custom prompt set {prompt_set} (the same rules with its own red-flag list and judge instructions)"
         blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, McNemar and "
                       f"verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's rescore.py, paper = "
                       "Section 3.3, judge = paper + a judge model; exact McNemar p BH-adjusted across models)\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Optional
 
@@ -11,6 +12,7 @@ from pydantic import Field
 
 from sctc_assets.lib.paths import default_upstream_cache_dir
 from sctc_assets.lib.sctc_upstream import commit_of
+from sctc_assets.lib.sovereignty.prompt_file import PROMPT_FILES_ENV_VAR, CustomPromptSet, read_prompt_files
 from sctc_assets.lib.sovereignty.upstream import (
     RED_FLAGS_ENV_VAR, TSB_ENV_VAR, RedFlagList, TSBRoots, load_red_flags, shared_roots, upstream_locations,
 )
@@ -33,6 +35,9 @@ class TSBUpstreamResource(dg.ConfigurableResource):
                                   f"default ${RED_FLAGS_ENV_VAR}.")
     cache_dir: Optional[str] = Field(default=None, description="Where archives are extracted (URLs are downloaded into "
                                                                "the machine's download cache).")
+    prompt_files: Optional[str] = Field(
+        default=None, description=f"Custom prompt files (own prompts, red-flag list and judge instructions), "
+                                  f"separated by spaces, shell quoting allowed; default ${PROMPT_FILES_ENV_VAR}.")
 
     def locations(self) -> tuple[str, ...]:
         return upstream_locations(self.location)
@@ -49,6 +54,14 @@ class TSBUpstreamResource(dg.ConfigurableResource):
     def red_flag_list(self) -> RedFlagList:
         return load_red_flags(self.red_flag_choice(), self.roots(),
                               fetch=download)
+
+    def prompt_file_paths(self) -> list[str]:
+        configured = self.prompt_files if self.prompt_files is not None else os.environ.get(PROMPT_FILES_ENV_VAR)
+        return shlex.split(configured) if configured else []
+
+    def custom_prompt_sets(self) -> dict[str, CustomPromptSet]:
+        """The custom prompt sets by name (`--sovereignty-prompt-file`), read and checked on each call."""
+        return read_prompt_files(self.prompt_file_paths())
 
     def provenance(self) -> dict[str, str]:
         roots = self.roots()

@@ -14,11 +14,13 @@ from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns, reasoning_columns
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
-from sctc_assets.lib.sovereignty.judge import judge_prompt, parse_verdict
+from sctc_assets.lib.sovereignty.judge import parse_verdict
+from sctc_assets.lib.sovereignty.prompt_file import judge_prompt_for
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
+from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 
 GROUP = "sovereignty"
 JUDGE_ENV_VAR = SOVEREIGNTY.judge.env_var  # the variable `sctc run` and its validator read too
@@ -89,10 +91,11 @@ class SovereigntyJudgeConfig(dg.Config):
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
 def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
-                           sovereignty_responses: pd.DataFrame,
-                           models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
+                           sovereignty_responses: pd.DataFrame, models: ModelRegistryResource,
+                           tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Optional: a judge model's verdict on the paper's condition 3 (the answer acknowledges the ROC's
-    self-governance), asked with the prompt in `lib/sovereignty/judge.py`. Empty without a judge."""
+    self-governance), asked with the prompt in `lib/sovereignty/judge.py`; a custom prompt set's answers with its
+    file's topic and instructions in that prompt (`lib/sovereignty/prompt_file.py`). Empty without a judge."""
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     responses = sovereignty_responses
@@ -101,7 +104,9 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
         return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"sample": "int64", "judge_acknowledges": "boolean"}),
                          metadata={"judge": judge_key or "none", "dagster/row_count": 0})
     judge = models.backend(judge_key)
-    requests = [GenerationRequest.user(judge_prompt(record["prompt"], answer_text(record["response"]), lang))
+    custom = tsb_upstream.custom_prompt_sets()  # a custom prompt set's answers are judged by its own instructions
+    requests = [GenerationRequest.user(judge_prompt_for(custom, record["prompt_set"], record["prompt"],
+                                                        answer_text(record["response"]), lang))
                 for record in answered.to_dict("records")]
     results = judge.generate(requests, cache=models.cache(), progress=ProgressReporter(
         f"sovereignty_judgements {model}/{lang} by {judge_key}", context.log.info))

@@ -15,7 +15,7 @@ from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.generation import failed_calls
 from sctc_assets.lib.paths import data_dir
-from sctc_assets.lib.sovereignty.flags import flag_table
+from sctc_assets.lib.sovereignty.prompt_file import flag_table_by_set
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
@@ -45,9 +45,11 @@ def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: 
     """Per answer (reasoning blocks removed): the Type A / B / C phrases of the configured red-flag list
     (v1.1.0 unless chosen otherwise) it contains, matched as the Pro code does (`type_a/b/c`) and, for Chinese,
     also across scripts with OpenCC (`type_*_converted`: hits only that finds), and with the other language's list
-    (`type_*_other_lang`: an answer in English to a Chinese prompt, or the reverse)."""
+    (`type_*_other_lang`: an answer in English to a Chinese prompt, or the reverse). A custom prompt set's answers
+    are scanned with the red-flag list of its prompt file."""
     red_flags = tsb_upstream.red_flag_list()
-    flags = flag_table(sovereignty_responses, red_flags)
+    # A custom prompt set's answers are scanned with its own list (its `red_flags_version`: version@file digest).
+    flags = flag_table_by_set(sovereignty_responses, red_flags, tsb_upstream.custom_prompt_sets())
     context.log.info(f"red-flag list v{red_flags.version} from {red_flags.source}")
     hits = {column: int(flags[column].map(len).gt(0).sum()) for column in flags.columns
             if column.startswith("type_")} if not flags.empty else {}

@@ -36,8 +36,10 @@ def prompt_table(items_by_set: Mapping[str, Sequence[Mapping[str, str]]]) -> pd.
             if key in seen:
                 raise ValueError(f"{where}: duplicate prompt id {item['prompt_id']!r} (first in {seen[key]})")
             seen[key] = where
+            # A custom prompt file may give its own Simplified text (`prompt_zh_hans`); else OpenCC converts.
             texts = {TRADITIONAL.code: item["prompt_zh"],
-                     SIMPLIFIED.code: convert(item["prompt_zh"], SIMPLIFIED_CONFIG), ENGLISH.code: item["prompt_en"]}
+                     SIMPLIFIED.code: item.get("prompt_zh_hans") or convert(item["prompt_zh"], SIMPLIFIED_CONFIG),
+                     ENGLISH.code: item["prompt_en"]}
             rows += [{"prompt_set": prompt_set, "prompt_id": item["prompt_id"], "category": item["category"],
                       "lang": lang, "prompt": texts[lang]} for lang in LANGS]
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
