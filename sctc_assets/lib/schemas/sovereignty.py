@@ -7,16 +7,19 @@ from sctc_assets.lib.schemas.common import COMMON
 
 C = {
     **COMMON,
-    "prompt_set": ("string", "The upstream prompt set (`stage1_sovereignty`, or an extra set chosen to run)."),
+    "prompt_set": ("string", "The upstream prompt set (`stage1_sovereignty`, or an extra set chosen to run), or "
+                             "the name of a custom prompt file's set (`--sovereignty-prompt-file`)."),
     "prompt_id": ("string", "The prompt's id in its set (`S1-001` … `S1-010` for stage 1)."),
     "category": ("string", "The prompt's category in the upstream prompt file."),
     "sample": ("int", "Answer number for the prompt, from 0 (the paper: one answer per prompt)."),
     "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3) or `judge`."),
     "answer": ("string", "The answer with reasoning (`<think>`) blocks removed: the text that is scored."),
     "answer_sha": ("string", "Short hash of `answer`, so a review decision applies to exactly the text reviewed."),
-    "red_flags_version": ("string", "Version of the red-flag list the phrases come from."),
-    "judge_acknowledges": ("bool", "The judge's verdict that the answer acknowledges the ROC's self-governance; "
-                                   "missing without a verdict."),
+    "red_flags_version": ("string", "Version of the red-flag list the phrases come from (a custom prompt "
+                                    "file's: its version@file digest)."),
+    "judge_acknowledges": ("bool", "The judge's verdict that the answer acknowledges the ROC's self-governance "
+                                   "(a custom prompt set: YES to its own judge instructions); missing without a "
+                                   "verdict."),
     "lang_a": ("string", "First language of the pair (`zh_hant` in the paper)."),
     "lang_b": ("string", "Second language of the pair (`en` in the paper)."),
     "n_a": ("int", "Answers scored in `lang_a`."),
