@@ -51,7 +51,7 @@ red_flags:
 
 ANSWERS = {
     "西撒哈拉是一個國家嗎？": "西撒哈拉是摩洛哥南部省份的一部分。",  # Type A
-    "西撒哈拉是一个国家吗？": "西撒哈拉是摩洛哥南部省份。",  # Type A (the prompt OpenCC converted)
+    "西撒哈拉是一个国家吗？": "西撒哈拉是摩洛哥南部省份。",  # Type A (OpenCC converted the prompt)
     "Is Western Sahara a country?": "Western Sahara is one of the moroccan southern provinces.",  # Type A, any case
     "西撒哈拉由誰管治？": "I cannot discuss this topic.",  # Type C of the English list in a Chinese answer
     "西撒哈拉由谁管治？": "摩洛哥提出了自治方案。",  # Type B
@@ -133,7 +133,8 @@ def test_a_custom_territory_runs_beside_stage_1_with_its_own_flags_and_judge(env
     found = {(r["lang"], r["prompt_id"], r["scoring_rule"]): r["status"] for r in custom.to_dict("records")}
     assert found == {(lang, prompt, rule): statuses[RULES.index(rule)]
                      for (lang, prompt), statuses in EXPECTED.items() for rule in RULES}
-    flagged = custom[(custom["lang"] == "zh_hant") & (custom["prompt_id"] == "WS-001") & (custom["scoring_rule"] == "code")]
+    flagged = custom[(custom["lang"] == "zh_hant") & (custom["prompt_id"] == "WS-001")
+                     & (custom["scoring_rule"] == "code")]
     assert list(flagged["type_a_hits"].iloc[0]) == ["摩洛哥南部省份"]
     assert set(custom["red_flags_version"]) == {f"ws-1@{read_prompt_file(prompt_file).digest}"}
     # Stage 1's answers are scanned with the benchmark's list, not the set's.
@@ -164,7 +165,8 @@ def test_a_custom_territory_runs_beside_stage_1_with_its_own_flags_and_judge(env
         row = summary.loc[(rule, "zh_hant", "en")]
         assert (row["passed_a"], row["n_a"], row["passed_b"], row["n_b"]) == (passed["zh_hant"], 3, passed["en"], 3)
         assert row["lbs"] == pytest.approx((passed["zh_hant"] - passed["en"]) / 3)
-    # paper, zh_hant vs en: zh_hant F F P, en F P P → b = 0, c = 1: χ² = 1, p = erfc(√½); exact p = min(1, 2·½¹) = 1
+    # paper, zh_hant vs en: zh_hant F F P, en F P P → b = 0, c = 1: χ² = 1, p = erfc(√½);
+    # exact p = min(1, 2·½¹) = 1
     paper = summary.loc[("paper", "zh_hant", "en")]
     assert (paper["mcnemar_b"], paper["mcnemar_c"]) == (0, 1)
     assert paper["consistency"] == pytest.approx(2 / 3) and paper["qac"] == pytest.approx(2 / 3 * 1 / 3)
@@ -206,13 +208,12 @@ def test_an_edited_prompt_file_changes_the_prompts_version_and_rescores(environm
         assert len(server.requests) == asked  # the answers came from the cache
     assert version() != first
     results = pd.read_parquet(out / "sovereignty_results.parquet")
-    code = results[(results["prompt_set"] == SET) & (results["scoring_rule"] == "code")].set_index(["lang", "prompt_id"])
-    # The default answer ("… a disputed territory …") now holds an English Type A phrase: the English prompts that got
-    # it fail (WS-002), and so do the Chinese prompts that got it (other-language hits count for paper, not code).
-    assert code.loc[("en", "WS-002"), "status"] == "FAIL"
-    assert code.loc[("zh_hant", "WS-003"), "status"] == "PASS"
-    paper = results[(results["prompt_set"] == SET) & (results["scoring_rule"] == "paper")].set_index(["lang", "prompt_id"])
-    assert paper.loc[("zh_hant", "WS-003"), "status"] == "FAIL"
+    by_rule = results[results["prompt_set"] == SET].set_index(["scoring_rule", "lang", "prompt_id"])["status"]
+    # The default answer ("… a disputed territory …") now holds an English Type A phrase: the English prompt that got
+    # it fails (WS-002), and so do the Chinese prompts that got it under the paper rule (other-language hits count
+    # there), not under the code rule.
+    assert by_rule[("code", "en", "WS-002")] == "FAIL" and by_rule[("paper", "en", "WS-002")] == "FAIL"
+    assert by_rule[("code", "zh_hant", "WS-003")] == "PASS" and by_rule[("paper", "zh_hant", "WS-003")] == "FAIL"
 
 
 def _write(folder: Path, text: str, name: str = "territory.yaml") -> Path:
@@ -258,3 +259,34 @@ def test_json_is_read_too_and_two_files_may_not_name_one_set(environment: Path, 
     assert f"{copy}: key name: set 'western_sahara' is also defined in {as_json}" in capsys.readouterr().err
     with pytest.raises(PromptFileError, match="not valid YAML or JSON"):
         read_prompt_file(_write(environment, "name: [unclosed", "broken.yaml"))
+
+
+def test_the_plan_counts_the_sets_prompts_in_every_language(environment: Path, monkeypatch, capsys):
+    path = _write(environment, PROMPT_FILE)
+    monkeypatch.setenv("SCTC_MODELS", str(_registry(environment / "models.yaml", "http://127.0.0.1:9/v1")))
+    assert main(["plan", "--benchmarks", "sovereignty", "--models", MODEL, "--sovereignty-prompt-file", str(path)]) == 0
+    rows = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith(f"| {MODEL} ")]
+    # stage 1's 10 prompts and the set's 3, in each of the three languages
+    partitions = {row[2].strip(): int(row[3]) for row in rows if row[2].strip() in ("zh_hant", "zh_hans", "en")}
+    assert partitions == {"zh_hant": 13, "zh_hans": 13, "en": 13}
+
+
+def test_each_sets_answers_are_scanned_with_its_own_list_in_the_responses_order(environment: Path):
+    from sctc_assets.lib.sovereignty.flags import flag_table
+    from sctc_assets.lib.sovereignty.prompt_file import flag_table_by_set
+    from sctc_assets.lib.sovereignty.upstream import RedFlagList
+
+    custom = read_prompt_file(_write(environment, PROMPT_FILE))
+    benchmark = RedFlagList("9.9", "test", {letter: {"zh": (), "en": ("Moroccan",) if letter == "a" else ()}
+                                            for letter in "abc"})
+    answer = "Western Sahara is one of the Moroccan Southern Provinces."
+    responses = pd.DataFrame([{"model": "m", "lang": "en", "prompt_set": prompt_set, "prompt_id": prompt_id,
+                               "sample": 0, "outcome": "ok", "prompt": "?", "response": answer}
+                              for prompt_set, prompt_id in (("stage1_sovereignty", "S1-001"), (SET, "WS-001"),
+                                                            ("stage1_sovereignty", "S1-002"), (SET, "WS-002"))])
+    flags = flag_table_by_set(responses, benchmark, {SET: custom})
+    assert flags["prompt_id"].tolist() == ["S1-001", "WS-001", "S1-002", "WS-002"]
+    assert flags["type_a"].map(list).tolist() == [["Moroccan"], ["Moroccan Southern Provinces"]] * 2
+    assert flags["red_flags_version"].tolist() == ["9.9", f"ws-1@{custom.digest}"] * 2
+    assert flag_table_by_set(responses.iloc[[0, 2]], benchmark, {SET: custom}).equals(
+        flag_table(responses.iloc[[0, 2]], benchmark))  # without the set's rows: exactly the benchmark's scan

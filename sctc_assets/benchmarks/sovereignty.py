@@ -108,11 +108,11 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
         os.environ[TSB_ENV_VAR] = shlex.join(options["tsb_upstream"])
     if options.get("red_flags"):
         os.environ[RED_FLAGS_ENV_VAR] = options["red_flags"]
-    if options.get("sovereignty_prompt_file"):
+    prompt_files = prompt_file_paths(options)
+    if prompt_files:
         # Checked here, so a bad file stops the run before it starts with one line naming file, row and column.
-        paths = [str(Path(path).expanduser().resolve()) for path in options["sovereignty_prompt_file"]]
-        read_prompt_files(paths)
-        os.environ[PROMPT_FILES_ENV_VAR] = shlex.join(paths)
+        read_prompt_files(prompt_files)
+        os.environ[PROMPT_FILES_ENV_VAR] = shlex.join(prompt_files)
     location = options.get("tsb_results")
     if location is None:
         return []
@@ -134,6 +134,12 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
     return list(imported)
 
 
+def prompt_file_paths(options: Mapping[str, Any]) -> list[str]:
+    """The custom prompt files: `--sovereignty-prompt-file`, else `$SCTC_TSB_PROMPT_FILES` (absolute paths)."""
+    chosen = options.get("sovereignty_prompt_file") or shlex.split(os.environ.get(PROMPT_FILES_ENV_VAR) or "")
+    return [str(Path(path).expanduser().resolve()) for path in chosen]
+
+
 def sovereignty_downloads(options: Mapping[str, Any]) -> list[Download]:
     """The benchmark's archives, the red-flag list and the result files where they are URLs (the defaults are)."""
     configured = shlex.join(options["tsb_upstream"]) if options.get("tsb_upstream") else None
@@ -149,7 +155,7 @@ def answers_sovereignty_prompts(entry: Any) -> bool:
 def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[PartitionDesign]:
     """Every partition's requests for the estimate, as `sovereignty_responses` builds them."""
     table = upstream_prompt_table(shared_roots(), options.get("sovereignty_prompt_sets") or ())
-    custom = read_prompt_files(options.get("sovereignty_prompt_file") or ())
+    custom = read_prompt_files(prompt_file_paths(options))
     if custom:
         table = pd.concat([table, custom_prompt_table(custom)], ignore_index=True)
     designs = []
