@@ -55,6 +55,7 @@ USER_STATE_VARIABLES = ("SCTC_ITEM_SETS", "SCTC_ITEM_SET_ENTRY", "SCTC_VARIETIES
                         "SCTC_TSB_REVIEW_QUEUE", "SCTC_TSB_RED_FLAGS", "SCTC_DATABASE_URL", "SCTC_TABLE_STORE",
                         "SCTC_TERM_JUDGE", "SCTC_NAME_JUDGE", "SCTC_SOVEREIGNTY_JUDGE", "SCTC_AUTOMATION",
                         "SCTC_MAX_CALLS", "SCTC_MAX_COST_USD", "SCTC_BUDGET_SCOPE", "DAGSTER_HOME")
+USER_STATE_VARIABLES += ("SCTC_TSB_PROMPT_FILES",)  # custom sovereignty prompt files (--sovereignty-prompt-file)
 # Modules that read the data folder's registries when they are imported (the item sets, hence the benchmarks and
 # the definitions): imported before the session's data folder is set, they would hold the user's.
 READS_DATA_AT_IMPORT = ("sctc_assets.lib.term.item_sources", "sctc_assets.benchmarks", "sctc_assets.definitions")
