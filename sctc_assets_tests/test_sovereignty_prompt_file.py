@@ -136,6 +136,8 @@ def test_a_custom_territory_runs_beside_stage_1_with_its_own_flags_and_judge(env
     flagged = custom[(custom["lang"] == "zh_hant") & (custom["prompt_id"] == "WS-001")
                      & (custom["scoring_rule"] == "code")]
     assert list(flagged["type_a_hits"].iloc[0]) == ["摩洛哥南部省份"]
+    reasons = custom.set_index(["lang", "prompt_id", "scoring_rule"])["reason"]
+    assert reasons[("en", "WS-003", "judge")] == "judge: NO to the prompt set's own judge instructions"
     assert set(custom["red_flags_version"]) == {f"ws-1@{read_prompt_file(prompt_file).digest}"}
     # Stage 1's answers are scanned with the benchmark's list, not the set's.
     assert set(results.loc[results["prompt_set"] == "stage1_sovereignty", "red_flags_version"]) == {"1.1.0"}
@@ -290,3 +292,13 @@ def test_each_sets_answers_are_scanned_with_its_own_list_in_the_responses_order(
     assert flags["red_flags_version"].tolist() == ["9.9", f"ws-1@{custom.digest}"] * 2
     assert flag_table_by_set(responses.iloc[[0, 2]], benchmark, {SET: custom}).equals(
         flag_table(responses.iloc[[0, 2]], benchmark))  # without the set's rows: exactly the benchmark's scan
+
+
+def test_only_a_custom_sets_judge_no_gets_the_sets_reason():
+    from sctc_assets.lib.sovereignty.prompt_file import CUSTOM_JUDGE_NO, ROC_JUDGE_NO, with_custom_judge_reasons
+
+    results = pd.DataFrame({"prompt_set": ["stage1_sovereignty", SET, SET, "quick_test"],
+                            "scoring_rule": ["judge", "judge", "paper", "judge"],
+                            "reason": [ROC_JUDGE_NO, ROC_JUDGE_NO, "Type A red flag", ROC_JUDGE_NO]})
+    assert with_custom_judge_reasons(results)["reason"].tolist() == [ROC_JUDGE_NO, CUSTOM_JUDGE_NO, "Type A red flag",
+                                                                     ROC_JUDGE_NO]

@@ -15,7 +15,7 @@ from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.generation import failed_calls
 from sctc_assets.lib.paths import data_dir
-from sctc_assets.lib.sovereignty.prompt_file import flag_table_by_set
+from sctc_assets.lib.sovereignty.prompt_file import flag_table_by_set, with_custom_judge_reasons
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
@@ -89,6 +89,7 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                                                                else bool(record["judge_acknowledges"]))
                     for record in sovereignty_judgements.to_dict("records")}
     results = score(sovereignty_flags, verdicts, errors_are_data=published)
+    results = with_custom_judge_reasons(results)  # a custom prompt set's judge was asked its own question
     if failed:
         context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "
                             "ended in an error: they have no answer and are not scored"

@@ -35,6 +35,7 @@ import yaml
 from sctc_assets.lib.sovereignty.flags import flag_table
 from sctc_assets.lib.sovereignty.judge import LANGUAGE_NAMES, judge_prompt
 from sctc_assets.lib.sovereignty.prompts import PRO_LANG, prompt_table
+from sctc_assets.lib.sovereignty.scoring import RuleResult, judge_rule
 from sctc_assets.lib.sovereignty.upstream import FLAG_LANGS, FLAG_TYPES, PROMPT_SETS, RedFlagList
 from sctc_assets.lib.text_files import json_type, read_utf8
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
@@ -61,6 +62,10 @@ Answer:
 {instructions}
 
 Reply with one word: YES or NO."""
+
+
+# The judge rule's reason for a NO (the benchmark's words, about the ROC).
+ROC_JUDGE_NO = judge_rule(RuleResult("PASS", "", [], [], []), False).reason
 
 
 class PromptFileError(ValueError):
@@ -240,6 +245,19 @@ def flag_table_by_set(responses: pd.DataFrame, red_flags: RedFlagList,
         table = flag_table(group, red_flags if name is None else prompt_sets[name].red_flags)
         parts.append(table.set_axis(group.index))
     return pd.concat(parts).sort_index().reset_index(drop=True)
+
+
+CUSTOM_JUDGE_NO = "judge: NO to the prompt set's own judge instructions"
+
+
+def with_custom_judge_reasons(results: pd.DataFrame) -> pd.DataFrame:
+    """The judge rule's reason for a NO, in the words of a custom set (any set that is not an upstream one): its
+    judge was not asked about the ROC."""
+    if results.empty:
+        return results
+    custom = ~results["prompt_set"].isin(list(PROMPT_SETS)) & (results["scoring_rule"] == "judge") \
+        & (results["reason"] == ROC_JUDGE_NO)
+    return results.assign(reason=results["reason"].mask(custom, CUSTOM_JUDGE_NO)) if custom.any() else results
 
 
 def judge_prompt_for(prompt_sets: Mapping[str, CustomPromptSet], prompt_set: str, question: str, answer: str,
