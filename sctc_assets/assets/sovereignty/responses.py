@@ -89,7 +89,9 @@ class SovereigntyJudgeConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL)
+# deps: the prompts' data version holds the custom prompt files' digest, so edited judge instructions make this stale.
+@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"}, pool=JUDGE_POOL,
+          deps=["sovereignty_prompts"])
 def sovereignty_judgements(context: dg.AssetExecutionContext, config: SovereigntyJudgeConfig,
                            sovereignty_responses: pd.DataFrame, models: ModelRegistryResource,
                            tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:

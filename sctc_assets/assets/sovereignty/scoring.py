@@ -39,7 +39,9 @@ def queue_path(configured: str | None) -> Path:
 
 
 @catalogued
-@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"})
+# deps: the prompts' data version holds the custom prompt files' digest, so an edited red-flag list makes this stale.
+@dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"},
+          deps=["sovereignty_prompts"])
 def sovereignty_flags(context: dg.AssetExecutionContext, sovereignty_responses: pd.DataFrame,
                       tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Per answer (reasoning blocks removed): the Type A / B / C phrases of the configured red-flag list
