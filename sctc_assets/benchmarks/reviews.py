@@ -11,6 +11,7 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart, present)
 from sctc_assets.lib.backend_catalog import traits
+from sctc_assets.lib.reviews.declared import declared_varieties
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
@@ -36,6 +37,15 @@ ASSETS = {
                                     code_version="2"),  # 2: no pairs, no McNemar p
     "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
                                                               "paired interval that excludes 0."),
+    "review_translations": AssetEntry(INPUTS, "Each paired review translated into the other variety by a registered "
+                                              "model (the translation control).", calls=GENERATION,
+                                      opt_in="reviews_translator"),
+    "review_translation_predictions": AssetEntry(MODEL_LANG, "One model's rating predictions for the translated "
+                                                             "reviews in one prompt format.", calls=GENERATION,
+                                                 opt_in="reviews_translator"),
+    "review_translation_control": AssetEntry(PER_MODEL, "One model's Table 3: each review as written against its "
+                                                        "OpenCC conversion and its model translation.",
+                                             opt_in="reviews_translator"),
 }
 
 
@@ -71,6 +81,12 @@ def reviews_arguments(parser: Any) -> None:
                        help="ask models about the first N pairs only (a random sample), N ≥ 1")
     group.add_argument("--no-translation-control", action="store_true",
                        help="skip the OpenCC-converted reviews (Table 3)")
+    group.add_argument("--reviews-translator", metavar="KEY",
+                       help="a registered model that translates each paired review into the other variety: Table 3's "
+                            "rows for the model translation beside OpenCC's (any pair, English too)")
+    group.add_argument("--reviews-varieties-file", metavar="FILE",
+                       help="a YAML or CSV file declaring more varieties for --reviews-pair (code, prompt_language, "
+                            "display_name, short_name, opencc, regions, the rating prompts of a new language)")
 
 
 def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
@@ -79,7 +95,12 @@ def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
     problems = [f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})"
                 for field, _ in options.get("reviews_columns") or [] if field not in FIELDS]
     try:
-        codes = variety_pair(options.get("reviews_pair")).codes
+        declared = declared_varieties(options.get("reviews_varieties_file"))
+    except ValueError as exc:
+        problems.append(f"--reviews-varieties-file: {exc}")
+        declared = ()
+    try:
+        codes = variety_pair(options.get("reviews_pair"), declared).codes
     except ValueError as exc:
         problems.append(f"--reviews-pair: {exc}")
         codes = tuple(code.lower() for code in options.get("reviews_pair") or ())
@@ -90,17 +111,22 @@ def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
 def reviews_config(options: Mapping[str, Any]) -> dict:
     seed = options.get("reviews_seed")
     pair = [code.lower() for code in options["reviews_pair"]] if options.get("reviews_pair") else None
+    declared = options.get("reviews_varieties_file")
     return {
         "raw_reviews": present({"location": options.get("reviews"), "hf_dataset": options.get("reviews_hf"),
                                 "hf_split": options.get("reviews_split"),
                                 "hf_config": options.get("reviews_hf_config"),
                                 "columns": dict(options["reviews_columns"]) if options.get("reviews_columns") else None}),
         "review_varieties": present({"pair": pair, "varieties": dict(options["reviews_varieties"])
-                                     if options.get("reviews_varieties") else None}),
-        "review_pairs": present({"pair": pair, "seed": seed}),
-        "review_prompts": present({"seed": seed}),
+                                     if options.get("reviews_varieties") else None, "varieties_file": declared}),
+        "review_pairs": present({"pair": pair, "seed": seed, "varieties_file": declared}),
+        "review_prompts": present({"seed": seed, "varieties_file": declared}),
         "review_predictions": present({"max_pairs": options.get("max_pairs"),
                                        "translation_control": False if options.get("no_translation_control") else None}),
+        "review_translations": present({"translator": options.get("reviews_translator"),
+                                        "max_pairs": options.get("max_pairs"), "varieties_file": declared}),
+        "review_translation_predictions": present({"seed": seed, "max_pairs": options.get("max_pairs"),
+                                                   "varieties_file": declared}),
     }
 
 
@@ -170,7 +196,10 @@ def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> st
                      "McNemar for accuracy, paired t-test for squared error)\n"
                      + _metric_table(chosen[(chosen["analysis"] == "length") & (chosen["subset"] == "all")], pair))
         control = chosen[chosen["analysis"] == "translation"]
-        if not pair.chinese:
+        controls = tables.get("review_translation_control")
+        if controls is not None and not controls.empty:
+            lines.append(_control_summary(controls[controls["model"].isin(models)], pair))
+        elif not pair.chinese and control.empty:
             lines.append(f"\nTranslation control (Table 3): skipped, {pair.first.code} and {pair.second.code} are not "
                          "both Chinese varieties (OpenCC converts between Chinese ones only)")
         elif not control.empty:
@@ -178,6 +207,27 @@ def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> st
                          f"{' / '.join(pair.codes)} = the variety of the text\n"
                          + _metric_table(control, pair, subset=True))
     return "\n".join(lines)
+
+
+def _control_summary(controls: pd.DataFrame, pair: VarietyPair) -> str:
+    """Table 3 with both controls: OpenCC's conversion and each model translator's translation."""
+    untranslated = controls.groupby("control")["n_untranslated"].max().to_dict() if not controls.empty else {}
+    missing = {control: int(n) for control, n in untranslated.items() if control != "opencc" and n}
+    rows = [{"control": row["control"], **_metric_row(row, pair, subset=True)} for _, row in controls.iterrows()
+            if row["n_pairs"] > 0]
+    return ("\nTranslation control (Table 3): each review as written and converted (OpenCC) or translated by a model "
+            f"(`model:<key>`); {' / '.join(pair.codes)} = the variety of the text"
+            + (f"; reviews with no usable translation, left out: {missing}" if missing else "") + "\n"
+            + tabulate(rows, headers="keys", tablefmt="github"))
+
+
+def _metric_row(row: pd.Series, pair: VarietyPair, *, subset: bool = False) -> dict:
+    sides = " / ".join(pair.codes)
+    return {"model": row["model"], "format": row["format"], **({"reviews": row["subset"]} if subset else {}),
+            "pairs": int(row["n_pairs"]),
+            "excluded": int(row["n_excluded"]) if pd.notna(row["n_excluded"]) else "–",
+            f"acc % {sides}": _cell(row, "acc", 2, pair), "Δacc": f"{row['delta_acc']:+.2f} {row['sig_acc']}",
+            f"MSE {sides}": _cell(row, "mse", 3, pair), "ΔMSE": f"{row['delta_mse']:+.3f} {row['sig_mse']}"}
 
 
 def _metric_table(metrics: pd.DataFrame, pair: VarietyPair, *, subset: bool = False) -> str:
