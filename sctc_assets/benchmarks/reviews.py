@@ -102,7 +102,9 @@ def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
     try:
         codes = variety_pair(options.get("reviews_pair"), declared).codes
     except ValueError as exc:
-        problems.append(f"--reviews-pair: {exc}")
+        where = options.get("reviews_varieties_file")
+        problems.append(f"--reviews-pair: {exc}" if not declared else
+                        f"--reviews-pair: {str(exc)[:-1]}; varieties file {where})")
         codes = tuple(code.lower() for code in options.get("reviews_pair") or ())
     return problems + [f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(codes)}"
                        for region, variety in options.get("reviews_varieties") or [] if variety.lower() not in codes]

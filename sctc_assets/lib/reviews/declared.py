@@ -24,6 +24,7 @@ Every problem stops the run with one line naming the file, the row (data rows fr
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         raise ReviewDataError(f"{path}: varieties file not found")
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
+        reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
         unknown = [column for column in reader.fieldnames or [] if column not in FILE_COLUMNS]
         if unknown:
             raise ReviewDataError(f"{path}: column {unknown[0]!r}: unknown column (columns: {', '.join(FILE_COLUMNS)})")
