@@ -22,6 +22,7 @@ from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import PREDICTION_COLUMNS, predictions_table
 from sctc_assets.lib.reviews.varieties import pair_of_columns
 from sctc_assets.partitions import benchmark_partitions, models_partitions
+from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "reviews"
@@ -77,12 +78,13 @@ class ReviewTranslationPredictionsConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(REVIEWS), group_name=GROUP, kinds={"pandas", "parquet"},
-          pool=GENERATION_POOL)
+          pool=GENERATION_POOL, ins={"review_translations": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
 def review_translation_predictions(context: dg.AssetExecutionContext, config: ReviewTranslationPredictionsConfig,
                                    review_translations: pd.DataFrame, review_pairs: pd.DataFrame,
                                    models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """The model's score for each translated review in one format (version `translated`, `translation` naming
-    the control `model:<translator>`), read like `review_predictions`."""
+    the control `model:<translator>`), read like `review_predictions`. Empty without translations (a UI job that
+    runs it with no translator named: `review_translations` never materialized)."""
     keys = context.partition_key.keys_by_dimension  # type: ignore[union-attr]
     model, fmt = keys["model"], keys["format"]
     entry = models.entry(model)

@@ -116,7 +116,8 @@ def translated_prompts(translations: pd.DataFrame, pair: VarietyPair, *, seed: i
     """The rating prompts of the translated reviews (version `translated`), per format, in the prompts of the
     variety each was translated into; `translation` names the control (`model:<key>`)."""
     rows = []
-    for review in translations[translations["status"] == "translated"].to_dict("records"):
+    translated = translations[translations["status"] == "translated"] if not translations.empty else translations
+    for review in translated.to_dict("records"):
         order = shuffled_order(review["review_id"], seed)
         templates = variety_templates(pair.other(review["variety"]))
         fields = {name: review[name] for name in TEXT_FIELDS}
