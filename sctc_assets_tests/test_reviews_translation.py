@@ -13,7 +13,10 @@ import pytest
 from scipy.stats import binomtest
 
 from sctc_assets.cli import main
-from sctc_assets.lib.reviews.translation import TRANSLATION_PROMPT, parse_translation
+from sctc_assets.lib.generation import GenerationResult
+from sctc_assets.lib.reviews.translation import (TRANSLATION_PROMPT, parse_translation, translated_prompts,
+                                                 translation_requests, translations_table)
+from sctc_assets.lib.reviews.varieties import variety_pair
 from sctc_assets.lib.schemas import frame_problems
 from sctc_assets.lib.schemas.reviews import review_tables
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer, StubReply, completion
@@ -56,6 +59,26 @@ def test_the_answer_must_give_back_every_written_part():
                              original) == {"title": "Bom", "positive": "Limpo.", "negative": ""}
     assert parse_translation("Title: Bom\nPositive Feedback:\nNegative Feedback:", original) is None
     assert parse_translation("Sorry, I cannot translate this.", original) is None
+
+
+def test_refusals_errors_and_unparsed_answers_are_missing_data_not_prompts():
+    pair = variety_pair(("en-gb", "en-us"))
+    reviews = pd.DataFrame({"pair_id": [0, 0, 1, 1], "review_id": ["a", "b", "c", "d"],
+                            "variety": ["en-gb", "en-us", "en-gb", "en-us"], "title": ["Nice"] * 4,
+                            "positive": ["Clean."] * 4, "negative": [""] * 4})
+    results = [GenerationResult("Title: Nice\nPositive Feedback: Clean!\nNegative Feedback:"),
+               GenerationResult(None, "refusal"), GenerationResult(None, "error", "timeout"),
+               GenerationResult("Sure! Here it is: Nice. Clean.")]
+    table = translations_table("t", reviews, pair, results)
+    assert list(table.status) == ["translated", "refused", "error", "unparsed"]
+    assert list(table.text_variety) == ["en-us", "en-gb", "en-us", "en-gb"]
+    assert table.loc[0, "positive"] == "Clean!" and table.loc[1:, "positive"].isna().all()
+    prompts = translated_prompts(table, pair)
+    assert list(prompts.review_id.unique()) == ["a"] and len(prompts) == 3
+    assert set(prompts.version) == {"translated"} and set(prompts.translation) == {"model:t"}
+    requests = translation_requests(reviews, pair)
+    assert requests[0].prompt.startswith("Translate the following hotel review from British English into American "
+                                         "English.") and requests[1].prompt.count("into British English") == 1
 
 
 @pytest.fixture

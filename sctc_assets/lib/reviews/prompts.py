@@ -3,8 +3,9 @@ control of Section 4.1 (each review also rewritten in the other variety, where t
 
 `TEMPLATES` holds one prompt set per language; a review is asked in its variety's `prompt_language`. The paper's
 English set serves both Chinese varieties (its instructions are English on purpose) and English pairs; a pair in
-another language needs its set here. The control exists only for a pair of two Chinese varieties: for any other
-pair every prompt is an `original` one.
+another language brings its set in a varieties file (`lib.reviews.declared`). The control exists only for a pair
+of two Chinese varieties (or two declared with an OpenCC configuration): for any other pair every prompt is an
+`original` one (the model translation control, `lib.reviews.translation`, works for any pair).
 
 `structured` keeps title, positive and negative feedback apart; `plain` joins the non-empty parts into one
 paragraph; `shuffled` joins them in a random order drawn per review from the seed (the same order for a review and

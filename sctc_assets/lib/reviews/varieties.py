@@ -2,11 +2,12 @@
 region, the review text the length measures use, and each review's rating class, length bin and script composition.
 
 A run compares a declared pair: the first variety is the reference, every difference is second − first (the
-paper's pair, `tw cn`, gives its cn − tw). Each variety a pair may name is one row of `REVIEW_VARIETIES`: its code
-(the table value of `variety`, lower case), its names, the language its prompts are written in (a key of
-`prompts.TEMPLATES`) and, for a Chinese variety, its region in `lib.varieties` (whose OpenCC configurations the
-translation control converts with). Column names carry a variety's `suffix` (`acc_tw`, `review_id_en_gb`), so the
-paper's pair keeps its tables' names.
+paper's pair, `tw cn`, gives its cn − tw). Each variety a pair may name is one row of `REVIEW_VARIETIES`, or of a
+varieties file (`--reviews-varieties-file`, read by `lib.reviews.declared` and passed here as `declared`): its
+code (the table value of `variety`, lower case), its names, the language its prompts are written in (a key of
+`prompts.TEMPLATES`, or the file's own prompts) and, for a Chinese variety, its region in `lib.varieties` (whose
+OpenCC configurations the translation control converts with; a declared variety names its configuration). Column
+names carry a variety's `suffix` (`acc_tw`, `review_id_en_gb`), so the paper's pair keeps its tables' names.
 """
 
 from __future__ import annotations
