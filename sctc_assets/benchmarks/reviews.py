@@ -72,7 +72,8 @@ def reviews_arguments(parser: Any) -> None:
     group.add_argument("--reviews-pair", nargs=2, metavar=("A", "B"),
                        help="the two varieties compared, the reference first (Δ = B − A): "
                             f"{', '.join(row.code for row in REVIEW_VARIETIES)} (default {' '.join(VARIETIES)}, "
-                            "the paper's Taiwan and Mainland Mandarin); the OpenCC control needs two Chinese ones")
+                            "the paper's Taiwan and Mainland Mandarin), or varieties of --reviews-varieties-file; the "
+                            "OpenCC control needs two Chinese ones")
     group.add_argument("--reviews-varieties", nargs="+", type=_assignment, metavar="REGION=VARIETY",
                        help="region code → a variety of the pair (default each of the pair's codes to itself: "
                             "tw=tw cn=cn)")
