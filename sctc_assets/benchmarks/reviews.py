@@ -157,6 +157,19 @@ def reviews_design(models: list[Any], options: Mapping[str, Any]) -> list[Partit
     return designs
 
 
+def reviews_translation_lines(design: Any) -> list[str]:
+    """`--reviews-translator`: the translation calls and the ratings of the translations, not in the table."""
+    translator = design.options.get("reviews_translator")
+    if not translator:
+        return []
+    reviews = max((int(partition.selected.loc[partition.selected["version"] == "original", "review_id"].nunique())
+                   for partition in design.partitions), default=0)
+    counted = f"up to {reviews:,} calls" if reviews else "one call per paired review"
+    return [f"translator {translator}: {counted}, one per paired review (cached once), then each model rates the "
+            f"translated reviews in {len(FORMATS)} formats (up to {len(FORMATS) * reviews:,} more calls per model); "
+            "not in the table"]
+
+
 def answers_new_prompts(entry: Any) -> bool:
     """Replay backends hold published answers to other benchmarks' prompts."""
     return traits(entry.backend).answers("reviews")
@@ -266,4 +279,5 @@ REVIEWS = BenchmarkSpec(
     report_part=ReportPart("sctc_assets.lib.report.reviews", "review_", "Reviews (structured, all pairs)"),
     report_tables=("review_metrics",),
     jobs={"per_model_lang": "reviews_model_format"},
+    estimate_lines=(reviews_translation_lines,),
 )
