@@ -5,7 +5,9 @@ nothing), and for the paper's Chinese pair the OpenCC rows beside the model's, e
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 from typing import Any
 
 import pandas as pd
@@ -14,6 +16,7 @@ from scipy.stats import binomtest
 
 from sctc_assets.cli import main
 from sctc_assets.lib.generation import GenerationResult
+from sctc_assets.lib.paths import default_cache_path
 from sctc_assets.lib.reviews.translation import (TRANSLATION_PROMPT, parse_translation, translated_prompts,
                                                  translation_requests, translations_table)
 from sctc_assets.lib.reviews.varieties import variety_pair
@@ -142,7 +145,12 @@ def test_a_model_translates_an_english_pair_and_table_3_gains_its_rows(stub, tmp
     assert "Translation control (Table 3)" in printed and "model:stub-translator" in printed
     assert "no usable translation, left out: {'model:stub-translator': 1}" in printed
 
-    # An unchanged rerun answers everything from the cache: the stub sees no request.
+    # The cache holds one translation per review; an unchanged rerun answers everything from it: the stub sees no
+    # request.
+    with sqlite3.connect(default_cache_path()) as db:
+        stored = [json.loads(row[0]) for row in db.execute("SELECT request FROM responses")]
+    translated = [request for request in stored if request.get("model") == "stub-translator"]
+    assert len(translated) == len({json.dumps(request, sort_keys=True) for request in translated}) == 2 * len(PAIRED)
     seen = len(server.requests)
     assert main(argv) == 0
     assert len(server.requests) == seen
