@@ -111,7 +111,8 @@ def read_varieties_file(location: str | Path) -> tuple[ReviewVariety, ...]:
             raise ReviewDataError(f"{where}, column code: {row['code']!r} is not a code (letters and digits joined "
                                   "by '-', e.g. pt-br)")
         if code in builtin:
-            raise ReviewDataError(f"{where}, column code: {code} is already a review variety (lib/reviews/varieties.py)")
+            raise ReviewDataError(f"{where}, column code: {code} is already a review variety "
+                                  "(lib/reviews/varieties.py)")
         if code in seen:
             raise ReviewDataError(f"{where}, column code: {code} is declared twice (row {seen[code]} too)")
         seen[code] = number
