@@ -84,6 +84,18 @@ def test_refusals_errors_and_unparsed_answers_are_missing_data_not_prompts():
                                          "English.") and requests[1].prompt.count("into British English") == 1
 
 
+def test_the_translation_stages_run_only_with_a_translator_and_the_ui_keeps_them():
+    from sctc_assets.benchmarks import REVIEWS
+    from sctc_assets.definitions import defs
+
+    stages = {"review_translations", "review_translation_predictions", "review_translation_control"}
+    assert {name for name, entry in REVIEWS.assets.items() if entry.opt_in == "reviews_translator"} == stages
+    assert not stages & set(REVIEWS.for_run({}).tables)
+    assert set(REVIEWS.for_run({}).tables) == set(REVIEWS.tables) - stages
+    assert stages <= set(REVIEWS.for_run({"reviews_translator": "some-model"}).tables)
+    assert stages <= {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+
+
 @pytest.fixture
 def stub(isolated_data_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-test")
