@@ -11,6 +11,7 @@ from tabulate import tabulate
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, OptionRange, ReportPart, present)
 from sctc_assets.lib.backend_catalog import traits
+from sctc_assets.lib.reviews.declared import declared_varieties
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
 from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
@@ -36,6 +37,15 @@ ASSETS = {
                                     code_version="2"),  # 2: no pairs, no McNemar p
     "review_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's significant ΔAcc or ΔMSE has a "
                                                               "paired interval that excludes 0."),
+    "review_translations": AssetEntry(INPUTS, "Each paired review translated into the other variety by a registered "
+                                              "model (the translation control).", calls=GENERATION,
+                                      opt_in="reviews_translator"),
+    "review_translation_predictions": AssetEntry(MODEL_LANG, "One model's rating predictions for the translated "
+                                                             "reviews in one prompt format.", calls=GENERATION,
+                                                 opt_in="reviews_translator"),
+    "review_translation_control": AssetEntry(PER_MODEL, "One model's Table 3: each review as written against its "
+                                                        "OpenCC conversion and its model translation.",
+                                             opt_in="reviews_translator"),
 }
 
 
@@ -62,7 +72,8 @@ def reviews_arguments(parser: Any) -> None:
     group.add_argument("--reviews-pair", nargs=2, metavar=("A", "B"),
                        help="the two varieties compared, the reference first (Δ = B − A): "
                             f"{', '.join(row.code for row in REVIEW_VARIETIES)} (default {' '.join(VARIETIES)}, "
-                            "the paper's Taiwan and Mainland Mandarin); the OpenCC control needs two Chinese ones")
+                            "the paper's Taiwan and Mainland Mandarin), or varieties of --reviews-varieties-file; the "
+                            "OpenCC control needs two Chinese ones")
     group.add_argument("--reviews-varieties", nargs="+", type=_assignment, metavar="REGION=VARIETY",
                        help="region code → a variety of the pair (default each of the pair's codes to itself: "
                             "tw=tw cn=cn)")
@@ -71,6 +82,12 @@ def reviews_arguments(parser: Any) -> None:
                        help="ask models about the first N pairs only (a random sample), N ≥ 1")
     group.add_argument("--no-translation-control", action="store_true",
                        help="skip the OpenCC-converted reviews (Table 3)")
+    group.add_argument("--reviews-translator", metavar="KEY",
+                       help="a registered model that translates each paired review into the other variety: Table 3's "
+                            "rows for the model translation beside OpenCC's (any pair, English too)")
+    group.add_argument("--reviews-varieties-file", metavar="FILE",
+                       help="a YAML or CSV file declaring more varieties for --reviews-pair (code, prompt_language, "
+                            "display_name, short_name, opencc, regions, the rating prompts of a new language)")
 
 
 def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
@@ -79,9 +96,16 @@ def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
     problems = [f"--reviews-columns: unknown field {field!r} (fields: {', '.join(FIELDS)})"
                 for field, _ in options.get("reviews_columns") or [] if field not in FIELDS]
     try:
-        codes = variety_pair(options.get("reviews_pair")).codes
+        declared = declared_varieties(options.get("reviews_varieties_file"))
     except ValueError as exc:
-        problems.append(f"--reviews-pair: {exc}")
+        problems.append(f"--reviews-varieties-file: {exc}")
+        declared = ()
+    try:
+        codes = variety_pair(options.get("reviews_pair"), declared).codes
+    except ValueError as exc:
+        where = options.get("reviews_varieties_file")
+        problems.append(f"--reviews-pair: {exc}" if not declared else
+                        f"--reviews-pair: {str(exc)[:-1]}; varieties file {where})")
         codes = tuple(code.lower() for code in options.get("reviews_pair") or ())
     return problems + [f"--reviews-varieties: {region}={variety}: the variety must be one of {', '.join(codes)}"
                        for region, variety in options.get("reviews_varieties") or [] if variety.lower() not in codes]
@@ -90,17 +114,22 @@ def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
 def reviews_config(options: Mapping[str, Any]) -> dict:
     seed = options.get("reviews_seed")
     pair = [code.lower() for code in options["reviews_pair"]] if options.get("reviews_pair") else None
+    declared = options.get("reviews_varieties_file")
     return {
         "raw_reviews": present({"location": options.get("reviews"), "hf_dataset": options.get("reviews_hf"),
                                 "hf_split": options.get("reviews_split"),
                                 "hf_config": options.get("reviews_hf_config"),
                                 "columns": dict(options["reviews_columns"]) if options.get("reviews_columns") else None}),
         "review_varieties": present({"pair": pair, "varieties": dict(options["reviews_varieties"])
-                                     if options.get("reviews_varieties") else None}),
-        "review_pairs": present({"pair": pair, "seed": seed}),
-        "review_prompts": present({"seed": seed}),
+                                     if options.get("reviews_varieties") else None, "varieties_file": declared}),
+        "review_pairs": present({"pair": pair, "seed": seed, "varieties_file": declared}),
+        "review_prompts": present({"seed": seed, "varieties_file": declared}),
         "review_predictions": present({"max_pairs": options.get("max_pairs"),
                                        "translation_control": False if options.get("no_translation_control") else None}),
+        "review_translations": present({"translator": options.get("reviews_translator"),
+                                        "max_pairs": options.get("max_pairs"), "varieties_file": declared}),
+        "review_translation_predictions": present({"seed": seed, "max_pairs": options.get("max_pairs"),
+                                                   "varieties_file": declared}),
     }
 
 
@@ -126,6 +155,19 @@ def reviews_design(models: list[Any], options: Mapping[str, Any]) -> list[Partit
             selected, requests = shared((fmt, settings), fmt, settings)
             designs.append(PartitionDesign(entry.key, fmt, selected, requests, settings))
     return designs
+
+
+def reviews_translation_lines(design: Any) -> list[str]:
+    """`--reviews-translator`: the translation calls and the ratings of the translations, not in the table."""
+    translator = design.options.get("reviews_translator")
+    if not translator:
+        return []
+    reviews = max((int(partition.selected.loc[partition.selected["version"] == "original", "review_id"].nunique())
+                   for partition in design.partitions), default=0)
+    counted = f"up to {reviews:,} calls" if reviews else "one call per paired review"
+    return [f"translator {translator}: {counted}, one per paired review (cached once), then each model rates the "
+            f"translated reviews in {len(FORMATS)} formats (up to {len(FORMATS) * reviews:,} more calls per model); "
+            "not in the table"]
 
 
 def answers_new_prompts(entry: Any) -> bool:
@@ -170,7 +212,10 @@ def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> st
                      "McNemar for accuracy, paired t-test for squared error)\n"
                      + _metric_table(chosen[(chosen["analysis"] == "length") & (chosen["subset"] == "all")], pair))
         control = chosen[chosen["analysis"] == "translation"]
-        if not pair.chinese:
+        controls = tables.get("review_translation_control")
+        if controls is not None and not controls.empty:
+            lines.append(_control_summary(controls[controls["model"].isin(models)], pair))
+        elif not pair.chinese and control.empty:
             lines.append(f"\nTranslation control (Table 3): skipped, {pair.first.code} and {pair.second.code} are not "
                          "both Chinese varieties (OpenCC converts between Chinese ones only)")
         elif not control.empty:
@@ -178,6 +223,27 @@ def reviews_summary(tables: Mapping[str, pd.DataFrame], models: list[str]) -> st
                          f"{' / '.join(pair.codes)} = the variety of the text\n"
                          + _metric_table(control, pair, subset=True))
     return "\n".join(lines)
+
+
+def _control_summary(controls: pd.DataFrame, pair: VarietyPair) -> str:
+    """Table 3 with both controls: OpenCC's conversion and each model translator's translation."""
+    untranslated = controls.groupby("control")["n_untranslated"].max().to_dict() if not controls.empty else {}
+    missing = {control: int(n) for control, n in untranslated.items() if control != "opencc" and n}
+    rows = [{"control": row["control"], **_metric_row(row, pair, subset=True)} for _, row in controls.iterrows()
+            if row["n_pairs"] > 0]
+    return ("\nTranslation control (Table 3): each review as written and converted (OpenCC) or translated by a model "
+            f"(`model:<key>`); {' / '.join(pair.codes)} = the variety of the text"
+            + (f"; reviews with no usable translation, left out: {missing}" if missing else "") + "\n"
+            + tabulate(rows, headers="keys", tablefmt="github"))
+
+
+def _metric_row(row: pd.Series, pair: VarietyPair, *, subset: bool = False) -> dict:
+    sides = " / ".join(pair.codes)
+    return {"model": row["model"], "format": row["format"], **({"reviews": row["subset"]} if subset else {}),
+            "pairs": int(row["n_pairs"]),
+            "excluded": int(row["n_excluded"]) if pd.notna(row["n_excluded"]) else "–",
+            f"acc % {sides}": _cell(row, "acc", 2, pair), "Δacc": f"{row['delta_acc']:+.2f} {row['sig_acc']}",
+            f"MSE {sides}": _cell(row, "mse", 3, pair), "ΔMSE": f"{row['delta_mse']:+.3f} {row['sig_mse']}"}
 
 
 def _metric_table(metrics: pd.DataFrame, pair: VarietyPair, *, subset: bool = False) -> str:
@@ -213,4 +279,5 @@ REVIEWS = BenchmarkSpec(
     report_part=ReportPart("sctc_assets.lib.report.reviews", "review_", "Reviews (structured, all pairs)"),
     report_tables=("review_metrics",),
     jobs={"per_model_lang": "reviews_model_format"},
+    estimate_lines=(reviews_translation_lines,),
 )

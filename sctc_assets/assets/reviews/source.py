@@ -9,6 +9,7 @@ from pydantic import Field
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import markdown_table, table_metadata
 from sctc_assets.lib.reviews import pairing, prompts, source, varieties
+from sctc_assets.lib.reviews.declared import declared_varieties
 from sctc_assets.lib.reviews.source import REVIEWS_ENV_VAR
 
 GROUP = "reviews"
@@ -51,11 +52,17 @@ def raw_reviews(context: dg.AssetExecutionContext, config: RawReviewsConfig) -> 
 PAIR_FIELD = Field(default=list(varieties.VARIETIES),
                    description="The two varieties compared (`sctc run --reviews-pair`), the reference first: "
                                f"{', '.join(row.code for row in varieties.REVIEW_VARIETIES)}; default the paper's "
-                               "`tw` (Taiwan Mandarin) and `cn` (Mainland Mandarin).")
+                               "`tw` (Taiwan Mandarin) and `cn` (Mainland Mandarin); or varieties of "
+                               "`varieties_file`.")
+VARIETIES_FILE_FIELD = Field(
+    default=None, description="A YAML or CSV file declaring more review varieties (`sctc run "
+                              "--reviews-varieties-file`; see lib/reviews/declared.py): code, prompt language, "
+                              "names, OpenCC configuration, regions, prompts.")
 
 
 class ReviewVarietiesConfig(dg.Config):
     pair: list[str] = PAIR_FIELD
+    varieties_file: Optional[str] = VARIETIES_FILE_FIELD
     varieties: Optional[dict[str, str]] = Field(
         default=None,
         description="Self-declared region code (any case) → one of the pair's varieties; default each of the pair's "
@@ -79,18 +86,20 @@ def review_varieties(config: ReviewVarietiesConfig, raw_reviews: pd.DataFrame) -
     """Non-empty reviews (title, positive or negative text) whose region maps to one of the pair's varieties,
     with rating class (1–3 / 4–7 / 8–10), visible characters, tokens, 10-token length bin and script composition
     (Table 8)."""
-    table = varieties.review_varieties(raw_reviews, config.varieties, config.pair)
+    declared = declared_varieties(config.varieties_file)
+    table = varieties.review_varieties(raw_reviews, config.varieties, config.pair, declared)
     empty = int(varieties.is_empty(raw_reviews).sum())
     return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, by_variety=dg.MetadataValue.json(table["variety"].value_counts().to_dict()),
         left_out_empty=empty, left_out_other_regions=len(raw_reviews) - len(table) - empty,
-        variety_map=dg.MetadataValue.json(varieties.variety_map(config.varieties, config.pair)),
+        variety_map=dg.MetadataValue.json(varieties.variety_map(config.varieties, config.pair, declared)),
         script_composition=dg.MetadataValue.md(markdown_table(
-            composition_table(table, varieties.variety_pair(config.pair).codes), rows=40))))
+            composition_table(table, varieties.variety_pair(config.pair, declared).codes), rows=40))))
 
 
 class ReviewPairsConfig(dg.Config):
     pair: list[str] = PAIR_FIELD
+    varieties_file: Optional[str] = VARIETIES_FILE_FIELD
     seed: int = Field(default=0, description="Which reviews of a cell's fuller side are paired, and the pair order.")
     max_tokens: int = Field(default=pairing.MAX_TOKENS, description="Longer reviews are left out (paper: 500).")
 
@@ -103,7 +112,7 @@ def review_pairs(config: ReviewPairsConfig, raw_reviews: pd.DataFrame,
     and 10-token length bin (tokens: one per Han character, emoji or mark, one per English word or number), the
     per-side columns named by the varieties (`review_id_tw`, `review_id_cn`). `pair_id` numbers them in a seeded
     random order; `length_group` is short (the two reviews average 1–49 characters) or long."""
-    pair = varieties.variety_pair(config.pair)
+    pair = varieties.variety_pair(config.pair, declared_varieties(config.varieties_file))
     pairs = pairing.pair_reviews(review_varieties, seed=config.seed, max_tokens=config.max_tokens, pair=pair)
     unpaired = pairing.unpaired_reviews(raw_reviews, review_varieties, pairs, max_tokens=config.max_tokens)
     return dg.Output(pairs, data_version=content_version(pairs), metadata=table_metadata(
@@ -130,6 +139,7 @@ def review_pairs_aligned(review_pairs: pd.DataFrame, review_varieties: pd.DataFr
 
 class ReviewPromptsConfig(dg.Config):
     seed: int = Field(default=0, description="Seed of the part order in the `shuffled` format.")
+    varieties_file: Optional[str] = VARIETIES_FILE_FIELD
 
 
 @catalogued
@@ -140,11 +150,12 @@ def review_prompts(config: ReviewPromptsConfig, review_pairs: pd.DataFrame,
     `structured`, `plain` and `shuffled` formats, as written (`original`) and, for a pair of Chinese varieties,
     converted into the other variety with OpenCC (`converted`: tw2sp for Taiwan reviews, s2twp for Mainland ones),
     the stand-in for the paper's Google Translate control (Section 4.1)."""
-    table = prompts.review_prompts(review_pairs, review_varieties, seed=config.seed)
-    pair = pairing.pair_of(review_pairs)
+    declared = declared_varieties(config.varieties_file)
+    table = prompts.review_prompts(review_pairs, review_varieties, seed=config.seed, declared=declared)
+    pair = varieties.pair_of_columns(review_pairs.columns, "review_id", declared)
     return dg.Output(table, data_version=content_version(table),
                      metadata=table_metadata(table, preview_rows=6, seed=config.seed,
                                              system_prompt=" | ".join(dict.fromkeys(table["system"]))
                                              or prompts.SYSTEM_PROMPT,
-                                             translation_control="OpenCC" if pair.chinese else
+                                             translation_control="OpenCC" if pair.convertible else
                                              "none: not a pair of Chinese varieties"))

@@ -3,8 +3,9 @@ control of Section 4.1 (each review also rewritten in the other variety, where t
 
 `TEMPLATES` holds one prompt set per language; a review is asked in its variety's `prompt_language`. The paper's
 English set serves both Chinese varieties (its instructions are English on purpose) and English pairs; a pair in
-another language needs its set here. The control exists only for a pair of two Chinese varieties: for any other
-pair every prompt is an `original` one.
+another language brings its set in a varieties file (`lib.reviews.declared`). The control exists only for a pair
+of two Chinese varieties (or two declared with an OpenCC configuration): for any other pair every prompt is an
+`original` one (the model translation control, `lib.reviews.translation`, works for any pair).
 
 `structured` keeps title, positive and negative feedback apart; `plain` joins the non-empty parts into one
 paragraph; `shuffled` joins them in a random order drawn per review from the seed (the same order for a review and
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Sequence
 
 import pandas as pd
 
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.reviews.source import TEXT_FIELDS
-from sctc_assets.lib.reviews.varieties import VarietyPair, pair_of_columns
+from sctc_assets.lib.reviews.varieties import ReviewVariety, VarietyPair, pair_of_columns
 
 FORMATS = ("structured", "plain", "shuffled")
 
@@ -72,6 +74,13 @@ def templates_for(language: str) -> PromptTemplates:
         raise KeyError(f"no review prompts in {language!r} (prompt languages: {', '.join(TEMPLATES)})") from None
 
 
+def variety_templates(variety: ReviewVariety) -> PromptTemplates:
+    """The prompts a variety's reviews are asked in: those a varieties file gave it, else its prompt language's."""
+    if variety.prompts is not None:
+        return PromptTemplates(*variety.prompts)
+    return templates_for(variety.prompt_language)
+
+
 def render(fields: dict[str, str], fmt: str, order: list[str], templates: PromptTemplates = TEMPLATES["en"]) -> str:
     if fmt == "structured":
         return templates.structured.format(**{name: fields[name] for name in TEXT_FIELDS})
@@ -81,24 +90,27 @@ def render(fields: dict[str, str], fmt: str, order: list[str], templates: Prompt
 
 def _versions(review: dict, pair: VarietyPair) -> dict[str, tuple[str, dict[str, str]]]:
     """The texts a review is asked in: as written, and for a Chinese pair converted into the other variety (OpenCC
-    with that region's phrasing: tw2sp for Taiwan reviews, s2twp for Mainland ones)."""
+    with that region's phrasing: tw2sp for Taiwan reviews, s2twp for Mainland ones; a declared variety's own
+    configuration)."""
     fields = {name: review[name] for name in TEXT_FIELDS}
     versions = {"original": (review["variety"], fields)}
-    if pair.chinese:
+    if pair.convertible:
         other = pair.other(review["variety"])
-        versions["converted"] = (other.code, {name: convert(text, other.region.opencc_phrases)
+        versions["converted"] = (other.code, {name: convert(text, other.conversion)
                                               for name, text in fields.items()})
     return versions
 
 
-def review_prompts(pairs: pd.DataFrame, varieties: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+def review_prompts(pairs: pd.DataFrame, varieties: pd.DataFrame, *, seed: int = 0,
+                   declared: Sequence[ReviewVariety] = ()) -> pd.DataFrame:
     """One row per paired review × version (original, and converted for a Chinese pair) × format, with the
-    system and user prompt in the language of the review's variety; the pair is the pair table's."""
-    pair = pair_of_columns(pairs.columns, "review_id")
+    system and user prompt in the language of the review's variety; the pair is the pair table's (its varieties
+    among `REVIEW_VARIETIES` and the `declared` ones)."""
+    pair = pair_of_columns(pairs.columns, "review_id", declared)
     sides = [pairs[["pair_id", f"review_id_{suffix}"]].rename(columns={f"review_id_{suffix}": "review_id"})
              .assign(side=side) for side, suffix in enumerate(pair.suffixes)]
     reviews = pd.concat(sides).merge(varieties[["review_id", "variety", *TEXT_FIELDS]], on="review_id", how="left")
-    templates = {variety.code: templates_for(variety.prompt_language) for variety in (pair.first, pair.second)}
+    templates = {variety.code: variety_templates(variety) for variety in (pair.first, pair.second)}
     rows = []
     for review in reviews.sort_values(["pair_id", "side"]).to_dict("records"):
         order = shuffled_order(review["review_id"], seed)

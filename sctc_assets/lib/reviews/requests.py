@@ -10,6 +10,7 @@ import pandas as pd
 
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.reviews import pairing, prompts, source, varieties
+from sctc_assets.lib.reviews.declared import declared_varieties
 from sctc_assets.lib.reviews.prompts import selected_prompts
 
 
@@ -56,7 +57,9 @@ def review_prompt_table(config: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame
         frame, origin = source.read_file(raw.get("location") or source.default_location())
     reviews = source.canonical_reviews(frame, origin, raw.get("columns") or {})
     chosen = config.get("review_varieties", {})
-    table = varieties.review_varieties(reviews, chosen.get("varieties"), chosen.get("pair"))
+    declared = declared_varieties(chosen.get("varieties_file"))
+    table = varieties.review_varieties(reviews, chosen.get("varieties"), chosen.get("pair"), declared)
     pairs = pairing.pair_reviews(table, seed=config.get("review_pairs", {}).get("seed", 0),
-                                 pair=varieties.variety_pair(config.get("review_pairs", {}).get("pair")))
-    return prompts.review_prompts(pairs, table, seed=config.get("review_prompts", {}).get("seed", 0))
+                                 pair=varieties.variety_pair(config.get("review_pairs", {}).get("pair"), declared))
+    return prompts.review_prompts(pairs, table, seed=config.get("review_prompts", {}).get("seed", 0),
+                                  declared=declared)

@@ -2,15 +2,17 @@
 region, the review text the length measures use, and each review's rating class, length bin and script composition.
 
 A run compares a declared pair: the first variety is the reference, every difference is second − first (the
-paper's pair, `tw cn`, gives its cn − tw). Each variety a pair may name is one row of `REVIEW_VARIETIES`: its code
-(the table value of `variety`, lower case), its names, the language its prompts are written in (a key of
-`prompts.TEMPLATES`) and, for a Chinese variety, its region in `lib.varieties` (whose OpenCC configurations the
-translation control converts with). Column names carry a variety's `suffix` (`acc_tw`, `review_id_en_gb`), so the
-paper's pair keeps its tables' names.
+paper's pair, `tw cn`, gives its cn − tw). Each variety a pair may name is one row of `REVIEW_VARIETIES`, or of a
+varieties file (`--reviews-varieties-file`, read by `lib.reviews.declared` and passed here as `declared`): its
+code (the table value of `variety`, lower case), its names, the language its prompts are written in (a key of
+`prompts.TEMPLATES`, or the file's own prompts) and, for a Chinese variety, its region in `lib.varieties` (whose
+OpenCC configurations the translation control converts with; a declared variety names its configuration). Column
+names carry a variety's `suffix` (`acc_tw`, `review_id_en_gb`), so the paper's pair keeps its tables' names.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -29,6 +31,12 @@ class ReviewVariety:
     short_name: str  # as in "the Taiwan reviews"
     prompt_language: str  # the language of its prompts, a key of `prompts.TEMPLATES`
     region: Region | None = None  # the Chinese region it stands for (OpenCC converts into it); None: not Chinese
+    # Declared in a varieties file (`--reviews-varieties-file`, `lib.reviews.declared`): the OpenCC configuration
+    # that converts a text of the other variety into this one, the region codes of the reviewers that write it, and
+    # the rating prompts (system, structured, text) of a prompt language `prompts.TEMPLATES` lacks.
+    opencc: str | None = None
+    regions: tuple[str, ...] = ()
+    prompts: tuple[str, str, str] | None = None
 
     @property
     def suffix(self) -> str:
@@ -38,6 +46,14 @@ class ReviewVariety:
     @property
     def chinese(self) -> bool:
         return self.region is not None
+
+    @property
+    def conversion(self) -> str | None:
+        """The OpenCC configuration that converts a text of the other variety into this one (a Chinese region's
+        phrase-level one, else the declared one), None where OpenCC has nothing to do."""
+        if self.opencc:
+            return self.opencc
+        return self.region.opencc_phrases if self.region is not None else None
 
 
 # The paper asks about both Chinese varieties in English (its Limitations: no Chinese variety in the instructions).
@@ -55,11 +71,17 @@ VARIETIES = (TAIWAN.code, MAINLAND.code)
 DEFAULT_VARIETY_MAP = {code: code for code in VARIETIES}
 
 
-def review_variety(code: str) -> ReviewVariety:
+def known_varieties(declared: Sequence[ReviewVariety] = ()) -> dict[str, ReviewVariety]:
+    """Code → variety: `REVIEW_VARIETIES` and the varieties declared in a file (which cannot redeclare one)."""
+    return {**_BY_CODE, **{row.code: row for row in declared}}
+
+
+def review_variety(code: str, declared: Sequence[ReviewVariety] = ()) -> ReviewVariety:
+    known = known_varieties(declared)
     try:
-        return _BY_CODE[code.lower()]
+        return known[code.lower()]
     except KeyError:
-        raise KeyError(f"unknown review variety {code!r}; known: {', '.join(_BY_CODE)}") from None
+        raise KeyError(f"unknown review variety {code!r}; known: {', '.join(known)}") from None
 
 
 @dataclass(frozen=True)
@@ -83,6 +105,12 @@ class VarietyPair:
         return self.first.chinese and self.second.chinese
 
     @property
+    def convertible(self) -> bool:
+        """OpenCC converts each variety's texts into the other (both Chinese, or declared with a configuration):
+        only then does the OpenCC translation control exist."""
+        return self.first.conversion is not None and self.second.conversion is not None
+
+    @property
     def difference(self) -> str:
         return f"{self.second.code} − {self.first.code}"
 
@@ -90,22 +118,39 @@ class VarietyPair:
         return self.second if code == self.first.code else self.first
 
 
-def variety_pair(codes: Sequence[str] | None = None) -> VarietyPair:
-    """The declared pair (default the paper's `tw cn`); ValueError for an unknown variety or twice the same."""
+def variety_pair(codes: Sequence[str] | None = None, declared: Sequence[ReviewVariety] = ()) -> VarietyPair:
+    """The declared pair (default the paper's `tw cn`) among `REVIEW_VARIETIES` and the `declared` ones (a
+    varieties file's); ValueError for an unknown variety or twice the same."""
+    known = known_varieties(declared)
     codes = [str(code).lower() for code in (codes or VARIETIES)]
     if len(codes) != 2 or codes[0] == codes[1]:
         raise ValueError(f"a review pair is two different varieties, got {' '.join(codes)}")
-    unknown = [code for code in codes if code not in _BY_CODE]
+    unknown = [code for code in codes if code not in known]
     if unknown:
-        raise ValueError(f"unknown review variety {', '.join(unknown)} (known: {', '.join(_BY_CODE)})")
-    return VarietyPair(_BY_CODE[codes[0]], _BY_CODE[codes[1]])
+        raise ValueError(f"unknown review variety {', '.join(unknown)} (known: {', '.join(known)})")
+    return VarietyPair(known[codes[0]], known[codes[1]])
 
 
-def pair_of_columns(columns: Iterable[str], stem: str) -> VarietyPair:
+_SUFFIX = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+
+
+def _variety_of_suffix(suffix: str, declared: Sequence[ReviewVariety]) -> ReviewVariety | None:
+    """The variety a column suffix names: a known one, else (a table written for a varieties file's pair, read
+    without the file) one named by its code alone."""
+    by_suffix = {**_BY_SUFFIX, **{row.suffix: row for row in declared}}
+    if suffix in by_suffix:
+        return by_suffix[suffix]
+    if not _SUFFIX.fullmatch(suffix):
+        return None
+    code = suffix.replace("_", "-")
+    return ReviewVariety(code, code, code, "")
+
+
+def pair_of_columns(columns: Iterable[str], stem: str, declared: Sequence[ReviewVariety] = ()) -> VarietyPair:
     """The pair a stored table was written for, from its first two `<stem>_<suffix>` columns (`review_id_tw`,
-    `review_id_cn`: the paper's pair)."""
-    found = [_BY_SUFFIX[column[len(stem) + 1:]] for column in columns
-             if column.startswith(f"{stem}_") and column[len(stem) + 1:] in _BY_SUFFIX]
+    `review_id_cn`: the paper's pair; a varieties file's variety is named by its code unless `declared`)."""
+    found = [variety for column in columns if column.startswith(f"{stem}_")
+             for variety in [_variety_of_suffix(column[len(stem) + 1:], declared)] if variety is not None]
     if len(found) < 2:
         raise ValueError(f"no {stem}_<variety> columns of a review pair among {list(columns)}")
     return VarietyPair(found[0], found[1])
@@ -114,11 +159,21 @@ VARIETY_COLUMNS = ["review_id", "hotel_id", "nationality", "variety", "score", "
                    "negative", "review_time", "characters", "tokens", "length_bin", "script_composition"]
 
 
-def variety_map(mapping: Mapping[str, str] | None, pair: Sequence[str] | None = None) -> dict[str, str]:
+def default_variety_map(pair: VarietyPair) -> dict[str, str]:
+    """Each of the pair's codes to itself (`tw=tw cn=cn`), and a declared variety's region codes to it."""
+    mapping = {code: code for code in pair.codes}
+    for variety in (pair.first, pair.second):
+        mapping.update({str(region).strip().lower(): variety.code for region in variety.regions})
+    return mapping
+
+
+def variety_map(mapping: Mapping[str, str] | None, pair: Sequence[str] | None = None,
+                declared: Sequence[ReviewVariety] = ()) -> dict[str, str]:
     """Region code (matched case-insensitively) → one of the pair's varieties (default: each of the pair's codes
-    to itself, `tw=tw cn=cn`)."""
-    codes = variety_pair(pair).codes
-    mapping = {code: str(variety).lower() for code, variety in (mapping or {code: code for code in codes}).items()}
+    to itself, `tw=tw cn=cn`, and a declared variety's regions to it)."""
+    chosen = variety_pair(pair, declared)
+    codes = chosen.codes
+    mapping = {code: str(variety).lower() for code, variety in (mapping or default_variety_map(chosen)).items()}
     wrong = {code: variety for code, variety in mapping.items() if variety not in codes}
     if wrong:
         raise ReviewDataError(f"variety mapping {wrong}: each region code must map to one of {', '.join(codes)}")
@@ -143,10 +198,10 @@ def length_bin(tokens: pd.Series, width: int = BIN_WIDTH) -> pd.Series:
 
 
 def review_varieties(reviews: pd.DataFrame, mapping: Mapping[str, str] | None = None,
-                     pair: Sequence[str] | None = None) -> pd.DataFrame:
+                     pair: Sequence[str] | None = None, declared: Sequence[ReviewVariety] = ()) -> pd.DataFrame:
     """Non-empty reviews whose region maps to one of the pair's varieties, with rating class, lengths and script
     composition."""
-    codes = variety_map(mapping, pair)
+    codes = variety_map(mapping, pair, declared)
     variety = reviews["nationality"].str.lower().map(codes)
     kept = reviews[~is_empty(reviews) & variety.notna()].copy()
     kept["variety"] = variety[kept.index].astype(object)

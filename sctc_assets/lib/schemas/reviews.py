@@ -131,6 +131,68 @@ def review_tables(a: str = "tw", b: str = "cn") -> list[TableSchemaSpec]:
             ("survives", "bool", "For a result significant in the paper's test: its interval excludes 0; missing for "
                                  "the others."),
         ], C),
+        *translation_tables(a, b, first, second),
+    ]
+
+
+def translation_tables(a: str, b: str, first: str, second: str) -> list[TableSchemaSpec]:
+    """The translation control through a model (`sctc run --reviews-translator KEY`)."""
+    translator = ("translator", "string", "Registry key of the model that translated the review.")
+    translated = "translated into the other variety (missing unless `status` is `translated`)"
+    return [
+        table("review_translations", [
+            translator, "pair_id", "review_id", "variety",
+            ("text_variety", "string", "The variety the review was translated into (the other of the pair)."),
+            ("title", "string", f"The review's title, {translated}."),
+            ("positive", "string", f"The review's positive text, {translated}."),
+            ("negative", "string", f"The review's negative text, {translated}."),
+            "response", "outcome",
+            ("status", "string", "`translated`, `unparsed` (not the three labelled parts, or a written part left "
+                                 "empty), `refused` or `error`: all but `translated` are missing data."),
+            "input_tokens", "output_tokens", "cached",
+        ], C),
+        table("review_translation_predictions", [
+            "model", "format", "pair_id", "review_id", "variety",
+            ("version", "string", "`translated`."),
+            "text_variety", "response", "outcome", "outcome_message",
+            ("prediction", "int", "The predicted score, 1–10, when the answer is that number alone."),
+            ("status", "string", "`valid`, `invalid` (not a score alone) or `error` (the call failed)."),
+            "input_tokens", "output_tokens", "cached", "latency_s", "seed", "served_model", "system_fingerprint",
+            "batch_id", "reasoning", "reasoning_tokens",
+            ("translation", "string", "The control: `model:<translator key>`."),
+        ], C),
+        table("review_translation_control", [
+            "model",
+            ("control", "string", "`opencc` (OpenCC's conversion, a Chinese pair) or `model:<key>` (that model's "
+                                  "translation)."),
+            "format",
+            ("subset", "string", "`original <code>`: the reviews written in that variety, as written against "
+                                 "converted or translated."),
+            ("n_pairs", "int", "Reviews whose two predictions (as written, converted or translated) are valid."),
+            ("n_excluded", "int", "Reviews left out for an invalid prediction."),
+            ("n_untranslated", "int", "Reviews left out with no usable translation (missing data; 0 for OpenCC)."),
+            (f"acc_{a}", "float", f"Accuracy (%) on the texts in {first}."),
+            (f"acc_{b}", "float", f"Accuracy (%) on the texts in {second}."),
+            ("delta_acc", "float", f"`acc_{b} − acc_{a}`."),
+            (f"only_{a}_correct", "int", f"Reviews where only the prediction on the text in {first} is right."),
+            (f"only_{b}_correct", "int", f"Reviews where only the prediction on the text in {second} is right."),
+            ("mcnemar_chi2", "float", "McNemar's χ² on correctness."),
+            ("mcnemar_p", "float", "Exact McNemar p-value."),
+            ("sig_acc", "string", "Significance stars of `mcnemar_p`."),
+            (f"mse_{a}", "float", f"Mean squared error on the texts in {first}."),
+            (f"mse_{b}", "float", f"Mean squared error on the texts in {second}."),
+            ("delta_mse", "float", f"`mse_{b} − mse_{a}`."),
+            ("ttest_t", "float", "Paired t statistic of the squared errors."),
+            ("ttest_p", "float", "p-value of the paired t-test."),
+            ("sig_mse", "string", "Significance stars of `ttest_p`."),
+            ("wilcoxon_w", "float", "Wilcoxon signed-rank statistic of the squared errors."),
+            ("wilcoxon_p", "float", "p-value of the Wilcoxon test."),
+            ("sig_wilcoxon", "string", "Significance stars of `wilcoxon_p`."),
+            (f"true_mean_{a}", "float", "Mean true score of the reviews (the same on both sides)."),
+            (f"true_mean_{b}", "float", "Mean true score of the reviews (the same on both sides)."),
+            ("true_t", "float", "Paired t statistic of the true scores (none: the same reviews)."),
+            ("true_p", "float", "p-value of `true_t`."),
+        ], C),
     ]
 
 
