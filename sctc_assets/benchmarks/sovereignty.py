@@ -15,8 +15,8 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
-from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
-                                                   results_folder)
+from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, overlay_path
+from sctc_assets.lib.sovereignty.result_import import import_folder, preview
 from sctc_assets.lib.estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
@@ -66,8 +66,10 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--red-flags", metavar="v1.1.0|v1.0.0|PATH|URL",
                        help="red-flag list (default v1.1.0 from the upstream location)")
     group.add_argument("--tsb-results", nargs="?", const="", metavar="PATH|URL",
-                       help="import Pro-study result files (folder, archive or URL; no value: the upstream's "
-                            "published files) as models tsb-<model> and run them")
+                       help="import published result files as models tsb-<model> and run them: the Pro study's "
+                            "files or the original benchmark's raw files (results/raw/*_stage1_*.json, with its "
+                            "authors' verdicts as the rule `published`), in a folder, archive or URL; no value: "
+                            "the upstream's Pro-study files")
     group.add_argument("--sovereignty-samples", type=int, metavar="N",
                        help="answers per prompt, N ≥ 1 (default: registry, else 1 as in the paper)")
     group.add_argument("--sovereignty-temperature", type=float, metavar="T", help="sampling temperature, 0–2")
@@ -108,7 +110,7 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
     if location is None:
         return []
     if location:
-        folder = results_folder(local_directory(location, default_upstream_cache_dir()))
+        folder = local_directory(location, default_upstream_cache_dir())
     else:
         pro = shared_roots().pro
         if pro is None:
@@ -116,11 +118,11 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
         folder = pro / PRO_RESULTS_DIR
     registry = Path(default_registry_path())
     if options.get("dry_run"):
-        entries = preview_results(folder, registry)
+        entries = preview(folder, registry)
         print(f"would import {len(entries)} result file(s) from {folder} into {overlay_path(registry)} "
               f"(a dry run writes nothing): {', '.join(entries)}")
         return entries
-    imported = import_results(folder, registry)
+    imported = import_folder(folder, registry)
     print(f"imported {len(imported)} result file(s) from {folder}: {', '.join(imported)}")
     return list(imported)
 
@@ -189,7 +191,8 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
         title = "stage 1" if prompt_set == MAIN_PROMPT_SET else f"prompt set {prompt_set} (scored with the same rules)"
         blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, McNemar and "
                       f"verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's rescore.py, paper = "
-                      "Section 3.3, judge = paper + a judge model; exact McNemar p BH-adjusted across models)\n"
+                      "Section 3.3, judge = paper + a judge model, original = the original benchmark's 2026-08 "
+                      "scorer, published = its authors' verdicts; exact McNemar p BH-adjusted across models)\n"
                       + _prompt_set_table(summary[summary["prompt_set"] == prompt_set]))
     return "\n\n".join(blocks)
 

@@ -73,7 +73,8 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
                         models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
-    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
+    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3), with a judge `judge`, `original`
+    (the original benchmark's 2026-08 scorer) and, for its raw result files, `published` (its authors' verdicts).
     Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
     (`status_source` = review). Model calls that ended in an error get no row (errors are never results; a replay's
     published errors are the study's data and are scored)."""
@@ -86,7 +87,11 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
         verdicts = {tuple(record[key] for key in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
                                                                else bool(record["judge_acknowledges"]))
                     for record in sovereignty_judgements.to_dict("records")}
-    results = score(sovereignty_flags, verdicts, errors_are_data=published)
+    # A replay of the original benchmark's raw files brings its authors' verdicts (the `published` rule).
+    backend = models.backend(model) if published else None
+    verdicts_of = getattr(backend, "published_verdicts", None)
+    authors = verdicts_of(sovereignty_flags.to_dict("records"), ITEM_KEYS) if verdicts_of is not None else None
+    results = score(sovereignty_flags, verdicts, errors_are_data=published, published=authors)
     if failed:
         context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "
                             "ended in an error: they have no answer and are not scored"
