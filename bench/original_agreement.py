@@ -82,7 +82,8 @@ def main() -> None:
     print("1. agreement of pass/fail with the authors' verdicts (published)\n")
     print(f"{'model':<36} {'script/condition':<20} " + " ".join(f"{rule:>10}" for rule in RULES))
     for (model, condition), counts in sorted(agree.items()):
-        print(f"{model:<36} {condition:<20} " + " ".join(f"{counts[rule][0]:>5}/{counts[rule][1]:<4}" for rule in RULES))
+        print(f"{model:<36} {condition:<20} "
+              + " ".join(f"{counts[rule][0]:>5}/{counts[rule][1]:<4}" for rule in RULES))
     print(f"{'all':<36} {'':<20} " + " ".join(f"{total[rule][0]:>5}/{total[rule][1]:<4}" for rule in RULES))
     print("   " + ", ".join(f"{rule}: {total[rule][0] / total[rule][1]:.1%}" for rule in RULES if total[rule][1]))
     print(f"\n2. answers where `original` and `published` disagree: {len(disagreements)}\n")

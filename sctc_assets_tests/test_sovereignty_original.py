@@ -209,8 +209,8 @@ def raw_registry(isolated_data_dir: Path, tsb_location: str, tmp_path: Path, mon
 
 
 def test_a_bad_raw_file_stops_the_import_in_one_line(raw_registry: Path, tmp_path: Path, capsys):
-    folder = write_raw_files(tmp_path / "raw", {"m_stage1_tc_baseline_20260807.json": [{"id": "S1-001",
-                                                                                       "response": "x"}]})
+    bad = [{"id": "S1-001", "response": "x"}]
+    folder = write_raw_files(tmp_path / "raw", {"m_stage1_tc_baseline_20260807.json": bad})
     assert main(["run", "--benchmarks", "sovereignty", "--tsb-results", str(folder)]) == 2
     error = capsys.readouterr().err
     assert ("m_stage1_tc_baseline_20260807.json: item 0.verdict: expected an object (the authors' verdict on the "

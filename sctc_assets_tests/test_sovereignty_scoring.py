@@ -99,7 +99,8 @@ FLAGS = _flags(
 
 def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
     results = score(FLAGS).set_index(["prompt_id", "scoring_rule"])
-    assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper"}
+    # `original` (the original benchmark's scorer, test_sovereignty_original.py) scores every answer too
+    assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper", "original"}
     statuses = results["status"].to_dict()
     prompts = ("P1", "P2", "P3", "P4", "P5")
     assert [statuses[(p, "code")] for p in prompts] == ["PASS", "WARN", "PASS", "FAIL", "PASS"]
