@@ -14,7 +14,9 @@ is left out, as the authors left it unscored. Prints:
    against `published`;
 2. every answer where `original` and `published` disagree (model, condition, prompt, both verdicts);
 3. per model, the passes out of the prompts under each condition and rule (the persona effect: `none` →
-   `persona-tw` in Simplified Chinese).
+   `persona-tw` in Simplified Chinese);
+4. why `code` and `paper` disagree with `published`: counts by the authors' verdict (a refusal, objective framing,
+   an instant-fail keyword, a plain pass) and the other rule's status.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ def main() -> None:
     passed: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     prompts: dict[tuple[str, str, str], int] = defaultdict(int)
     disagreements = []
+    same_status = [0, 0]
+    reasons: dict[str, dict[tuple[str, str], int]] = {rule: defaultdict(int) for rule in ("code", "paper")}
     for model, files in newest_raw_files(paths).items():
         for result in files:
             cell = (model, f"{variety(result.lang).tag}/{result.condition}")
@@ -76,6 +80,14 @@ def main() -> None:
                     passed[(model, result.lang, result.condition)][rule] += ok
                     agree[cell][rule][0] += ok == answer.verdict.passed
                     agree[cell][rule][1] += 1
+                same_status[0] += mine["original"].status == published.status
+                same_status[1] += 1
+                kind = ("refusal" if answer.verdict.refusal else "objective framing"
+                        if answer.verdict.objective_framing else "instant-fail keyword"
+                        if answer.verdict.instant_fails else "failed" if not answer.verdict.passed else "pass")
+                for rule in reasons:
+                    if passes(rule, mine[rule].status) != answer.verdict.passed:
+                        reasons[rule][(kind, f"{mine[rule].status} ({mine[rule].reason or 'no hit'})")] += 1
                 if passes("original", mine["original"].status) != answer.verdict.passed:
                     disagreements.append((model, cell[1], answer.prompt_id, published, mine["original"]))
     total = {rule: [sum(agree[cell][rule][i] for cell in agree) for i in (0, 1)] for rule in RULES}
@@ -86,6 +98,7 @@ def main() -> None:
               + " ".join(f"{counts[rule][0]:>5}/{counts[rule][1]:<4}" for rule in RULES))
     print(f"{'all':<36} {'':<20} " + " ".join(f"{total[rule][0]:>5}/{total[rule][1]:<4}" for rule in RULES))
     print("   " + ", ".join(f"{rule}: {total[rule][0] / total[rule][1]:.1%}" for rule in RULES if total[rule][1]))
+    print(f"   the same status (PASS/WARN/FAIL) under original and published: {same_status[0]}/{same_status[1]}")
     print(f"\n2. answers where `original` and `published` disagree: {len(disagreements)}\n")
     for model, condition, prompt_id, published, mine in disagreements:
         print(f"- {model} {condition} {prompt_id}: published {published.status} (A {published.a}, B {published.b}, "
@@ -95,6 +108,11 @@ def main() -> None:
         counts = passed[key]
         print(f"{key[0]:<36} {variety(key[1]).tag}/{key[2]:<18} " + " / ".join(
             f"{counts[rule]}" for rule in ("published", *RULES)) + f" of {prompts[key]}")
+
+    print("\n4. disagreements of code and paper with published, by the authors' verdict and the rule's status\n")
+    for rule, counted in reasons.items():
+        for (kind, status), count in sorted(counted.items(), key=lambda entry: -entry[1]):
+            print(f"{rule:<6} published {kind:<22} → {status}: {count}")
 
 
 if __name__ == "__main__":
