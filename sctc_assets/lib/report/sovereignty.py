@@ -14,6 +14,7 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, wilson
+from sctc_assets.lib.sovereignty.pairs import baseline
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 MAIN_PROMPT_SET = "stage1_sovereignty"
@@ -37,13 +38,16 @@ def _summary(inputs: ReportInputs) -> tuple[pd.DataFrame, str]:
     name = "sovereignty_summary"
     if summary.empty:
         summary, name = inputs.table("sovereignty_model_summary"), "sovereignty_model_summary"
-    return attach_intervals(summary, inputs), name
+    # The paper's tables are the baseline condition's (no system prompt); the other conditions have their own table.
+    return attach_intervals(baseline(summary) if not summary.empty else summary, inputs), name
 
 
 def attach_intervals(summary: pd.DataFrame, inputs: ReportInputs) -> pd.DataFrame:
     """Interval columns (`*_ci_low` / `*_ci_high`) from any other sovereignty table with the summary's keys
     (the bootstrap intervals), merged in where the summary lacks them."""
     keys = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b"]
+    if "condition" in summary.columns:
+        keys.insert(3, "condition")
     if summary.empty or not set(keys) <= set(summary.columns):
         return summary
     for name, frame in inputs.tables.items():

@@ -25,7 +25,7 @@ import pandas as pd
 
 from sctc_assets.lib.generation import failed_call, stored_text
 from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, has_answer, missing_answer
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
 
 RULES = ("code", "paper", "judge")
 STATUSES = ("PASS", "WARN", "FAIL", "ERROR")
@@ -100,7 +100,7 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None,
     replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
     row."""
     rows = []
-    for item in flags.to_dict("records"):
+    for item in with_condition(flags).to_dict("records"):
         if not errors_are_data and failed_call(item["outcome"], item["response"]):
             continue
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
