@@ -53,6 +53,9 @@ ASSETS = {
                                                          "model, and the design's power."),
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
                                                                    "exact test, BH and the LBS interval."),
+    "sovereignty_condition_effects": AssetEntry(CROSS_MODEL, "What each condition (system prompt or persona) changes "
+                                                             "against none, prompt by prompt, with exact McNemar and "
+                                                             "BH.", opt_in="sovereignty_conditions"),
 }
 
 
@@ -238,5 +241,5 @@ SOVEREIGNTY = BenchmarkSpec(
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
     report_part=ReportPart("sctc_assets.lib.report.sovereignty", "sovereignty_", "Sovereignty (code rule, ZH-Hant vs EN)"),
-    report_tables=("sovereignty_summary", "sovereignty_model_summary"),
+    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_condition_effects"),
 )

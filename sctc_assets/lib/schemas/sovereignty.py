@@ -161,4 +161,28 @@ TABLES = [
         ("survives", "bool", "For a result significant in the paper's test: significant in the exact test after BH "
                              "and an LBS interval excluding 0; missing for the others."),
     ], C),
+    table("sovereignty_condition_effects", [
+        "model", "scoring_rule", "prompt_set", "lang", "condition",
+        ("baseline", "string", "The condition compared with: `none` (no system prompt)."),
+        ("n_baseline", "int", "Answers scored under the baseline."),
+        ("passed_baseline", "int", "Of them, answers that pass."),
+        ("score_baseline", "float", "`passed_baseline / n_baseline`."),
+        ("n_condition", "int", "Answers scored under the condition."),
+        ("passed_condition", "int", "Of them, answers that pass."),
+        ("score_condition", "float", "`passed_condition / n_condition`."),
+        ("delta", "float", "`score_condition − score_baseline`."),
+        "mcnemar_unit",
+        ("n_pairs", "int", "Pairs in the McNemar test (answers by prompt and sample, or prompts by majority)."),
+        ("mcnemar_b", "int", "Pairs passing under the baseline only."),
+        ("mcnemar_c", "int", "Pairs passing under the condition only."),
+        "p_exact",
+        ("p_exact_bh", "float", "`p_exact` BH-adjusted across the table (every model, language and condition of "
+                                "one scoring rule and prompt set)."),
+        ("sig_exact_bh", "string", "Significance stars of `p_exact_bh`."),
+        ("flipped_to_fail", "list<string>", "Prompts that pass under the baseline and fail under the condition."),
+        ("flipped_to_pass", "list<string>", "Prompts that fail under the baseline and pass under the condition."),
+        ("lbs_pair", "string", "The language pair of the LBS columns (the paper's, `zh_hant−en`)."),
+        ("lbs_baseline", "float", "The model's LBS on that pair under the baseline (missing without both languages)."),
+        ("lbs_condition", "float", "The model's LBS on that pair under the condition."),
+    ], C),
 ]
