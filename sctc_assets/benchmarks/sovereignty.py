@@ -14,12 +14,13 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
-from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
+from sctc_assets.lib.sovereignty.conditions import Condition, choose_conditions
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores, with_condition
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, overlay_path
 from sctc_assets.lib.sovereignty.result_import import import_folder, preview
 from sctc_assets.lib.estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.fetching import Download, location_downloads
-from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
+from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION, run_settings, upstream_prompt_table
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
                                                   TSB_ENV_VAR, shared_roots, upstream_locations)
@@ -52,6 +53,9 @@ ASSETS = {
                                                          "model, and the design's power."),
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
                                                                    "exact test, BH and the LBS interval."),
+    "sovereignty_condition_effects": AssetEntry(CROSS_MODEL, "What each condition (system prompt or persona) changes "
+                                                             "against none, prompt by prompt, with exact McNemar and "
+                                                             "BH.", opt_in="sovereignty_conditions"),
 }
 
 
@@ -77,6 +81,13 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--sovereignty-prompt-sets", nargs="+", metavar="SET",
                        choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
                        help="extra upstream prompt sets to run besides stage1_sovereignty")
+    group.add_argument("--sovereignty-conditions", nargs="+", metavar="NAME",
+                       help="ask under these conditions (system prompts or personas) besides the baseline none, "
+                            "each compared with none prompt by prompt (sovereignty_condition_effects); default: none "
+                            "alone, the paper's design")
+    group.add_argument("--sovereignty-conditions-file", metavar="FILE",
+                       help="the conditions file (YAML: name → system prompt, or one per language; it must hold "
+                            "none); default: the package's, with none, taiwan-user and factual-framing")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
                        help="a filled copy of the review queue (default data/sovereignty_review/"
                             "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
@@ -87,11 +98,18 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
     return {
         "sovereignty_prompts": {"extra_prompt_sets": list(options.get("sovereignty_prompt_sets") or [])},
         "sovereignty_responses": {"samples": options.get("sovereignty_samples"),
-                                  "temperature": options.get("sovereignty_temperature")},
+                                  "temperature": options.get("sovereignty_temperature"),
+                                  "conditions": options.get("sovereignty_conditions"),
+                                  "conditions_file": options.get("sovereignty_conditions_file")},
         "sovereignty_judgements": {"judge": options.get("sovereignty_judge")},
         "sovereignty_results": {"reviews_file": options.get("sovereignty_reviews")},
         "sovereignty_pro_export": {"export_dir": str(Path(out) / EXPORT_FOLDER) if out else None},
     }
+
+
+def run_conditions(options: Mapping[str, Any]) -> list[Condition]:
+    """The conditions a run asks under (the baseline first), checked against the conditions file."""
+    return choose_conditions(options.get("sovereignty_conditions"), options.get("sovereignty_conditions_file"))
 
 
 def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, dict[str, Any]]:
@@ -102,6 +120,7 @@ def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int
 def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any]:
     """Point the resources at the chosen data, and import published result files when asked to (on a dry run,
     the entries the import would write, written nowhere)."""
+    run_conditions(options)  # a bad conditions file or name stops the run before anything is asked
     if options.get("tsb_upstream"):
         os.environ[TSB_ENV_VAR] = shlex.join(options["tsb_upstream"])
     if options.get("red_flags"):
@@ -143,10 +162,11 @@ def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[Pa
     """Every partition's requests for the estimate, as `sovereignty_responses` builds them."""
     table = upstream_prompt_table(shared_roots(), options.get("sovereignty_prompt_sets") or ())
     designs = []
+    conditions = run_conditions(options)
     for entry in models:
         samples, overrides = SOVEREIGNTY.settings_for(options, entry)
         for lang in SOVEREIGNTY.langs:
-            items, requests = sovereignty_requests(table, entry.key, lang, samples)
+            items, requests = sovereignty_requests(table, entry.key, lang, samples, conditions)
             designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
                                            (samples, overrides), overrides))
     return designs
@@ -181,19 +201,27 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
     summary = tables.get("sovereignty_summary")
     if summary is None or summary.empty:
         return "no sovereignty_summary was produced"
-    summary = summary[summary["model"].isin(models)]
+    summary = with_condition(summary[summary["model"].isin(models)])
     present = set(summary["prompt_set"])
     prompt_sets = [name for name in dict.fromkeys([MAIN_PROMPT_SET, *PROMPT_SETS, *sorted(present)]) if name in present]
     if not prompt_sets:
         return "no sovereignty_summary rows for the chosen models"
+    conditions = [BASELINE_CONDITION, *sorted(set(summary["condition"]) - {BASELINE_CONDITION})]
     blocks = []
     for prompt_set in prompt_sets:
-        title = "stage 1" if prompt_set == MAIN_PROMPT_SET else f"prompt set {prompt_set} (scored with the same rules)"
-        blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, McNemar and "
-                      f"verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's rescore.py, paper = "
-                      "Section 3.3, judge = paper + a judge model, original = the original benchmark's 2026-08 "
-                      "scorer, published = its authors' verdicts; exact McNemar p BH-adjusted across models)\n"
-                      + _prompt_set_table(summary[summary["prompt_set"] == prompt_set]))
+        for condition in conditions:
+            rows = summary[(summary["prompt_set"] == prompt_set) & (summary["condition"] == condition)]
+            if rows.empty:
+                continue
+            title = ("stage 1" if prompt_set == MAIN_PROMPT_SET
+                     else f"prompt set {prompt_set} (scored with the same rules)")
+            title += "" if condition == BASELINE_CONDITION else f", condition {condition}"
+            blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, "
+                          f"McNemar and verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's "
+                          "rescore.py, paper = Section 3.3, judge = paper + a judge model, original = the original "
+                          "benchmark's 2026-08 scorer, published = its authors' verdicts; exact McNemar p "
+                          "BH-adjusted across models)\n"
+                          + _prompt_set_table(rows))
     return "\n\n".join(blocks)
 
 
@@ -216,5 +244,5 @@ SOVEREIGNTY = BenchmarkSpec(
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
     report_part=ReportPart("sctc_assets.lib.report.sovereignty", "sovereignty_", "Sovereignty (code rule, ZH-Hant vs EN)"),
-    report_tables=("sovereignty_summary", "sovereignty_model_summary"),
+    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_condition_effects"),
 )

@@ -31,7 +31,7 @@ from sctc_assets.lib.generation import failed_call, stored_text
 from sctc_assets.lib.sovereignty.flags import (ERROR_TEXT, FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, answer_text,
                                               has_answer, missing_answer)
 from sctc_assets.lib.sovereignty.original_rule import OriginalVerdict, original_verdict, verdict_status
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
 
 RULES = ("code", "paper", "judge")
 # The original benchmark's rules: `original` on every answer, `published` where its authors' verdict came along.
@@ -125,7 +125,7 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None,
     replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
     row. `published`: item key → the original benchmark's published verdict (the `published` rule)."""
     rows = []
-    for item in flags.to_dict("records"):
+    for item in with_condition(flags).to_dict("records"):
         if not errors_are_data and failed_call(item["outcome"], item["response"]):
             continue
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
