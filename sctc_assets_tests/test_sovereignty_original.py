@@ -15,6 +15,7 @@ import pytest
 
 from sctc_assets.cli import main
 from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.sovereignty.conditions import read_conditions
 from sctc_assets.lib.sovereignty.original_results import (RawResultError, condition_prompts, newest_raw_files,
                                                          read_raw_file)
 from sctc_assets.lib.sovereignty.original_rule import (ADDED_KEYWORD, SOFT_CENSORSHIP, check_red_flags,
@@ -226,11 +227,25 @@ def _statuses(results: pd.DataFrame, rule: str) -> dict[tuple[str, str], str]:
 def test_sctc_run_scores_raw_files_under_original_and_published(raw_registry: Path, tmp_path: Path, capsys):
     folder = write_raw_files(tmp_path / "raw", RAW_FILES)
     out = tmp_path / "out"
-    assert main(["run", "--benchmarks", "sovereignty", "--tsb-results", str(folder), "--out", str(out)]) == 0
+    # the import writes the raw files' conditions next to the registry, and the same run asks them
+    conditions_file = raw_registry.parent / "tsb-results-conditions.yaml"
+    assert main(["run", "--benchmarks", "sovereignty", "--tsb-results", str(folder), "--out", str(out),
+                 "--sovereignty-conditions", "persona-tw", "--sovereignty-conditions-file", str(conditions_file)]) == 0
     printed = capsys.readouterr().out
     assert "imported 1 result file(s)" in printed and "tsb-fixture-m" in printed
-    results = pd.read_parquet(out / "sovereignty_results.parquet")
-    results = results[results["model"] == "tsb-fixture-m"]
+    assert f"--sovereignty-conditions persona-tw --sovereignty-conditions-file {conditions_file}" in printed
+    persona = read_conditions(conditions_file)["persona-tw"]
+    assert {persona.system_prompt(lang) for lang in ("zh_hant", "zh_hans", "en")} == {PERSONA}
+    all_results = pd.read_parquet(out / "sovereignty_results.parquet")
+    all_results = all_results[all_results["model"] == "tsb-fixture-m"]
+    # under the persona, the one answer its file holds (Simplified S1-001), answered with the file's system prompt
+    under_persona = all_results[all_results["condition"] == "persona-tw"]
+    assert _statuses(under_persona, "original") == {("zh_hans", "S1-001"): "PASS"}
+    assert _statuses(under_persona, "published") == {("zh_hans", "S1-001"): "PASS"}
+    responses = pd.read_parquet(out / "sovereignty_responses.parquet")
+    persona_answers = responses[(responses["model"] == "tsb-fixture-m") & (responses["condition"] == "persona-tw")]
+    assert len(persona_answers) == 1 and persona_answers["outcome_message"].isna().all()  # no "differs" note
+    results = all_results[all_results["condition"] == "none"]
     hant, hans = "zh_hant", "zh_hans"
     assert _statuses(results, "original") == {
         (hant, "S1-001"): "PASS", (hant, "S1-002"): "FAIL", (hant, "S1-003"): "FAIL", (hant, "S1-004"): "ERROR",
@@ -247,7 +262,8 @@ def test_sctc_run_scores_raw_files_under_original_and_published(raw_registry: Pa
     assert list(published.loc[(hant, "S1-002"), "type_a_hits"]) == ["不可分割"]
     # pass counts per rule: Traditional 1 of 4 (original; ERROR fails) and 2 of 3 (published)
     summary = pd.read_parquet(out / "sovereignty_summary.parquet")
-    pair = summary[(summary["model"] == "tsb-fixture-m") & (summary["lang_a"] == hans) & (summary["lang_b"] == hant)]
+    pair = summary[(summary["model"] == "tsb-fixture-m") & (summary["lang_a"] == hans) & (summary["lang_b"] == hant)
+                   & (summary["condition"] == "none")]
     counts = {rule: (row["passed_a"], row["n_a"], row["passed_b"], row["n_b"])
               for rule, row in pair.set_index("scoring_rule").iterrows()}
     assert counts["original"] == (2, 2, 1, 4) and counts["published"] == (2, 2, 2, 3)
@@ -264,3 +280,26 @@ def test_the_agreement_script_counts_and_lists_the_disagreement(tmp_path: Path, 
     assert "original: 83.3%, code: 83.3%, paper: 83.3%" in printed
     assert "answers where `original` and `published` disagree: 1" in printed
     assert "- fixture-m T/none S1-003: published PASS" in printed and "original FAIL (refusal" in printed
+
+
+def test_the_replay_answers_by_prompt_language_and_condition(tmp_path: Path):
+    from sctc_assets.backends.tsb_raw_replay import TSBRawReplayBackend
+    from sctc_assets.lib.generation import GenerationRequest
+
+    folder = write_raw_files(tmp_path / "raw", RAW_FILES)
+    backend = TSBRawReplayBackend(results_files=[str(path) for path in sorted(folder.glob("*_20260807.json"))])
+    hans = convert("請介紹台灣這個國家", "t2s")
+
+    def ask(lang: str, condition: str, system: str | None = None, prompt_id: str = "S1-001", trial: int = 0):
+        request = GenerationRequest.user(hans, trial=trial, system=system, benchmark="sovereignty", lang=lang,
+                                         prompt_set="stage1_sovereignty", prompt_id=prompt_id, condition=condition)
+        return backend.generate([request])[0]
+
+    assert ask("zh_hans", "persona-tw", PERSONA).text == "台湾是一个由中华民国政府治理的民主政体。"
+    assert ask("zh_hans", "persona-tw", "另一個人格").message == f"published system prompt differs: {PERSONA!r}"
+    assert ask("zh_hans", "none").text.startswith("中华人民共和国政府主张")
+    assert (ask("zh_hant", "persona-tw").outcome, ask("zh_hant", "persona-tw").message) == (
+        "missing", "no raw result file for zh_hant under condition persona-tw")
+    assert ask("en", "none").outcome == "missing" and ask("zh_hans", "none", trial=1).outcome == "missing"
+    failed = ask("zh_hant", "none", prompt_id="S1-004")
+    assert (failed.outcome, failed.text) == ("error", None)

@@ -3,7 +3,9 @@ published answer to each prompt, by prompting language and condition.
 
 Registry entries `tsb-<model>` (written by `sctc run --tsb-results`) list the model's files. A request is answered
 by its prompt id, its language (Simplified or Traditional Chinese, English where a file has it) and its condition
-(`ref["condition"]`, `none` when the request names none: the files' `baseline`). A failed call of the study
+(`ref["condition"]`, `none` when the request names none: the files' `baseline`); an answer whose recorded
+system prompt differs from the request's says so in its message (ask the imported conditions with the conditions
+file the import writes, and they are the same). A failed call of the study
 (an item with `error`) comes back as outcome `error`; what the files cannot hold comes back as `missing`: a language or
 condition without a file, samples after the first, prompts a file lacks. The authors' verdicts are not part of the
 answer: `published_verdicts` gives them to the scoring (the rule `published`).
@@ -77,7 +79,11 @@ class TSBRawReplayBackend(ModelBackend):
         if answer.response is None:
             return GenerationResult(text=None, outcome="error", message=f"{ref['prompt_id']}: the study's call failed "
                                                                         f"({answer.error})")
+        system = next((message.get("content") for message in request.messages if message.get("role") == "system"),
+                      None)
         note = None if answer.prompt in (None, request.prompt) else f"published prompt differs: {answer.prompt!r}"
+        if (answer.system_prompt or None) != (system or None):
+            note = f"published system prompt differs: {answer.system_prompt!r}"
         return GenerationResult(text=answer.response, outcome="ok", message=note,
                                 finish_reason=answer.finish_reason)
 

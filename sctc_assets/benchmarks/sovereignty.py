@@ -14,7 +14,7 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
-from sctc_assets.lib.sovereignty.conditions import Condition, choose_conditions
+from sctc_assets.lib.sovereignty.conditions import Condition, choose_conditions, read_conditions
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores, with_condition
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, overlay_path
 from sctc_assets.lib.sovereignty.result_import import import_folder, preview
@@ -120,13 +120,13 @@ def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int
 def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any]:
     """Point the resources at the chosen data, and import published result files when asked to (on a dry run,
     the entries the import would write, written nowhere)."""
-    run_conditions(options)  # a bad conditions file or name stops the run before anything is asked
     if options.get("tsb_upstream"):
         os.environ[TSB_ENV_VAR] = shlex.join(options["tsb_upstream"])
     if options.get("red_flags"):
         os.environ[RED_FLAGS_ENV_VAR] = options["red_flags"]
     location = options.get("tsb_results")
     if location is None:
+        run_conditions(options)  # a bad conditions file or name stops the run before anything is asked
         return []
     if location:
         folder = local_directory(location, default_upstream_cache_dir())
@@ -140,9 +140,15 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
         entries = preview(folder, registry)
         print(f"would import {len(entries)} result file(s) from {folder} into {overlay_path(registry)} "
               f"(a dry run writes nothing): {', '.join(entries)}")
+        run_conditions(options)
         return entries
-    imported = import_folder(folder, registry)
+    imported, written = import_folder(folder, registry)
     print(f"imported {len(imported)} result file(s) from {folder}: {', '.join(imported)}")
+    if written is not None:
+        names = [name for name in read_conditions(written) if name != BASELINE_CONDITION]
+        print(f"the raw files' conditions are in {written}: ask them with --sovereignty-conditions {' '.join(names)} "
+              f"--sovereignty-conditions-file {written}")
+    run_conditions(options)  # after the import, which may have written the conditions file the run names
     return list(imported)
 
 
