@@ -303,3 +303,14 @@ def test_the_replay_answers_by_prompt_language_and_condition(tmp_path: Path):
     assert ask("en", "none").outcome == "missing" and ask("zh_hans", "none", trial=1).outcome == "missing"
     failed = ask("zh_hant", "none", prompt_id="S1-004")
     assert (failed.outcome, failed.text) == ("error", None)
+
+
+def test_a_system_prompt_that_only_names_the_variant_stands_for_the_recorded_text(tmp_path: Path):
+    files = {"k3_stage1_sc_persona-tw_20260730.json": [_item("S1-001", "台湾是民主政体。", _verdict(True), "sc",
+                                                             "persona_tw")],
+             "m_stage1_sc_persona-tw_20260807.json": [_item("S1-001", "台湾是民主政体。", _verdict(True), "sc",
+                                                            PERSONA)]}
+    folder = write_raw_files(tmp_path, files)
+    by_model = newest_raw_files(sorted(folder.glob("*.json")))
+    assert condition_prompts(file for files in by_model.values() for file in files) == {"persona-tw": PERSONA}
+    assert condition_prompts(by_model["k3"]) == {"persona-tw": "persona_tw"}  # no text anywhere: the name

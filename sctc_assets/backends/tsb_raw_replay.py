@@ -23,7 +23,7 @@ from pydantic import Field
 from sctc_assets.backends.base import ModelBackend, ResultCallback
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.sovereignty.original_results import (NO_CONDITION, RawAnswer, RawResultFile, answer_index,
-                                                         published_verdicts, read_raw_file)
+                                                         names_the_condition, published_verdicts, read_raw_file)
 from sctc_assets.lib.sovereignty.original_rule import OriginalVerdict
 
 _lock = threading.Lock()
@@ -82,7 +82,8 @@ class TSBRawReplayBackend(ModelBackend):
         system = next((message.get("content") for message in request.messages if message.get("role") == "system"),
                       None)
         note = None if answer.prompt in (None, request.prompt) else f"published prompt differs: {answer.prompt!r}"
-        if (answer.system_prompt or None) != (system or None):
+        if (answer.system_prompt or None) != (system or None) and not names_the_condition(answer.system_prompt,
+                                                                                         condition):
             note = f"published system prompt differs: {answer.system_prompt!r}"
         return GenerationResult(text=answer.response, outcome="ok", message=note,
                                 finish_reason=answer.finish_reason)

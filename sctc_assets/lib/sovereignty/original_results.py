@@ -178,9 +178,19 @@ def newest_raw_files(paths: Iterable[Path]) -> dict[str, list[RawResultFile]]:
     return by_model
 
 
+def names_the_condition(system_prompt: str | None, condition: str) -> bool:
+    """Whether a recorded system prompt is only the condition's variant name (the Kimi K3 files of 2026-07-30 record
+    `persona_tw` where the later files record the prompt's text): it stands for the text the other files record."""
+    return system_prompt is not None and system_prompt.replace("_", "-") == condition
+
+
 def condition_prompts(files: Iterable[RawResultFile]) -> dict[str, str | None]:
-    """Condition → its system prompt (None for the baseline), checked to be the same in every item of every file."""
+    """Condition → its system prompt (None for the baseline), checked to be the same in every item of every file;
+    a prompt that only names the condition's variant (`names_the_condition`) takes the text the other files give
+    (the name itself where none does)."""
+    files = list(files)
     found: dict[str, tuple[str | None, str]] = {}
+    named: dict[str, str] = {}
     for result in files:
         for index, answer in enumerate(result.answers):
             if answer.response is None:
@@ -188,12 +198,17 @@ def condition_prompts(files: Iterable[RawResultFile]) -> dict[str, str | None]:
             where = f"{result.path}: item {index}.system_prompt"
             if result.condition != NO_CONDITION and not answer.system_prompt:
                 raise RawResultError(f"{where}: condition {result.condition!r} needs its system prompt, found none")
+            if names_the_condition(answer.system_prompt, result.condition):
+                named.setdefault(result.condition, answer.system_prompt)
+                continue
             known = found.get(result.condition)
             if known is None:
                 found[result.condition] = (answer.system_prompt, where)
             elif known[0] != answer.system_prompt:
                 raise RawResultError(f"{where}: condition {result.condition!r} has another system prompt than in "
                                      f"{known[1]}")
+    for condition, name in named.items():
+        found.setdefault(condition, (name, ""))
     return {condition: prompt for condition, (prompt, _) in sorted(found.items())}
 
 
