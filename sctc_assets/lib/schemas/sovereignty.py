@@ -13,7 +13,8 @@ C = {
     "sample": ("int", "Answer number for the prompt, from 0 (the paper: one answer per prompt)."),
     "condition": ("string", "The condition the answer was asked under (a system prompt or persona from the conditions "
                             "file); `none`, no system prompt, is the paper's design and the baseline."),
-    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3) or `judge`."),
+    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3), `judge`, `original` (the "
+                               "original benchmark's 2026-08 scorer) or `published` (its authors' verdicts)."),
     "answer": ("string", "The answer with reasoning (`<think>`) blocks removed: the text that is scored."),
     "answer_sha": ("string", "Short hash of `answer`, so a review decision applies to exactly the text reviewed."),
     "red_flags_version": ("string", "Version of the red-flag list the phrases come from."),
