@@ -16,7 +16,7 @@ from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.generation import failed_calls
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.flags import flag_table
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
@@ -90,7 +90,8 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
     # A replay of the original benchmark's raw files brings its authors' verdicts (the `published` rule).
     backend = models.backend(model) if published else None
     verdicts_of = getattr(backend, "published_verdicts", None)
-    authors = verdicts_of(sovereignty_flags.to_dict("records"), ITEM_KEYS) if verdicts_of is not None else None
+    authors = (verdicts_of(with_condition(sovereignty_flags).to_dict("records"), ITEM_KEYS)
+               if verdicts_of is not None else None)
     results = score(sovereignty_flags, verdicts, errors_are_data=published, published=authors)
     if failed:
         context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "
