@@ -194,3 +194,22 @@ def test_a_bad_conditions_file_or_name_stops_the_run_with_one_line(text, names, 
                  "--sovereignty-conditions-file", str(path)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith(f"error: {path.parent}/") and expected in errors[0], errors
+
+
+def test_a_pro_study_replay_answers_the_baseline_only(tsb_location, monkeypatch):
+    """The Pro study sent no system prompt: its replay answers `none` and leaves every other condition missing."""
+    from sctc_assets.backends.tsb_replay import TSBReplayBackend
+    from sctc_assets.lib.sovereignty.requests import sovereignty_requests
+    from sctc_assets.lib.sovereignty.upstream import PRO_RESULTS_DIR
+
+    monkeypatch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
+    roots = shared_roots()
+    result_file = sorted((roots.pro / PRO_RESULTS_DIR).glob("*.json"))[0]
+    backend = TSBReplayBackend(results_file=str(result_file))
+    items, requests = sovereignty_requests(upstream_prompt_table(roots), "tsb-x", "en", 1,
+                                           choose_conditions(["taiwan-user"]))
+    outcomes: dict[str, set[str]] = {}
+    backend._generate_uncached(requests, lambda index, result: outcomes.setdefault(
+        items[index]["condition"], set()).add(result.outcome))
+    assert outcomes["taiwan-user"] == {"missing"} and "missing" not in outcomes["none"]
+    assert [request.messages[0]["role"] for request in requests] == ["user"] * 10 + ["system"] * 10
