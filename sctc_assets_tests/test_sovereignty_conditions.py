@@ -106,10 +106,13 @@ def _run(conditions: Path, out: Path, *names: str) -> int:
 
 
 @pytest.mark.slow
-def test_a_persona_flips_three_prompts_against_none_and_each_condition_has_its_own_answers(persona_run, tmp_path):
+def test_a_persona_flips_three_prompts_against_none_and_each_condition_has_its_own_answers(persona_run, tmp_path,
+                                                                                          capsys):
     server, conditions, table = persona_run
     out = tmp_path / "out"
     assert _run(conditions, out, "persona") == 0
+    printed = capsys.readouterr().out
+    assert "Taiwan sovereignty benchmark, stage 1 (" in printed and "stage 1, condition persona (" in printed
     prompts = len(table[table["lang"] == "en"])
     # One answer per prompt, language and condition, none asked twice and none reused across conditions.
     assert len(server.requests) == prompts * 3 * 2
