@@ -46,8 +46,6 @@ def attach_intervals(summary: pd.DataFrame, inputs: ReportInputs) -> pd.DataFram
     """Interval columns (`*_ci_low` / `*_ci_high`) from any other sovereignty table with the summary's keys
     (the bootstrap intervals), merged in where the summary lacks them."""
     keys = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b"]
-    if "condition" in summary.columns:
-        keys.insert(3, "condition")
     if summary.empty or not set(keys) <= set(summary.columns):
         return summary
     for name, frame in inputs.tables.items():
@@ -57,7 +55,9 @@ def attach_intervals(summary: pd.DataFrame, inputs: ReportInputs) -> pd.DataFram
         extra = [column for column in frame.columns if column.endswith(("_ci_low", "_ci_high"))
                  and column not in summary.columns]
         if extra and set(keys) <= set(frame.columns):
-            summary = summary.merge(frame[keys + extra].drop_duplicates(keys), on=keys, how="left")
+            # Per condition where both have one (a table without it holds the baseline's rows).
+            on = keys + ["condition"] if {"condition"} <= set(frame.columns) & set(summary.columns) else keys
+            summary = summary.merge(frame[on + extra].drop_duplicates(on), on=on, how="left")
     return summary
 
 
