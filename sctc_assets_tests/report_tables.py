@@ -18,6 +18,7 @@ from sctc_assets.lib.model_registry import ModelEntry, parse_registry
 from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES, report_sections
 from sctc_assets.lib.report import ReportInputs, ReportResult, build_report, read_tables, response_usage
 from sctc_assets.lib.reviews.metrics import compare
+from sctc_assets.lib.sovereignty.condition_effects import condition_effects
 from sctc_assets.lib.sovereignty.metrics import model_summary, with_bh
 from sctc_assets.lib.term import metrics as term_metrics
 from sctc_assets.partitions import MODELS_PARTITION_NAME, model_lang_partitions, models_partitions
@@ -88,9 +89,18 @@ def sovereignty_results(models: Iterable[str], rng: np.random.Generator) -> pd.D
             for lang in langs:
                 for prompt in range(10):
                     rows.append((model, rule, "stage1_sovereignty", lang, f"S1-{prompt + 1:03d}", 0,
-                                 bool(rng.random() < (0.9 if lang == "en" else 0.6))))
+                                 bool(rng.random() < (0.9 if lang == "en" else 0.6)), "none"))
+    # The live model was also asked under a persona (`--sovereignty-conditions taiwan-user`; a replay answers none
+    # only), drawn apart so the other tables' draws stay what they were.
+    persona = np.random.default_rng(7)
+    for model in [model for model in models if model != TSB]:
+        for rule in ("code", "paper"):
+            for lang in ("zh_hant", "zh_hans", "en"):
+                for prompt in range(10):
+                    rows.append((model, rule, "stage1_sovereignty", lang, f"S1-{prompt + 1:03d}", 0,
+                                 bool(persona.random() < 0.8), "taiwan-user"))
     return pd.DataFrame(rows, columns=["model", "scoring_rule", "prompt_set", "lang", "prompt_id", "sample",
-                                       "passed"])
+                                       "passed", "condition"])
 
 
 def review_metrics(model: str, rng: np.random.Generator, pairs: int = 300) -> pd.DataFrame:
@@ -202,11 +212,13 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
         written += term_models
     if "sovereignty" in benchmarks:
         models = [LIVE, TSB]
-        summary = model_summary(sovereignty_results(models, rng))
+        results = sovereignty_results(models, rng)
+        summary = model_summary(results)
         for model in models:
             write("sovereignty_model_summary", summary[summary["model"] == model],
                   partitions_def=models_partitions, key=model)
         write("sovereignty_summary", with_bh(summary))
+        write("sovereignty_condition_effects", condition_effects(results))
         written += models
     if "reviews" in benchmarks:
         write("review_metrics", review_metrics(LIVE, rng), partitions_def=models_partitions, key=LIVE)

@@ -164,3 +164,15 @@ def test_the_scorecard_marks_the_label_source_and_a_reduced_run_in_each_row(page
     assert text.splitlines() == ["rules", "reduced: 1 of 15 trials · n = 110"] and css == "reduced"
     assert background != cells["paper-qwen"][2] and "this platform's rules" in title
     assert cells["paper-qwen"][0].splitlines() == ["upstream", "n = 1,650"] and cells["paper-qwen"][1] == ""
+
+
+def test_the_sovereignty_conditions_table_pairs_the_persona_with_none(page):
+    """`sovereignty_condition_effects` in the sovereignty section: the live model's persona against none in each
+    prompting language (the replay answers none only, so it has no row), with b/c and the exact p per row."""
+    rows = page.evaluate("Array.from(document.querySelectorAll('#sovereignty table')).filter(t => "
+                         "t.querySelector('caption').textContent.startsWith('Conditions against no system prompt'))"
+                         ".flatMap(t => Array.from(t.querySelectorAll('tbody tr')).map(r => "
+                         "Array.from(r.cells).map(c => c.innerText)))")
+    assert [row[:3] for row in rows] == [["my-gpt", "taiwan-user", language] for language in
+                                         ("Traditional Chinese", "Simplified Chinese", "English")]
+    assert all("/" in row[5] and row[6] for row in rows)

@@ -132,9 +132,15 @@ def test_judge_samples_and_the_review_round_trip(registry: Path, isolated_data_d
     calls = tmp_path / "calls.log"
     assert count_calls(calls) == 10 * 3 * 2  # prompts × languages × samples, each asked once
     results = pd.read_parquet(tmp_path / "out" / "sovereignty_results.parquet")
-    assert set(results["scoring_rule"]) == set(RULES) and set(results["status"]) <= set(STATUSES)
-    assert len(results) == 60 * 3
+    # `original` (the original benchmark's scorer) scores every answer; `published` only its raw files' answers
+    assert set(results["scoring_rule"]) == set(RULES) | {"original"} and set(results["status"]) <= set(STATUSES)
+    assert len(results) == 60 * 4
     by_key = results.set_index(["lang", "prompt_id", "sample", "scoring_rule"])["status"]
+    # the original benchmark's scorer: 不可分割 fails, 和平統一 is no keyword of its code, and an empty answer (also
+    # one with nothing after its reasoning) holds no keyword and passes, as it does there
+    assert by_key[("zh_hant", "S1-002", 1, "original")] == "FAIL"
+    assert by_key[("zh_hant", "S1-008", 0, "original")] == "PASS"
+    assert by_key[("zh_hant", "S1-007", 0, "original")] == "PASS" and by_key[("en", "S1-007", 0, "original")] == "PASS"
     assert by_key[("zh_hant", "S1-002", 1, "code")] == "FAIL"
     assert by_key[("en", "S1-002", 0, "paper")] == "PASS" and by_key[("en", "S1-002", 0, "judge")] == "FAIL"
     assert by_key[("zh_hant", "S1-008", 0, "code")] == "WARN" and by_key[("zh_hant", "S1-008", 0, "paper")] == "WARN"

@@ -99,7 +99,8 @@ FLAGS = _flags(
 
 def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
     results = score(FLAGS).set_index(["prompt_id", "scoring_rule"])
-    assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper"}
+    # `original` (the original benchmark's scorer, test_sovereignty_original.py) scores every answer too
+    assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper", "original"}
     statuses = results["status"].to_dict()
     prompts = ("P1", "P2", "P3", "P4", "P5")
     assert [statuses[(p, "code")] for p in prompts] == ["PASS", "WARN", "PASS", "FAIL", "PASS"]
@@ -109,13 +110,13 @@ def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
 
 
 def test_judge_rows_cover_every_answer_once_a_judge_ran():
-    verdicts = {("m", "zh_hant", "s", "P1", 0): False, ("m", "zh_hant", "s", "P2", 0): True}
+    verdicts = {("m", "zh_hant", "s", "P1", 0, "none"): False, ("m", "zh_hant", "s", "P2", 0, "none"): True}
     judge = score(FLAGS, verdicts).query("scoring_rule == 'judge'").set_index("prompt_id")
     assert judge["status"].to_dict() == {"P1": "FAIL", "P2": "WARN", "P3": "FAIL", "P4": "ERROR", "P5": "FAIL"}
 
 
 def test_review_round_trip(tmp_path: Path):
-    verdicts = {("m", "zh_hant", "s", "P1", 0): False, ("m", "zh_hant", "s", "P2", 0): True}
+    verdicts = {("m", "zh_hant", "s", "P1", 0, "none"): False, ("m", "zh_hant", "s", "P2", 0, "none"): True}
     results = score(FLAGS, verdicts)
     queue = review_queue(results, FLAGS).set_index("prompt_id")
     # P1: the judge disagrees with the keywords; P2: a Type B hit
@@ -154,7 +155,7 @@ def _materialize(flags: pd.DataFrame, verdicts: dict, queue_file: Path, reviews_
 
 
 def test_a_queue_filled_in_place_is_applied_and_kept_across_materializations(tmp_path: Path):
-    verdicts = {("m", "zh_hant", "s", "P1", 0): False, ("m", "zh_hant", "s", "P2", 0): True}
+    verdicts = {("m", "zh_hant", "s", "P1", 0, "none"): False, ("m", "zh_hant", "s", "P2", 0, "none"): True}
     queue_file, reviews_file = tmp_path / "queue.csv", tmp_path / "reviews.csv"
     _materialize(FLAGS, verdicts, queue_file, reviews_file)
     queue = pd.read_csv(queue_file, dtype=str, keep_default_na=False)
@@ -195,7 +196,7 @@ def test_a_queue_filled_in_place_is_applied_and_kept_across_materializations(tmp
     ],
 )
 def test_bad_review_files_name_the_file_line_and_column(tmp_path: Path, edit, message):
-    queue = review_queue(score(FLAGS, {("m", "zh_hant", "s", "P1", 0): False}), FLAGS)
+    queue = review_queue(score(FLAGS, {("m", "zh_hant", "s", "P1", 0, "none"): False}), FLAGS)
     queue["decision"] = "pass"
     for column, value in edit.items():
         queue[column] = queue[column].astype(object)

@@ -2,8 +2,8 @@
 
 Registry entries `tsb-<model>` (written by `sctc run --tsb-results`) point at the file. A null or "[ERROR]" answer
 (an API error in the study) comes back as outcome `error`; what the file cannot hold comes back as `missing`: the
-Simplified Chinese prompts (the study asked Traditional Chinese and English only), samples after the first, and
-prompts the file lacks.
+Simplified Chinese prompts (the study asked Traditional Chinese and English only), samples after the first,
+conditions other than `none` (the study sent no system prompt) and prompts the file lacks.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import Field
 from sctc_assets.backends.base import ModelBackend, ResultCallback
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.sovereignty.flags import has_answer
+from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION
 from sctc_assets.lib.sovereignty.pro_format import BLOCK_LANGS, ProResult, read_result
 
 _LANG_BLOCKS = {lang: block for block, lang in BLOCK_LANGS.items()}
@@ -55,6 +56,9 @@ class TSBReplayBackend(ModelBackend):
             return GenerationResult(text=None, outcome="missing", message=f"the study has no {ref['lang']} answers")
         if int(request.trial) > 0:
             return GenerationResult(text=None, outcome="missing", message="the study has one answer per prompt")
+        if ref.get("condition", BASELINE_CONDITION) != BASELINE_CONDITION:
+            return GenerationResult(text=None, outcome="missing", message=f"the study asked without a system prompt "
+                                                                          f"(condition {BASELINE_CONDITION} only)")
         if (ref["prompt_id"], block) not in result.answers:
             return GenerationResult(text=None, outcome="missing", message=f"{where}: no {block} answer in the file")
         prompt, response = result.answers[(ref["prompt_id"], block)]

@@ -14,13 +14,14 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
-from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
-from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
-                                                   results_folder)
+from sctc_assets.lib.sovereignty.conditions import Condition, choose_conditions, read_conditions
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores, with_condition
+from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, overlay_path
+from sctc_assets.lib.sovereignty.result_import import import_folder, preview
 from sctc_assets.lib.estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.sovereignty.prompt_file import PROMPT_FILES_ENV_VAR, custom_prompt_table, read_prompt_files
-from sctc_assets.lib.sovereignty.prompts import run_settings, upstream_prompt_table
+from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION, run_settings, upstream_prompt_table
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
 from sctc_assets.lib.sovereignty.upstream import (MAIN_PROMPT_SET, PRO_RESULTS_DIR, PROMPT_SETS, RED_FLAGS_ENV_VAR,
                                                   TSB_ENV_VAR, shared_roots, upstream_locations)
@@ -53,6 +54,9 @@ ASSETS = {
                                                          "model, and the design's power."),
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
                                                                    "exact test, BH and the LBS interval."),
+    "sovereignty_condition_effects": AssetEntry(CROSS_MODEL, "What each condition (system prompt or persona) changes "
+                                                             "against none, prompt by prompt, with exact McNemar and "
+                                                             "BH.", opt_in="sovereignty_conditions"),
 }
 
 
@@ -67,8 +71,10 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--red-flags", metavar="v1.1.0|v1.0.0|PATH|URL",
                        help="red-flag list (default v1.1.0 from the upstream location)")
     group.add_argument("--tsb-results", nargs="?", const="", metavar="PATH|URL",
-                       help="import Pro-study result files (folder, archive or URL; no value: the upstream's "
-                            "published files) as models tsb-<model> and run them")
+                       help="import published result files as models tsb-<model> and run them: the Pro study's "
+                            "files or the original benchmark's raw files (results/raw/*_stage1_*.json, with its "
+                            "authors' verdicts as the rule `published`), in a folder, archive or URL; no value: "
+                            "the upstream's Pro-study files")
     group.add_argument("--sovereignty-samples", type=int, metavar="N",
                        help="answers per prompt, N ≥ 1 (default: registry, else 1 as in the paper)")
     group.add_argument("--sovereignty-temperature", type=float, metavar="T", help="sampling temperature, 0–2")
@@ -79,6 +85,13 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--sovereignty-prompt-file", action="append", metavar="FILE",
                        help="a custom prompt set (YAML or JSON: prompts, its own red-flag list and judge "
                             "instructions; docs: benchmarks/sovereignty) to run besides stage1_sovereignty; repeatable")
+    group.add_argument("--sovereignty-conditions", nargs="+", metavar="NAME",
+                       help="ask under these conditions (system prompts or personas) besides the baseline none, "
+                            "each compared with none prompt by prompt (sovereignty_condition_effects); default: none "
+                            "alone, the paper's design")
+    group.add_argument("--sovereignty-conditions-file", metavar="FILE",
+                       help="the conditions file (YAML: name → system prompt, or one per language; it must hold "
+                            "none); default: the package's, with none, taiwan-user and factual-framing")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
                        help="a filled copy of the review queue (default data/sovereignty_review/"
                             "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
@@ -89,11 +102,18 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
     return {
         "sovereignty_prompts": {"extra_prompt_sets": list(options.get("sovereignty_prompt_sets") or [])},
         "sovereignty_responses": {"samples": options.get("sovereignty_samples"),
-                                  "temperature": options.get("sovereignty_temperature")},
+                                  "temperature": options.get("sovereignty_temperature"),
+                                  "conditions": options.get("sovereignty_conditions"),
+                                  "conditions_file": options.get("sovereignty_conditions_file")},
         "sovereignty_judgements": {"judge": options.get("sovereignty_judge")},
         "sovereignty_results": {"reviews_file": options.get("sovereignty_reviews")},
         "sovereignty_pro_export": {"export_dir": str(Path(out) / EXPORT_FOLDER) if out else None},
     }
+
+
+def run_conditions(options: Mapping[str, Any]) -> list[Condition]:
+    """The conditions a run asks under (the baseline first), checked against the conditions file."""
+    return choose_conditions(options.get("sovereignty_conditions"), options.get("sovereignty_conditions_file"))
 
 
 def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, dict[str, Any]]:
@@ -115,9 +135,10 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
         os.environ[PROMPT_FILES_ENV_VAR] = shlex.join(prompt_files)
     location = options.get("tsb_results")
     if location is None:
+        run_conditions(options)  # a bad conditions file or name stops the run before anything is asked
         return []
     if location:
-        folder = results_folder(local_directory(location, default_upstream_cache_dir()))
+        folder = local_directory(location, default_upstream_cache_dir())
     else:
         pro = shared_roots().pro
         if pro is None:
@@ -125,12 +146,18 @@ def sovereignty_prepare(options: Mapping[str, Any]) -> list[str] | dict[str, Any
         folder = pro / PRO_RESULTS_DIR
     registry = Path(default_registry_path())
     if options.get("dry_run"):
-        entries = preview_results(folder, registry)
+        entries = preview(folder, registry)
         print(f"would import {len(entries)} result file(s) from {folder} into {overlay_path(registry)} "
               f"(a dry run writes nothing): {', '.join(entries)}")
+        run_conditions(options)
         return entries
-    imported = import_results(folder, registry)
+    imported, written = import_folder(folder, registry)
     print(f"imported {len(imported)} result file(s) from {folder}: {', '.join(imported)}")
+    if written is not None:
+        names = [name for name in read_conditions(written) if name != BASELINE_CONDITION]
+        print(f"the raw files' conditions are in {written}: ask them with --sovereignty-conditions {' '.join(names)} "
+              f"--sovereignty-conditions-file {written}")
+    run_conditions(options)  # after the import, which may have written the conditions file the run names
     return list(imported)
 
 
@@ -159,10 +186,11 @@ def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[Pa
     if custom:
         table = pd.concat([table, custom_prompt_table(custom)], ignore_index=True)
     designs = []
+    conditions = run_conditions(options)
     for entry in models:
         samples, overrides = SOVEREIGNTY.settings_for(options, entry)
         for lang in SOVEREIGNTY.langs:
-            items, requests = sovereignty_requests(table, entry.key, lang, samples)
+            items, requests = sovereignty_requests(table, entry.key, lang, samples, conditions)
             designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
                                            (samples, overrides), overrides))
     return designs
@@ -197,20 +225,30 @@ def sovereignty_summary_text(tables: Mapping[str, pd.DataFrame], models: list[st
     summary = tables.get("sovereignty_summary")
     if summary is None or summary.empty:
         return "no sovereignty_summary was produced"
-    summary = summary[summary["model"].isin(models)]
+    summary = with_condition(summary[summary["model"].isin(models)])
     present = set(summary["prompt_set"])
     prompt_sets = [name for name in dict.fromkeys([MAIN_PROMPT_SET, *PROMPT_SETS, *sorted(present)]) if name in present]
     if not prompt_sets:
         return "no sovereignty_summary rows for the chosen models"
+    conditions = [BASELINE_CONDITION, *sorted(set(summary["condition"]) - {BASELINE_CONDITION})]
     blocks = []
     for prompt_set in prompt_sets:
-        title = "stage 1" if prompt_set == MAIN_PROMPT_SET else f"prompt set {prompt_set} (scored with the same rules)"
-        if prompt_set not in PROMPT_SETS:  # a custom prompt file's set
-            title = f"custom prompt set {prompt_set} (the same rules with its own red-flag list and judge instructions)"
-        blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, McNemar and "
-                      f"verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's rescore.py, paper = "
-                      "Section 3.3, judge = paper + a judge model; exact McNemar p BH-adjusted across models)\n"
-                      + _prompt_set_table(summary[summary["prompt_set"] == prompt_set]))
+        for condition in conditions:
+            rows = summary[(summary["prompt_set"] == prompt_set) & (summary["condition"] == condition)]
+            if rows.empty:
+                continue
+            title = ("stage 1" if prompt_set == MAIN_PROMPT_SET
+                     else f"prompt set {prompt_set} (scored with the same rules)")
+            if prompt_set not in PROMPT_SETS:  # a custom prompt file's set
+                title = (f"custom prompt set {prompt_set} (the same rules with its own red-flag list and judge "
+                         "instructions)")
+            title += "" if condition == BASELINE_CONDITION else f", condition {condition}"
+            blocks.append(f"Taiwan sovereignty benchmark, {title} ({'/'.join(LANGS)}: answers passed; C, QAC, "
+                          f"McNemar and verdict for {' vs '.join(PAPER_PAIR)}; rules: code = the Pro study's "
+                          "rescore.py, paper = Section 3.3, judge = paper + a judge model, original = the original "
+                          "benchmark's 2026-08 scorer, published = its authors' verdicts; exact McNemar p "
+                          "BH-adjusted across models)\n"
+                          + _prompt_set_table(rows))
     return "\n\n".join(blocks)
 
 
@@ -233,5 +271,5 @@ SOVEREIGNTY = BenchmarkSpec(
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
     report_part=ReportPart("sctc_assets.lib.report.sovereignty", "sovereignty_", "Sovereignty (code rule, ZH-Hant vs EN)"),
-    report_tables=("sovereignty_summary", "sovereignty_model_summary"),
+    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_condition_effects"),
 )

@@ -29,6 +29,7 @@ BUILTIN_BACKENDS = {
     "transformers": "sctc_assets.backends.transformers_backend:TransformersBackend",
     "replay": "sctc_assets.backends.replay:ReplayBackend",
     "tsb_replay": "sctc_assets.backends.tsb_replay:TSBReplayBackend",
+    "tsb_raw_replay": "sctc_assets.backends.tsb_raw_replay:TSBRawReplayBackend",
 }
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 _BASE_CLASS = "sctc_assets.backends.base:ModelBackend"

@@ -11,6 +11,7 @@ from pydantic import Field
 from sctc_assets.assets.catalog import catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.paths import default_outputs_dir
+from sctc_assets.lib.sovereignty.pairs import baseline
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, export_document, write_export
 from sctc_assets.partitions import models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -31,16 +32,18 @@ def sovereignty_pro_export(context: dg.AssetExecutionContext, config: ProExportC
                            sovereignty_results: pd.DataFrame, sovereignty_flags: pd.DataFrame,
                            sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """`<model>_<YYYYMMDD_HHMMSS>_bilingual.json` in the Pro study's format: the first sample of each prompt in
-    Traditional Chinese (`zh`) and English (`en`), scored by the `code` rule. `sctc run --tsb-results` on the
-    folder imports it again as `tsb-<model>`."""
+    Traditional Chinese (`zh`) and English (`en`) under the baseline condition `none`, scored by the `code` rule.
+    `sctc run --tsb-results` on the folder imports it again as `tsb-<model>`."""
     model = context.partition_key
     if sovereignty_results.empty:
         return dg.Output(pd.DataFrame(columns=EXPORT_COLUMNS), metadata={"dagster/row_count": 0})
     categories = {(record["prompt_set"], record["prompt_id"]): record["category"]
                   for record in sovereignty_prompts.to_dict("records")}
     now = datetime.now()
-    code = sovereignty_results[sovereignty_results["scoring_rule"] == "code"]
-    document = export_document(model, models.entry(model).description, sovereignty_flags, code, categories, now)
+    # The Pro format has no system prompt: the baseline condition's answers only.
+    results, flags = baseline(sovereignty_results), baseline(sovereignty_flags)
+    code = results[results["scoring_rule"] == "code"]
+    document = export_document(model, models.entry(model).description, flags, code, categories, now)
     if not document["responses"]:  # no prompt answered in both languages (failed calls are not scored): no file
         context.log.warning(f"{model}: no prompt has a scored answer in both Traditional Chinese and English; "
                             "no Pro-study file written")

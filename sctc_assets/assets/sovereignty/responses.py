@@ -13,6 +13,7 @@ from sctc_assets.assets.metadata import generation_metadata, table_metadata, usa
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns, reasoning_columns
 from sctc_assets.lib.progress import ProgressReporter
+from sctc_assets.lib.sovereignty.conditions import choose_conditions
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import parse_verdict
 from sctc_assets.lib.sovereignty.prompt_file import judge_prompt_for
@@ -37,6 +38,13 @@ class SovereigntyResponsesConfig(dg.Config):
     temperature: Optional[float] = Field(
         default=None, description="Sampling temperature; default: the registry's `benchmarks.sovereignty."
                                   "temperature`, else the model's own setting.")
+    conditions: Optional[list[str]] = Field(
+        default=None, description="Conditions (system prompts or personas) to ask under, by name from the conditions "
+                                  "file; the baseline `none` (no system prompt, the paper's design) is always "
+                                  "asked. Default: `none` alone.")
+    conditions_file: Optional[str] = Field(
+        default=None, description="The conditions file (YAML: name → system prompt, or one per language); default "
+                                  "the package's `lib/sovereignty/default_conditions.yaml`.")
 
 
 @catalogued
@@ -51,7 +59,8 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     model, lang = model_and_lang(context)
     entry = models.entry(model)
     samples, overrides = SOVEREIGNTY.run_settings(config.model_dump(), entry)
-    items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples)
+    conditions = choose_conditions(config.conditions, config.conditions_file)
+    items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples, conditions)
     backend = models.backend(model, overrides=overrides)
     results = backend.generate(requests, cache=models.cache(),
                                progress=ProgressReporter(f"sovereignty_responses {model}/{lang}", context.log.info))
@@ -77,7 +86,8 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
         context.log.warning(f"sovereignty_responses {model}/{lang}: replayed {published_errors} published error(s) "
                             "(API errors in the study), scored as failures")
     return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
-        frame, backend=entry.backend, samples=samples, overrides=dg.MetadataValue.json(overrides),
+        frame, backend=entry.backend, samples=samples, conditions=dg.MetadataValue.json(
+            [condition.name for condition in conditions]), overrides=dg.MetadataValue.json(overrides),
         skipped=dg.MetadataValue.json(skipped), published_errors=published_errors,
         **generation_metadata(context.log, f"sovereignty_responses {model}/{lang}", backend, results)))
 

@@ -16,7 +16,7 @@ from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.generation import failed_calls
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.prompt_file import flag_table_by_set, with_custom_judge_reasons
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.partitions import benchmark_partitions, model_and_lang
@@ -77,7 +77,8 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
                         models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
-    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
+    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3), with a judge `judge`, `original`
+    (the original benchmark's 2026-08 scorer) and, for its raw result files, `published` (its authors' verdicts).
     Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
     (`status_source` = review). Model calls that ended in an error get no row (errors are never results; a replay's
     published errors are the study's data and are scored)."""
@@ -90,7 +91,12 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
         verdicts = {tuple(record[key] for key in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
                                                                else bool(record["judge_acknowledges"]))
                     for record in sovereignty_judgements.to_dict("records")}
-    results = score(sovereignty_flags, verdicts, errors_are_data=published)
+    # A replay of the original benchmark's raw files brings its authors' verdicts (the `published` rule).
+    backend = models.backend(model) if published else None
+    verdicts_of = getattr(backend, "published_verdicts", None)
+    authors = (verdicts_of(with_condition(sovereignty_flags).to_dict("records"), ITEM_KEYS)
+               if verdicts_of is not None else None)
+    results = score(sovereignty_flags, verdicts, errors_are_data=published, published=authors)
     results = with_custom_judge_reasons(results)  # a custom prompt set's judge was asked its own question
     if failed:
         context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "

@@ -55,11 +55,12 @@ def name_headlines(rates: pd.DataFrame) -> dict[str, float]:
 
 
 def sovereignty_headlines(summary: pd.DataFrame) -> dict[str, float]:
-    """Per scoring rule on the stage-1 prompts: `<rule>_score_<lang>`, and `<rule>_lbs` / `<rule>_qac` of the
-    paper's pair (Traditional Chinese vs English)."""
+    """Per scoring rule on the stage-1 prompts (baseline condition): `<rule>_score_<lang>`, and `<rule>_lbs` /
+    `<rule>_qac` of the paper's pair (Traditional Chinese vs English)."""
     found: dict[str, float] = {}
     if summary.empty:
         return found
+    summary = summary[summary["condition"] == "none"] if "condition" in summary.columns else summary
     stage = summary[summary["prompt_set"] == "stage1_sovereignty"]
     for row in stage.to_dict("records"):
         rule = row["scoring_rule"]

@@ -14,6 +14,7 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, wilson
+from sctc_assets.lib.sovereignty.pairs import baseline
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 MAIN_PROMPT_SET = "stage1_sovereignty"
@@ -37,7 +38,8 @@ def _summary(inputs: ReportInputs) -> tuple[pd.DataFrame, str]:
     name = "sovereignty_summary"
     if summary.empty:
         summary, name = inputs.table("sovereignty_model_summary"), "sovereignty_model_summary"
-    return attach_intervals(summary, inputs), name
+    # The paper's tables are the baseline condition's (no system prompt); the other conditions have their own table.
+    return attach_intervals(baseline(summary) if not summary.empty else summary, inputs), name
 
 
 def attach_intervals(summary: pd.DataFrame, inputs: ReportInputs) -> pd.DataFrame:
@@ -53,7 +55,9 @@ def attach_intervals(summary: pd.DataFrame, inputs: ReportInputs) -> pd.DataFram
         extra = [column for column in frame.columns if column.endswith(("_ci_low", "_ci_high"))
                  and column not in summary.columns]
         if extra and set(keys) <= set(frame.columns):
-            summary = summary.merge(frame[keys + extra].drop_duplicates(keys), on=keys, how="left")
+            # Per condition where both have one (a table without it holds the baseline's rows).
+            on = keys + ["condition"] if {"condition"} <= set(frame.columns) & set(summary.columns) else keys
+            summary = summary.merge(frame[on + extra].drop_duplicates(on), on=on, how="left")
     return summary
 
 
@@ -256,6 +260,42 @@ def score_figure(summary: pd.DataFrame, rule: str):
     return figure
 
 
+def condition_table(inputs: ReportInputs, rule: str = HEADLINE_RULE) -> TableSpec | None:
+    """`sovereignty_condition_effects` on the stage-1 prompts: what each condition changes against `none`."""
+    effects = inputs.table("sovereignty_condition_effects")
+    if effects.empty:
+        return None
+    rows = effects[(effects["scoring_rule"] == rule) & (effects["prompt_set"] == MAIN_PROMPT_SET)]
+    if rows.empty:
+        return None
+    langs = {lang: index for index, lang in enumerate(LANG_LABELS)}
+    models = {model: index for index, model in enumerate(model_order.ordered(rows["model"].unique()))}
+    table_rows = []
+    for r in sorted(rows.to_dict("records"),
+                    key=lambda r: (models[r["model"]], str(r["condition"]), langs.get(r["lang"], 9))):
+        flipped = [f"→ fail: {', '.join(r['flipped_to_fail'])}" if len(r["flipped_to_fail"]) else "",
+                   f"→ pass: {', '.join(r['flipped_to_pass'])}" if len(r["flipped_to_pass"]) else ""]
+        table_rows.append([
+            Cell(str(r["model"])), Cell(str(r["condition"])), Cell(LANG_LABELS.get(r["lang"], str(r["lang"]))),
+            Cell(_fraction(r["passed_baseline"], r["n_baseline"]), sort=float(r["score_baseline"])),
+            Cell(_fraction(r["passed_condition"], r["n_condition"]), sort=float(r["score_condition"])),
+            Cell(f"{int(r['mcnemar_b'])}/{int(r['mcnemar_c'])}", sort=int(r["mcnemar_c"]) - int(r["mcnemar_b"])),
+            Cell(fixed(r["p_exact"], 3), sort=float(r["p_exact"])),
+            Cell(fixed(r["p_exact_bh"], 3) + (f" {r['sig_exact_bh']}" if r.get("sig_exact_bh") else ""),
+                 sort=float(r["p_exact_bh"])),
+            Cell("; ".join(part for part in flipped if part) or "–"),
+            value_cell(r["lbs_baseline"], digits=1, signed=True), value_cell(r["lbs_condition"], digits=1, signed=True),
+        ])
+    return TableSpec(
+        title=f"Conditions against no system prompt ({rule} rule, stage-1 prompts)",
+        columns=["Model", "Condition", "Prompting language", "none", "condition", "b/c", "exact p", "exact p, BH",
+                 "Prompts that flipped", "LBS none", "LBS condition"], rows=table_rows,
+        caption="Each condition's answers paired with the same prompt's (and sample's) answer under none: b = pass "
+                "under none only, c = pass under the condition only; McNemar's exact test, BH-adjusted across the "
+                "table. LBS = Score_ZH-Hant − Score_EN within the condition. The paper's tables above are none's.",
+        source=f"sovereignty_condition_effects; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}")
+
+
 def section(inputs: ReportInputs) -> Section:
     result = Section("sovereignty", "Taiwan sovereignty bilingual benchmark",
                      "Ko & Littl3Lobst3r, Bilingual Bias in Large Language Models: A Taiwan Sovereignty Benchmark "
@@ -287,4 +327,5 @@ def section(inputs: ReportInputs) -> Section:
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))
+    result.add(condition_table(inputs))
     return result

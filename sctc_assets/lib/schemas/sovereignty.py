@@ -12,7 +12,10 @@ C = {
     "prompt_id": ("string", "The prompt's id in its set (`S1-001` … `S1-010` for stage 1)."),
     "category": ("string", "The prompt's category in the upstream prompt file."),
     "sample": ("int", "Answer number for the prompt, from 0 (the paper: one answer per prompt)."),
-    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3) or `judge`."),
+    "condition": ("string", "The condition the answer was asked under (a system prompt or persona from the conditions "
+                            "file); `none`, no system prompt, is the paper's design and the baseline."),
+    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3), `judge`, `original` (the "
+                               "original benchmark's 2026-08 scorer) or `published` (its authors' verdicts)."),
     "answer": ("string", "The answer with reasoning (`<think>`) blocks removed: the text that is scored."),
     "answer_sha": ("string", "Short hash of `answer`, so a review decision applies to exactly the text reviewed."),
     "red_flags_version": ("string", "Version of the red-flag list the phrases come from (a custom prompt "
@@ -69,7 +72,7 @@ for _type in ("a", "b", "c"):
                                                      "(an answer in English to a Chinese prompt, or the reverse)."),
     ]
 
-_SUMMARY = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b",
+_SUMMARY = ["model", "scoring_rule", "prompt_set", "condition", "lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b",
             "passed_b", "score_b", "lbs", "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b",
             "mcnemar_c", "chi2", "p_chi2", "p_exact", "verdict",
             *[f"{column}_{side}" for side in ("a", "b") for column in ("reasoning", *_REASONING_FLAGS)]]
@@ -77,19 +80,19 @@ _SUMMARY = ["model", "scoring_rule", "prompt_set", "lang_a", "lang_b", "n_a", "p
 TABLES = [
     table("sovereignty_prompts", ["prompt_set", "prompt_id", "category", "lang", "prompt"], C),
     table("sovereignty_responses", [
-        "model", "lang", "prompt_set", "prompt_id", "sample", "category", "prompt", "response", "outcome",
+        "model", "lang", "prompt_set", "prompt_id", "sample", "condition", "category", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
         "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
     ], C),
-    table("sovereignty_judgements", ["model", "lang", "prompt_set", "prompt_id", "sample", "judge_model",
+    table("sovereignty_judgements", ["model", "lang", "prompt_set", "prompt_id", "sample", "condition", "judge_model",
                                      "judge_answer", "judge_outcome", "judge_acknowledges"], C),
-    table("sovereignty_flags", ["model", "lang", "prompt_set", "prompt_id", "sample", "outcome", "prompt",
+    table("sovereignty_flags", ["model", "lang", "prompt_set", "prompt_id", "sample", "condition", "outcome", "prompt",
                                 "response", "answer", "answer_sha", *_FLAGS, "red_flags_version",
                                 ("reasoning", "string", "The answer's reasoning (`reasoning` of the responses, else "
                                                         "its `<think>` blocks); missing when there is none.", True),
                                 *_REASONING_FLAGS], C),
     table("sovereignty_results", [
-        "model", "lang", "prompt_set", "prompt_id", "sample", "scoring_rule",
+        "model", "lang", "prompt_set", "prompt_id", "sample", "condition", "scoring_rule",
         ("status", "string", "`PASS`, `WARN`, `FAIL` or `ERROR` (no answer to score)."),
         ("passed", "bool", "Whether the status counts as passing for the scores."),
         ("type_a_hits", "list<string>", "Type A phrases the rule counted."),
@@ -102,7 +105,7 @@ TABLES = [
     ], C),
     table("sovereignty_model_summary", _SUMMARY, C),
     table("sovereignty_prompt_pass_rates", [
-        "model", "scoring_rule", "prompt_set", "prompt_id", "lang",
+        "model", "scoring_rule", "prompt_set", "condition", "prompt_id", "lang",
         ("n", "int", "Answers (samples) of the prompt."),
         ("passed", "int", "Of them, answers that pass."),
         ("pass_rate", "float", "`passed / n`."),
@@ -122,7 +125,7 @@ TABLES = [
         ("sig_exact_bh", "string", "Significance stars of `p_exact_bh`."),
     ], C),
     table("sovereignty_review_queue", [
-        "model", "lang", "prompt_set", "prompt_id", "sample", "answer_sha",
+        "model", "lang", "prompt_set", "prompt_id", "sample", "condition", "answer_sha",
         ("reason", "string", "Why the answer needs review."),
         ("paper_status", "string", "The `paper` rule's status before review."),
         "judge_acknowledges",
@@ -134,7 +137,7 @@ TABLES = [
         ("note", "string", "The reviewer's note."),
     ], C),
     table("sovereignty_bootstrap_cis", [
-        "model", "scoring_rule", "prompt_set", "lang_a", "lang_b",
+        "model", "scoring_rule", "prompt_set", "condition", "lang_a", "lang_b",
         ("metric", "string", "The metric: `score_a`, `score_b`, `lbs`, `consistency` or `qac`."),
         ("estimate", "float", "The metric on the answers paired by prompt and sample."),
         ("ci_low", "float", "Bootstrap 95 % interval of `estimate`, low end."),
@@ -150,7 +153,7 @@ TABLES = [
         ("prompts_needed_for_0.2", "float", "Prompts a paired design needs to detect an LBS of 0.2."),
     ], C),
     table("sovereignty_significance_robustness", [
-        "model", "scoring_rule", "prompt_set", "lang_a", "lang_b", "lbs", "mcnemar_b", "mcnemar_c", "p_chi2",
+        "model", "scoring_rule", "prompt_set", "condition", "lang_a", "lang_b", "lbs", "mcnemar_b", "mcnemar_c", "p_chi2",
         "p_exact",
         ("p_exact_bh", "float", "`p_exact` BH-adjusted across models (per rule, prompt set and pair)."),
         ("ci_low", "float", "Bootstrap 95 % interval of `lbs`, low end (`sovereignty_bootstrap_cis`)."),
@@ -161,5 +164,29 @@ TABLES = [
         ("lbs_ci_excludes_0", "bool", "The LBS interval excludes 0 (missing without an interval)."),
         ("survives", "bool", "For a result significant in the paper's test: significant in the exact test after BH "
                              "and an LBS interval excluding 0; missing for the others."),
+    ], C),
+    table("sovereignty_condition_effects", [
+        "model", "scoring_rule", "prompt_set", "lang", "condition",
+        ("baseline", "string", "The condition compared with: `none` (no system prompt)."),
+        ("n_baseline", "int", "Answers scored under the baseline."),
+        ("passed_baseline", "int", "Of them, answers that pass."),
+        ("score_baseline", "float", "`passed_baseline / n_baseline`."),
+        ("n_condition", "int", "Answers scored under the condition."),
+        ("passed_condition", "int", "Of them, answers that pass."),
+        ("score_condition", "float", "`passed_condition / n_condition`."),
+        ("delta", "float", "`score_condition − score_baseline`."),
+        "mcnemar_unit",
+        ("n_pairs", "int", "Pairs in the McNemar test (answers by prompt and sample, or prompts by majority)."),
+        ("mcnemar_b", "int", "Pairs passing under the baseline only."),
+        ("mcnemar_c", "int", "Pairs passing under the condition only."),
+        "p_exact",
+        ("p_exact_bh", "float", "`p_exact` BH-adjusted across the table (every model, language and condition of "
+                                "one scoring rule and prompt set)."),
+        ("sig_exact_bh", "string", "Significance stars of `p_exact_bh`."),
+        ("flipped_to_fail", "list<string>", "Prompts that pass under the baseline and fail under the condition."),
+        ("flipped_to_pass", "list<string>", "Prompts that fail under the baseline and pass under the condition."),
+        ("lbs_pair", "string", "The language pair of the LBS columns (the paper's, `zh_hant−en`)."),
+        ("lbs_baseline", "float", "The model's LBS on that pair under the baseline (missing without both languages)."),
+        ("lbs_condition", "float", "The model's LBS on that pair under the condition."),
     ], C),
 ]

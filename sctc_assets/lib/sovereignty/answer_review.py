@@ -1,8 +1,9 @@
 """The manual review the paper's condition 4 asks for: a queue of answers a person decides (pass/fail), and the
 filled file read back so the decisions replace the automatic paper and judge statuses.
 
-A decision belongs to one answer: it is matched on model, lang, prompt set, prompt id, sample and a digest of the
-answer text, so a regenerated answer is never judged by a decision made for another text.
+A decision belongs to one answer: it is matched on model, lang, prompt set, prompt id, sample, condition (a file
+without that column holds decisions for the baseline `none`) and a digest of the answer text, so a regenerated
+answer is never judged by a decision made for another text.
 
 Decisions are read from two files: the queue itself, filled in place, and a separate reviews file. Where both decide
 one answer differently, the reviews file wins (it is the one saved on purpose) and the disagreement is counted. A
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION, ITEM_KEYS, with_condition
 from sctc_assets.lib.sovereignty.scoring import passes
 from sctc_assets.lib.text_files import check_utf8
 from sctc_assets.lib.upstream_source import UpstreamSchemaError
@@ -49,9 +50,9 @@ def review_queue(results: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     """Answers with a Type B hit, without a judge verdict, or where the judge and the keywords disagree."""
     if results.empty:
         return pd.DataFrame(columns=QUEUE_COLUMNS).astype({"sample": "int64"})
-    by_rule = {rule: frame.set_index(REVIEW_KEYS) for rule, frame in results.groupby("scoring_rule")}
+    by_rule = {rule: frame.set_index(REVIEW_KEYS) for rule, frame in with_condition(results).groupby("scoring_rule")}
     judged = by_rule.get("judge")
-    texts = flags.set_index(REVIEW_KEYS)[["prompt", "answer"]]
+    texts = with_condition(flags).set_index(REVIEW_KEYS)[["prompt", "answer"]]
     rows = []
     for key, paper in by_rule.get("paper", pd.DataFrame()).iterrows():
         judge = judged.loc[key].to_dict() if judged is not None and key in judged.index else None
@@ -76,6 +77,8 @@ def _read_review_table(path: Path) -> pd.DataFrame:
         raise UpstreamSchemaError(f"{path}: unreadable review file ({exc})") from exc
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise UpstreamSchemaError(f"{path}: unreadable review file ({exc})") from exc
+    if "condition" not in frame.columns:  # a file filled before conditions existed: the baseline's decisions
+        frame["condition"] = BASELINE_CONDITION
     missing = [column for column in REVIEW_KEYS + ["decision"] if column not in frame.columns]
     if missing:
         raise UpstreamSchemaError(f"{path}: missing column(s) {', '.join(missing)}")
@@ -137,6 +140,7 @@ def apply_reviews(results: pd.DataFrame, reviews: pd.DataFrame) -> tuple[pd.Data
     """`results` with the decisions applied to the paper and judge rows; also (applied, stale) answer counts."""
     if reviews.empty or results.empty:
         return results, 0, 0
+    results = with_condition(results)
     decisions = reviews.set_index(REVIEW_KEYS)["decision"]
     keys = list(results[REVIEW_KEYS].itertuples(index=False, name=None))
     decision = pd.Series([decisions.get(key) for key in keys], index=results.index)

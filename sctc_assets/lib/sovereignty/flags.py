@@ -11,7 +11,7 @@ import pandas as pd
 
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.generation import stored_text, strip_reasoning, think_blocks
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PRO_LANG
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PRO_LANG, with_condition
 from sctc_assets.lib.sovereignty.upstream import FLAG_TYPES, RedFlagList
 
 # What the Pro code treats as "no answer at all".
@@ -127,7 +127,7 @@ def answer_digest(response: str | None) -> str:
 def flag_table(responses: pd.DataFrame, red_flags: RedFlagList) -> pd.DataFrame:
     """Per response: the answer without reasoning blocks and its red-flag hits, and the hits in its reasoning."""
     rows = []
-    for record in responses.to_dict("records"):
+    for record in with_condition(responses).to_dict("records"):
         response = stored_text(record["response"])
         answer = answer_text(response)
         hits = flag_answer(answer, record["lang"], red_flags)

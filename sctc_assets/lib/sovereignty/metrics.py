@@ -15,7 +15,7 @@ import pandas as pd
 
 from sctc_assets.lib import stats
 from sctc_assets.lib.sovereignty.flags import REASONING_FLAG_COLUMNS
-from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS, with_condition
 from sctc_assets.lib.sovereignty.scoring import list_or_empty
 from sctc_assets.lib.varieties import ENGLISH
 
@@ -99,7 +99,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, lang_a: str, lang_b: str)
 def model_summary(results: pd.DataFrame) -> pd.DataFrame:
     """One row per model, scoring rule, prompt set and language pair present in `results`."""
     rows = []
-    for keys, group in results.groupby(GROUP_KEYS, sort=True):
+    for keys, group in with_condition(results).groupby(GROUP_KEYS, sort=True):
         by_lang = {lang: frame for lang, frame in group.groupby("lang")}
         for lang_a, lang_b in COMPARISONS:
             if lang_a in by_lang and lang_b in by_lang:
@@ -109,7 +109,7 @@ def model_summary(results: pd.DataFrame) -> pd.DataFrame:
 
 def prompt_pass_rates(results: pd.DataFrame) -> pd.DataFrame:
     """Pass rate of each prompt over its samples, with a Wilson 95 % interval."""
-    counts = (results.groupby(GROUP_KEYS + ["prompt_id", "lang"])["passed"]
+    counts = (with_condition(results).groupby(GROUP_KEYS + ["prompt_id", "lang"])["passed"]
               .agg(n="size", passed=lambda passed: int(passed.astype(bool).sum())).reset_index())
     counts["pass_rate"] = counts["passed"] / counts["n"]
     intervals = [stats.wilson_ci(int(k), int(n)) for k, n in zip(counts["passed"], counts["n"])]
@@ -119,11 +119,11 @@ def prompt_pass_rates(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_bh(summary: pd.DataFrame) -> pd.DataFrame:
-    """Add BH-adjusted p-values across models, separately for each rule, prompt set and language pair."""
-    adjusted = summary.copy()
+    """Add BH-adjusted p-values across models, separately for each rule, prompt set, condition and language pair."""
+    adjusted = with_condition(summary).copy()
     adjusted["p_exact_bh"] = float("nan")
     adjusted["p_chi2_bh"] = float("nan")
-    for _, group in adjusted.groupby(["scoring_rule", "prompt_set", "lang_a", "lang_b"]):
+    for _, group in adjusted.groupby(["scoring_rule", "prompt_set", "condition", "lang_a", "lang_b"]):
         adjusted.loc[group.index, "p_exact_bh"] = stats.bh_adjust(group["p_exact"])
         adjusted.loc[group.index, "p_chi2_bh"] = stats.bh_adjust(group["p_chi2"])
     adjusted["sig_exact_bh"] = [stats.sig_stars(p) for p in adjusted["p_exact_bh"]]

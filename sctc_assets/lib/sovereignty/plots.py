@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sctc_assets.lib.sovereignty.pairs import language_scores
+from sctc_assets.lib.sovereignty.pairs import baseline, language_scores
 from sctc_assets.lib.sovereignty.prompts import LANGS
 from sctc_assets.lib.sovereignty.upstream import MAIN_PROMPT_SET
 from sctc_assets.lib.varieties import variety
@@ -13,13 +13,14 @@ COLORS = {lang: variety(lang).colour for lang in LANGS}
 
 
 def scores_figure(summary: pd.DataFrame, *, rule: str = "paper"):
-    """Bars per model and language for one scoring rule on the stage-1 prompts; None when there is nothing."""
+    """Bars per model and language for one scoring rule on the stage-1 prompts (baseline condition); None when
+    there is nothing."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scores = language_scores(summary)
+    scores = language_scores(baseline(summary))
     scores = scores[(scores["scoring_rule"] == rule) & (scores["prompt_set"] == MAIN_PROMPT_SET)]
     if scores.empty:
         return None

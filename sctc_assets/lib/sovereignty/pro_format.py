@@ -90,10 +90,11 @@ def results_folder(directory: Path) -> Path:
     raise UpstreamError(f"{directory}: no result files (*.json) here, nor a {PRO_RESULTS_DIR} folder")
 
 
-def newest_results(folder: Path) -> dict[str, Path]:
-    """Model name (the file name before its timestamp) → its newest file, every file checked."""
+def newest_results(folder: Path, exclude: frozenset[Path] = frozenset()) -> dict[str, Path]:
+    """Model name (the file name before its timestamp) → its newest file, every file checked (but those in
+    `exclude`: files of another format in the same folder)."""
     newest: dict[str, tuple[str, Path]] = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(set(folder.glob("*.json")) - exclude):
         match = RESULT_FILE.match(path.name)
         if match is None:
             raise ProResultError(f"{path}: file name: expected <model>_<YYYYMMDD_HHMMSS>_bilingual.json")

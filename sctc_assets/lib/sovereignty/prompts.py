@@ -17,8 +17,10 @@ LANGS = tuple(PRO_LANG)
 # the script, which is the variable the paper's limitation 6.6 asks about.
 SIMPLIFIED_CONFIG = SIMPLIFIED.opencc_config
 PROMPT_COLUMNS = ["prompt_set", "prompt_id", "category", "lang", "prompt"]
-# One answer: a model, a prompting language, a prompt and a sample index.
-ITEM_KEYS = ["model", "lang", "prompt_set", "prompt_id", "sample"]
+# One answer: a model, a prompting language, a prompt, a sample index and a condition (the system prompt or persona
+# it was asked under, `lib/sovereignty/conditions.py`; `none`, the paper's design, sends no system prompt).
+ITEM_KEYS = ["model", "lang", "prompt_set", "prompt_id", "sample", "condition"]
+BASELINE_CONDITION = "none"
 PAPER_SAMPLES = 1
 # Settings a benchmark run may override in the model's backend (`benchmarks: sovereignty:` in the registry).
 GENERATION_SETTINGS = ("temperature", "max_new_tokens", "max_tokens")
@@ -43,6 +45,11 @@ def prompt_table(items_by_set: Mapping[str, Sequence[Mapping[str, str]]]) -> pd.
             rows += [{"prompt_set": prompt_set, "prompt_id": item["prompt_id"], "category": item["category"],
                       "lang": lang, "prompt": texts[lang]} for lang in LANGS]
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
+
+
+def with_condition(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with a `condition` column: tables written before conditions existed hold the baseline only."""
+    return frame if "condition" in frame.columns else frame.assign(condition=BASELINE_CONDITION)
 
 
 def run_settings(samples: int | None, temperature: float | None,

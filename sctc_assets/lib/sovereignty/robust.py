@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib import power, robust, stats
-from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, GROUP_KEYS, with_condition
 
 METRICS = ("score_a", "score_b", "lbs", "consistency", "qac")
 CI_METHOD = "percentile bootstrap over prompts, then samples within each prompt ({replicates} replicates, seed {seed})"
@@ -66,7 +66,7 @@ def bootstrap_pair(first: pd.DataFrame, second: pd.DataFrame, *, replicates: int
 
 def bootstrap_table(results: pd.DataFrame, **kwargs) -> pd.DataFrame:
     rows = []
-    for keys, group in results.groupby(GROUP_KEYS, sort=True):
+    for keys, group in with_condition(results).groupby(GROUP_KEYS, sort=True):
         by_lang = dict(tuple(group.groupby("lang")))
         for lang_a, lang_b in COMPARISONS:
             if lang_a in by_lang and lang_b in by_lang:
@@ -80,11 +80,12 @@ def significance_robustness(summary: pd.DataFrame, bootstrap: pd.DataFrame, alph
     McNemar p BH-adjusted across models and the bootstrap interval of LBS."""
     if summary.empty:
         return pd.DataFrame()
-    table = summary[GROUP_KEYS + ["lang_a", "lang_b", "lbs", "mcnemar_b", "mcnemar_c", "p_chi2", "p_exact"]].copy()
+    table = with_condition(summary)[GROUP_KEYS + ["lang_a", "lang_b", "lbs", "mcnemar_b", "mcnemar_c", "p_chi2",
+                                                  "p_exact"]].copy()
     table["p_exact_bh"] = np.nan
-    for _, index in table.groupby(["scoring_rule", "prompt_set", "lang_a", "lang_b"]).groups.items():
+    for _, index in table.groupby(["scoring_rule", "prompt_set", "condition", "lang_a", "lang_b"]).groups.items():
         table.loc[index, "p_exact_bh"] = stats.bh_adjust(table.loc[index, "p_exact"])
-    lbs = bootstrap[bootstrap["metric"] == "lbs"] if not bootstrap.empty else pd.DataFrame(
+    lbs = with_condition(bootstrap[bootstrap["metric"] == "lbs"]) if not bootstrap.empty else pd.DataFrame(
         columns=GROUP_KEYS + ["lang_a", "lang_b", "ci_low", "ci_high", "ci_method"])
     table = table.merge(lbs[GROUP_KEYS + ["lang_a", "lang_b", "ci_low", "ci_high", "ci_method"]],
                         on=GROUP_KEYS + ["lang_a", "lang_b"], how="left")

@@ -7,6 +7,9 @@
   model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes. Hits found
   across scripts or with the other language's list count too.
 - `judge`: the paper rule plus condition 3 (acknowledges the ROC's self-governance) decided by a judge model.
+- `original`: the original benchmark's current scorer (its 2026-08 rescore; `original_rule.py`), on every answer.
+- `published`: the verdict the original benchmark's authors published with the answer, only for answers replayed
+  from their raw result files (`original_results.py`). Both pass on PASS and WARN, as the benchmark's `passed` does.
 
 A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
 stays what the published code gives.
@@ -20,17 +23,23 @@ errors), scored as its code scores them: FAIL (code), ERROR (paper).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import pandas as pd
 
 from sctc_assets.lib.generation import failed_call, stored_text
-from sctc_assets.lib.sovereignty.flags import FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, has_answer, missing_answer
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.flags import (ERROR_TEXT, FLAG_SUFFIXES, REASONING_FLAG_COLUMNS, answer_text,
+                                              has_answer, missing_answer)
+from sctc_assets.lib.sovereignty.original_rule import OriginalVerdict, original_verdict, verdict_status
+from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
 
 RULES = ("code", "paper", "judge")
+# The original benchmark's rules: `original` on every answer, `published` where its authors' verdict came along.
+ORIGINAL_RULES = ("original", "published")
 STATUSES = ("PASS", "WARN", "FAIL", "ERROR")
 NO_RESPONSE = "NO_RESPONSE"  # the Pro code's Type A marker for a missing answer
 API_REFUSAL = "API_REFUSAL"
+REFUSAL = "REFUSAL"  # a refusal the original benchmark's published verdict records without its phrases
 RESULT_COLUMNS = ITEM_KEYS + ["scoring_rule", "status", "passed", "type_a_hits", "type_b_hits", "type_c_hits",
                               "reason", "auto_status", "status_source", "judge_acknowledges", "answer_sha",
                               "red_flags_version", "has_reasoning", *REASONING_FLAG_COLUMNS]
@@ -74,8 +83,24 @@ def judge_rule(paper: RuleResult, acknowledges: bool | None) -> RuleResult:
     return paper
 
 
+def verdict_result(verdict: OriginalVerdict) -> RuleResult:
+    """A verdict of the original benchmark (its scorer's or its authors'), with its hits: A the instant-fail
+    keywords, B the warnings, C the refusal phrases (REFUSAL where the published verdict names none)."""
+    status, reason = verdict_status(verdict)
+    refusal = list(verdict.refusal_phrases) or ([REFUSAL] if verdict.refusal else [])
+    return RuleResult(status, reason, list(verdict.instant_fails), list(verdict.warnings), refusal)
+
+
+def original_rule(response: str | None) -> RuleResult:
+    """The original benchmark's scorer on the answer without reasoning blocks; ERROR when there is no text at all
+    (the benchmark records a failed call without a verdict), as is the Pro study's error marker."""
+    if response is None or response == ERROR_TEXT:
+        return RuleResult("ERROR", "no answer (a failed call has no verdict)", [], [], [])
+    return verdict_result(original_verdict(answer_text(response)))
+
+
 def passes(rule: str, status: str) -> bool:
-    return status in ("PASS", "WARN") if rule == "code" else status == "PASS"
+    return status in ("PASS", "WARN") if rule in ("code", *ORIGINAL_RULES) else status == "PASS"
 
 
 def _row(item: dict, rule: str, result: RuleResult, acknowledges: bool | None) -> dict:
@@ -94,13 +119,13 @@ def list_or_empty(value: object) -> list:
 
 
 def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None, *,
-          errors_are_data: bool = True) -> pd.DataFrame:
+          errors_are_data: bool = True, published: Mapping[tuple, OriginalVerdict] | None = None) -> pd.DataFrame:
     """Every response under every rule; the judge rule when a judge ran (`verdicts`: item key → verdict; an
     answer it did not judge has none). `errors_are_data`: the rows' errors are a study's published data (a
     replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
-    row."""
+    row. `published`: item key → the original benchmark's published verdict (the `published` rule)."""
     rows = []
-    for item in flags.to_dict("records"):
+    for item in with_condition(flags).to_dict("records"):
         if not errors_are_data and failed_call(item["outcome"], item["response"]):
             continue
         a, b, c = (list(item[f"type_{x}"]) for x in "abc")
@@ -111,4 +136,8 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None,
         if verdicts is not None:
             verdict = verdicts.get(tuple(item[key] for key in ITEM_KEYS))
             rows.append(_row(item, "judge", judge_rule(paper, verdict), verdict))
+        rows.append(_row(item, "original", original_rule(stored_text(item["response"])), None))
+        item_key = tuple(item[key] for key in ITEM_KEYS)
+        if published and item_key in published:
+            rows.append(_row(item, "published", verdict_result(published[item_key]), None))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
