@@ -1,7 +1,7 @@
 """Per-model answers and optional judge verdicts, partitioned by model × prompting language."""
 
 import os
-from typing import Optional
+from typing import List, Optional
 
 import dagster as dg
 import pandas as pd
@@ -84,6 +84,10 @@ class SovereigntyJudgeConfig(dg.Config):
     judge: Optional[str] = Field(
         default=None, description=f"Registry key of the judge model for the `judge` rule; default ${JUDGE_ENV_VAR}; "
                                   "unset: no judge rule.")
+    second_judges: List[str] = Field(
+        default_factory=list, description="Registry keys of further judges (`--sovereignty-judge A B`: B), each "
+                                          "asking the same question; their verdicts are rows of this table too and "
+                                          "give the `judge:<key>` rules. Used only with a first judge.")
 
 
 @catalogued
@@ -92,7 +96,8 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
                            sovereignty_responses: pd.DataFrame,
                            models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """Optional: a judge model's verdict on the paper's condition 3 (the answer acknowledges the ROC's
-    self-governance), asked with the prompt in `lib/sovereignty/judge.py`. Empty without a judge."""
+    self-governance), asked with the prompt in `lib/sovereignty/judge.py`. Empty without a judge. With further
+    judges (`second_judges`), one row per answer and judge (`judge_model`), the first judge's rows first."""
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     responses = sovereignty_responses
@@ -100,6 +105,19 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     if not judge_key or answered.empty:
         return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"sample": "int64", "judge_acknowledges": "boolean"}),
                          metadata={"judge": judge_key or "none", "dagster/row_count": 0})
+    keys = list(dict.fromkeys([judge_key, *config.second_judges]))
+    if len(keys) == 1:
+        return _judged(context, models, judge_key, answered, model, lang)
+    parts = [_judged(context, models, key, answered, model, lang) for key in keys]
+    frame = pd.concat([part.value for part in parts], ignore_index=True)
+    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
+        frame, judge=judge_key, judges=dg.MetadataValue.json(keys),
+        no_verdict=int(frame["judge_acknowledges"].isna().sum())))
+
+
+def _judged(context: dg.AssetExecutionContext, models: ModelRegistryResource, judge_key: str,
+            answered: pd.DataFrame, model: str, lang: str) -> dg.Output[pd.DataFrame]:
+    """One judge's verdicts on the answered rows."""
     judge = models.backend(judge_key)
     requests = [GenerationRequest.user(judge_prompt(record["prompt"], answer_text(record["response"]), lang))
                 for record in answered.to_dict("records")]

@@ -82,11 +82,16 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
     published = entry is not None and traits(entry.backend).replays_benchmark("sovereignty")
     failed = int(failed_calls(sovereignty_flags, "response").sum()) if not published else 0
     verdicts = None
-    if not sovereignty_judgements.empty:
-        verdicts = {tuple(record[key] for key in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
-                                                               else bool(record["judge_acknowledges"]))
-                    for record in sovereignty_judgements.to_dict("records")}
-    results = score(sovereignty_flags, verdicts, errors_are_data=published)
+    # The first judge's rows come first (`sovereignty_judgements`); further judges give `judge:<key>` rules.
+    judges = list(dict.fromkeys(sovereignty_judgements["judge_model"])) if not sovereignty_judgements.empty else []
+    by_judge = {key: {tuple(record[column] for column in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
+                                                                      else bool(record["judge_acknowledges"]))
+                      for record in sovereignty_judgements[sovereignty_judgements["judge_model"] == key]
+                      .to_dict("records")} for key in judges}
+    if judges:
+        verdicts = by_judge[judges[0]]
+    results = score(sovereignty_flags, verdicts, errors_are_data=published,
+                    more_verdicts={key: by_judge[key] for key in judges[1:]})
     if failed:
         context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "
                             "ended in an error: they have no answer and are not scored"

@@ -7,6 +7,8 @@
   model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes. Hits found
   across scripts or with the other language's list count too.
 - `judge`: the paper rule plus condition 3 (acknowledges the ROC's self-governance) decided by a judge model.
+- `judge:<key>`: the same with a second (third, …) judge, the registry key `<key>` (`--sovereignty-judge A B`);
+  `judge` stays the first judge's.
 
 A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
 stays what the published code gives.
@@ -94,11 +96,12 @@ def list_or_empty(value: object) -> list:
 
 
 def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None, *,
-          errors_are_data: bool = True) -> pd.DataFrame:
+          errors_are_data: bool = True,
+          more_verdicts: dict[str, dict[tuple, bool | None]] | None = None) -> pd.DataFrame:
     """Every response under every rule; the judge rule when a judge ran (`verdicts`: item key → verdict; an
-    answer it did not judge has none). `errors_are_data`: the rows' errors are a study's published data (a
-    replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
-    row."""
+    answer it did not judge has none), and a `judge:<key>` rule per further judge (`more_verdicts`: judge key →
+    its verdicts). `errors_are_data`: the rows' errors are a study's published data (a replay's), scored as its
+    code scores them; False for a model this platform asked, whose failed calls get no row."""
     rows = []
     for item in flags.to_dict("records"):
         if not errors_are_data and failed_call(item["outcome"], item["response"]):
@@ -111,4 +114,7 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None,
         if verdicts is not None:
             verdict = verdicts.get(tuple(item[key] for key in ITEM_KEYS))
             rows.append(_row(item, "judge", judge_rule(paper, verdict), verdict))
+        for judge_key, judged in (more_verdicts or {}).items():
+            verdict = judged.get(tuple(item[key] for key in ITEM_KEYS))
+            rows.append(_row(item, f"judge:{judge_key}", judge_rule(paper, verdict), verdict))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
