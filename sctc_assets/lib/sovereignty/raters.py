@@ -70,7 +70,9 @@ def _row(comparison: str, rater_a: str, rater_b: str, statistic: str, raters: in
     return {"comparison": comparison, "rater_a": rater_a, "rater_b": rater_b, "statistic": statistic,
             "raters": raters, "n": n, "agreement": float(same.mean()) if n else float("nan"),
             "kappa": kappa, "changed": float(1 - same.mean()) if n else float("nan"),
-            "disagreements": [answer_id(key) for key in verdicts.index[~same.to_numpy()]] if n else []}
+            # The item keys only (an index by review keys ends with the answer's digest).
+            "disagreements": [answer_id(tuple(key)[:len(ITEM_KEYS)]) for key in verdicts.index[~same.to_numpy()]]
+            if n else []}
 
 
 def _pair(comparison: str, rater_a: str, rater_b: str, a: pd.Series, b: pd.Series) -> dict:
