@@ -73,9 +73,9 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
                         models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
-    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
-    Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
-    (`status_source` = review). Model calls that ended in an error get no row (errors are never results; a replay's
+    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`
+    (the first judge's; `judge:<key>` per further judge). Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
+    (`status_source` = review; several reviewers' by majority, a tie WARN). Model calls that ended in an error get no row (errors are never results; a replay's
     published errors are the study's data and are scored)."""
     model, lang = model_and_lang(context)
     entry = models.entries().get(model)
