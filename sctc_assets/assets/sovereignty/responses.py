@@ -106,18 +106,26 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
         return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"sample": "int64", "judge_acknowledges": "boolean"}),
                          metadata={"judge": judge_key or "none", "dagster/row_count": 0})
     keys = list(dict.fromkeys([judge_key, *config.second_judges]))
-    if len(keys) == 1:
-        return _judged(context, models, judge_key, answered, model, lang)
-    parts = [_judged(context, models, key, answered, model, lang) for key in keys]
-    frame = pd.concat([part.value for part in parts], ignore_index=True)
-    return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
-        frame, judge=judge_key, judges=dg.MetadataValue.json(keys),
-        no_verdict=int(frame["judge_acknowledges"].isna().sum())))
+    parts = {key: _judged(context, models, key, answered, model, lang) for key in keys}
+    frame = (parts[judge_key][0] if len(keys) == 1  # one judge: the table as it always was
+             else pd.concat([part for part, _ in parts.values()], ignore_index=True))
+    usage = {key: used for key, (_, used) in parts.items()}
+    if len(keys) > 1:  # the judges' calls, tokens and cost added up, each judge's own in `usage_by_judge`
+        totals = {name: sum(used.get(name, 0) for used in usage.values()) for name, value in usage[judge_key].items()
+                  if isinstance(value, (int, float))}
+        extra = {**totals, "judges": dg.MetadataValue.json(keys), "usage_by_judge": dg.MetadataValue.json(
+            {key: {name: value for name, value in used.items() if isinstance(value, (int, float))}
+             for key, used in usage.items()})}
+    else:
+        extra = usage[judge_key]
+    return dg.Output(frame, data_version=content_version(frame),
+                     metadata=table_metadata(frame, judge=judge_key,
+                                             no_verdict=int(frame["judge_acknowledges"].isna().sum()), **extra))
 
 
 def _judged(context: dg.AssetExecutionContext, models: ModelRegistryResource, judge_key: str,
-            answered: pd.DataFrame, model: str, lang: str) -> dg.Output[pd.DataFrame]:
-    """One judge's verdicts on the answered rows."""
+            answered: pd.DataFrame, model: str, lang: str) -> tuple[pd.DataFrame, dict]:
+    """One judge's verdicts on the answered rows, and its usage metadata."""
     judge = models.backend(judge_key)
     requests = [GenerationRequest.user(judge_prompt(record["prompt"], answer_text(record["response"]), lang))
                 for record in answered.to_dict("records")]
@@ -130,7 +138,4 @@ def _judged(context: dg.AssetExecutionContext, models: ModelRegistryResource, ju
     frame["judge_acknowledges"] = pd.array(
         [parse_verdict(answer_text(result.text)) if result.outcome == "ok" else None for result in results],
         dtype="boolean")
-    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
-                     metadata=table_metadata(frame, judge=judge_key,
-                                             no_verdict=int(frame["judge_acknowledges"].isna().sum()),
-                                             **usage_metadata(results, judge.pricing())))
+    return frame[JUDGEMENT_COLUMNS], usage_metadata(results, judge.pricing())
