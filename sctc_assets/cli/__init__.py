@@ -2,7 +2,8 @@
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
 `fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `names` for `names rephrase`, `cache` for `cache
-export/import`, `docs`, `sovereignty` for `sovereignty import-ratings`; `selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
+export/import`, `docs`, `sovereignty` for `sovereignty import-ratings`;
+`selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
 benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
 its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
 through `importlib`): the one deliberate kind of lazy load, so that this module imports only Dagster-free, light

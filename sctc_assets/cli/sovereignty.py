@@ -11,8 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, merge_reviews, read_reviews
-from sctc_assets.lib.sovereignty.ratings_import import (RatingsError, queue_file, read_ratings, reviews_file,
-                                                        write_reviews)
+from sctc_assets.lib.sovereignty.ratings_import import queue_file, read_ratings, reviews_file, write_reviews
 from sctc_assets.lib.sovereignty.raters import MAJORITY, current_reviews, rater_agreement
 from sctc_assets.lib.table_store import shown, table_store
 from sctc_assets.lib.upstream_source import UpstreamSchemaError

@@ -10,9 +10,10 @@ empty, is one unnamed reviewer, as before the column existed). One reviewer's de
 fails, and a tie leaves the answer `WARN` (not a pass) with the reason "reviewers split", for another review.
 
 Decisions are read from two files: the queue itself, filled in place, and a separate reviews file. Where both decide
-one answer differently for the same reviewer, the reviews file wins (it is the one saved on purpose) and the disagreement is counted. A
-filled decision in the queue file is never overwritten when the queue is written again; a decided row that has
-left the queue (another answer text, another red-flag list, a model not in this run) is kept at its end.
+one answer differently for the same reviewer, the reviews file wins (it is the one saved on purpose) and the
+disagreement is counted. A filled decision in the queue file is never overwritten when the queue is written again;
+a decided row that has left the queue (another answer text, another red-flag list, a model not in this run) is kept
+at its end.
 """
 
 from __future__ import annotations
