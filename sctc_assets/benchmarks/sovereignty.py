@@ -103,8 +103,10 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
         "sovereignty_prompts": {"extra_prompt_sets": list(options.get("sovereignty_prompt_sets") or [])},
         "sovereignty_responses": {"samples": options.get("sovereignty_samples"),
                                   "temperature": options.get("sovereignty_temperature")},
+        # Further judges only when named: a run with one judge keeps the config it always had.
         "sovereignty_judgements": {"judge": options.get("sovereignty_judge"),
-                                   "second_judges": list(options.get(SECOND_JUDGES) or [])},
+                                   **({"second_judges": list(options[SECOND_JUDGES])}
+                                      if options.get(SECOND_JUDGES) else {})},
         "sovereignty_results": {"reviews_file": options.get("sovereignty_reviews")},
         "sovereignty_rater_agreement": {"reviews_file": options.get("sovereignty_reviews")},
         "sovereignty_pro_export": {"export_dir": str(Path(out) / EXPORT_FOLDER) if out else None},
