@@ -243,3 +243,17 @@ def test_two_judges_reviewers_and_import_ratings_through_sctc_run(isolated_data_
             lines = capsys.readouterr().err.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith(f"error: {path}: {message}"), lines
         assert reviews_file.read_bytes() == before
+
+
+def test_every_named_judge_is_checked_and_planned(isolated_data_dir, tsb_location, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.setenv("SCTC_TSB_UPSTREAM", tsb_location)
+    monkeypatch.setenv("SCTC_MODELS", str(_registry(tmp_path / "models.yaml", "http://127.0.0.1:9/v1")))
+    assert main(["plan", "--benchmarks", "sovereignty", "--models", "live", "--sovereignty-judge", "judge-yes",
+                 "nobody"]) == 2
+    assert "--sovereignty-judge: 'nobody' is not in the registry" in capsys.readouterr().err
+    assert main(["plan", "--benchmarks", "sovereignty", "--models", "live", "--sovereignty-judge", "judge-yes",
+                 "judge-no"]) == 0
+    printed = capsys.readouterr().out
+    assert "judge judge-yes: up to 30 more calls" in printed and "judge judge-no: up to 30 more calls" in printed
+    assert "same provider family" not in printed
