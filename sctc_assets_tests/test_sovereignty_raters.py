@@ -244,6 +244,17 @@ def test_two_judges_reviewers_and_import_ratings_through_sctc_run(isolated_data_
             assert len(lines) == 1 and lines[0].startswith(f"error: {path}: {message}"), lines
         assert reviews_file.read_bytes() == before
 
+        # the review queue itself, one decision and its reviewer filled in: the undecided rows are skipped
+        filled = queue.copy()
+        filled.loc[0, ["decision", "reviewer"]] = ["fail", "dan"]
+        filled.to_csv(tmp_path / "queue_filled.csv", index=False)
+        assert main(["sovereignty", "import-ratings", str(tmp_path / "queue_filled.csv")]) == 0
+        printed = capsys.readouterr().out
+        assert "imported 1 rating(s) by dan" in printed and f"{len(queue) - 1} row(s) without a decision skipped" \
+            in printed
+        dan = read_reviews(reviews_file).query("reviewer == 'dan'")
+        assert len(dan) == 1 and dan.iloc[0]["answer_sha"] == queue.loc[0, "answer_sha"]
+
 
 def test_every_named_judge_is_checked_and_planned(isolated_data_dir, tsb_location, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, "sk-test")

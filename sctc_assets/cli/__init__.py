@@ -293,7 +293,8 @@ def _add_sovereignty_parser(commands: Any) -> None:
         "import-ratings", help="import a person's pass/fail decisions on stored answers into the reviews file",
         description="Read a ratings file (CSV: reviewer, decision pass/fail, and the answer as model, lang, "
                     "prompt_set, prompt_id, sample or as one answer_id model/lang/prompt_set/prompt_id/sample; "
-                    "optional answer_sha and note), check every row against the stored sovereignty answers, and "
+                    "optional answer_sha and note; a row without a decision is skipped, so a filled review queue "
+                    "imports as it is), check every row against the stored sovereignty answers, and "
                     "write the decisions into the reviews file the next `sctc run --benchmarks sovereignty` reads "
                     "(a reviewer's new decision on an answer replaces their earlier one; other reviewers' stay). "
                     "Then print the agreement of the imported reviewers with the automatic statuses and the "

@@ -53,16 +53,17 @@ def import_ratings(args: argparse.Namespace) -> int:
     answers = results.drop_duplicates(["model", "lang", "prompt_set", "prompt_id", "sample"])
     target = reviews_file(args.reviews)
     try:
-        ratings = read_ratings(Path(args.file), answers)
+        ratings, skipped = read_ratings(Path(args.file), answers)
         added, replaced = write_reviews(ratings, target)
         files = [read_reviews(path) if path.is_file() else EMPTY_REVIEWS for path in (queue_file(), target)]
     except UpstreamSchemaError as exc:  # RatingsError, or a reviews file that cannot be read back
         print(f"error: {exc}", file=sys.stderr)
         return 2
     reviewers = sorted(set(ratings["reviewer"]))
-    print(f"imported {len(ratings)} rating(s) by {', '.join(reviewers)} from {args.file} into {target} "
+    print(f"imported {len(ratings)} rating(s) by {', '.join(reviewers) or 'nobody'} from {args.file} into {target} "
           f"({added} new, {replaced} replacing the same reviewer's earlier decision); the next `sctc run "
-          "--benchmarks sovereignty` applies them")
+          "--benchmarks sovereignty` applies them" + (f"; {skipped} row(s) without a decision skipped" if skipped
+                                                     else ""))
     decisions = current_reviews(results, merge_reviews(*files)[0])
     table = rater_agreement(results, decisions, _stored(JUDGEMENTS, results_path))
     shown_rows = table[(table["comparison"] != "review_vs_rule") | table["rater_a"].isin([*reviewers, MAJORITY])]

@@ -5,8 +5,10 @@ The ratings file (CSV, UTF-8) has a `reviewer` and a `decision` (`pass` or `fail
 answer either by its item keys (`model`, `lang`, `prompt_set`, `prompt_id`, `sample`, as the review queue has them)
 or by one `answer_id` column (model/lang/prompt_set/prompt_id/sample, as `sovereignty_rater_agreement` lists
 answers). An optional `answer_sha` must be the stored answer's (a decision made for another text is refused);
-without it, the decision is for the answer stored now. A `note` column is kept. A bad row stops the import with one
-line naming the file, the line (the header is line 1) and the column; nothing is written then.
+without it, the decision is for the answer stored now. A `note` column is kept. A row with an empty decision is
+not a rating and is skipped, so a filled copy of the review queue (with its `reviewer` column filled) imports as it
+is. A bad row stops the import with one line naming the file, the line (the header is line 1) and the column;
+nothing is written then.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ def queue_file(configured: str | os.PathLike | None = None) -> Path:
     return Path(configured or os.environ.get(QUEUE_ENV_VAR) or reviews_file().with_name("sovereignty_review_queue.csv"))
 
 
-def read_ratings(path: Path, answers: pd.DataFrame) -> pd.DataFrame:
+def read_ratings(path: Path, answers: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The ratings of `path` as reviews rows (item keys, `answer_sha`, `reviewer`, `decision`, `note`), each checked
-    against `answers` (the stored answers: item keys and `answer_sha`)."""
+    against `answers` (the stored answers: item keys and `answer_sha`), and the number of rows skipped as
+    undecided."""
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except UnicodeDecodeError as exc:
@@ -60,8 +63,11 @@ def read_ratings(path: Path, answers: pd.DataFrame) -> pd.DataFrame:
                            f"{', '.join(ITEM_KEYS)}; every row needs a reviewer and a decision)")
     stored = {tuple(str(value) for value in key): sha
               for key, sha in zip(answers[ITEM_KEYS].itertuples(index=False, name=None), answers["answer_sha"])}
-    rows = []
+    rows, skipped = [], 0
     for line, record in enumerate(frame.to_dict("records"), start=2):
+        if not str(record["decision"]).strip():
+            skipped += 1
+            continue
         if by_id:
             key, column = tuple(part.strip() for part in record[ANSWER_ID].split("/")), ANSWER_ID
             shown = record[ANSWER_ID]
@@ -85,7 +91,7 @@ def read_ratings(path: Path, answers: pd.DataFrame) -> pd.DataFrame:
         rows.append({**dict(zip(ITEM_KEYS, key)), "answer_sha": sha, REVIEWER: reviewer, "decision": decision,
                      "note": str(record.get("note", ""))})
     ratings = pd.DataFrame(rows, columns=REVIEW_KEYS + [REVIEWER, "decision", "note"])
-    return ratings.astype({"sample": "int64"})
+    return ratings.astype({"sample": "int64"}), skipped
 
 
 def write_reviews(ratings: pd.DataFrame, target: Path) -> tuple[int, int]:
