@@ -48,7 +48,7 @@ ASSETS = {
     "sovereignty_summary": AssetEntry(CROSS_MODEL, "Every materialized model's summary with BH-adjusted McNemar "
                                                    "p-values."),
     "sovereignty_review_queue": AssetEntry(CROSS_MODEL, "Answers that need a human decision, with the decisions so "
-                                                        "far."),
+                                                        "far.", code_version="2"),  # 2: a reviewer column
     "sovereignty_rater_agreement": AssetEntry(CROSS_MODEL, "Agreement of the reviewers (Cohen's or Fleiss' κ), of "
                                                            "the reviews with the rules, and of the judges."),
     "sovereignty_bootstrap_cis": AssetEntry(CROSS_MODEL, "Bootstrap intervals of Score, LBS, consistency and QAC per "
