@@ -102,8 +102,7 @@ def build_estimate(models_by_benchmark: Mapping[str, Sequence[str]], entries: Ma
                 expected=SPECS[benchmark].expected_answer))
         if SPECS[benchmark].expected_answer is not None:
             estimate.expected_answers[benchmark] = SPECS[benchmark].expected_answer
-        judge = SPECS[benchmark].chosen_judge(options)
-        if judge:
+        for judge in SPECS[benchmark].chosen_judges(options):
             answers = sum(len(partition.requests) for partition in design.partitions)
             estimate.add_note(benchmark, f"judge {judge}: up to {answers:,} more calls, one per answer, asked after "
                                          "the answers (not in the table)")

@@ -200,14 +200,14 @@ def model_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], ben
             problems += _benchmark_settings_problems(entries[model], benchmarks, options)
     for benchmark in benchmarks:
         spec = SPECS[benchmark]
-        judge = spec.chosen_judge(options)
-        if not judge or spec.judge is None:
+        if spec.judge is None:
             continue
-        if judge not in entries:
-            given = spec.judge.flag if options.get(spec.judge.option) else f"${spec.judge.env_var}"
-            problems.append(f"{given}: {judge!r} is not in the registry (see `sctc models`)")
-        elif judge not in models:
-            problems += backend_problems(entries[judge])
+        for judge in spec.chosen_judges(options):
+            if judge not in entries:
+                given = spec.judge.flag if options.get(spec.judge.option) else f"${spec.judge.env_var}"
+                problems.append(f"{given}: {judge!r} is not in the registry (see `sctc models`)")
+            elif judge not in models:
+                problems += backend_problems(entries[judge])
     if check_keys:
         problems += key_problems(entries, models, benchmarks, options)
     return list(dict.fromkeys(problems))
@@ -217,6 +217,6 @@ def key_problems(entries: Mapping[str, ModelEntry], models: Sequence[str], bench
                  options: Mapping[str, Any]) -> list[str]:
     """The missing API keys of the chosen models and judges: they block a run, not a plan (`sctc plan` prices a
     model before its key is set)."""
-    judges = [SPECS[benchmark].chosen_judge(options) for benchmark in benchmarks]
+    judges = [judge for benchmark in benchmarks for judge in SPECS[benchmark].chosen_judges(options)]
     keys = [key for key in dict.fromkeys([*models, *judges]) if key and key in entries]
     return [problem for problem in (key_problem(entries[key]) for key in keys) if problem]

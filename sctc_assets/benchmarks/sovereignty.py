@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 from pathlib import Path
@@ -49,7 +50,9 @@ ASSETS = {
     "sovereignty_summary": AssetEntry(CROSS_MODEL, "Every materialized model's summary with BH-adjusted McNemar "
                                                    "p-values."),
     "sovereignty_review_queue": AssetEntry(CROSS_MODEL, "Answers that need a human decision, with the decisions so "
-                                                        "far."),
+                                                        "far.", code_version="2"),  # 2: a reviewer column
+    "sovereignty_rater_agreement": AssetEntry(CROSS_MODEL, "Agreement of the reviewers (Cohen's or Fleiss' κ), of "
+                                                           "the reviews with the rules, and of the judges."),
     "sovereignty_bootstrap_cis": AssetEntry(CROSS_MODEL, "Bootstrap intervals of Score, LBS, consistency and QAC per "
                                                          "model, and the design's power."),
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
@@ -61,6 +64,17 @@ ASSETS = {
 
 
 MAX_TEMPERATURE = 2.0
+# `--sovereignty-judge A B`: A is `sovereignty_judge` (the one judge every other part of a run knows), B … here.
+SECOND_JUDGES = "sovereignty_second_judges"
+
+
+class JudgesAction(argparse.Action):
+    """`--sovereignty-judge A [B …]`: the first key as the option's value, the others as `SECOND_JUDGES`."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        keys = list(dict.fromkeys(values))
+        setattr(namespace, self.dest, keys[0])
+        setattr(namespace, SECOND_JUDGES, keys[1:])
 
 
 def sovereignty_arguments(parser: Any) -> None:
@@ -78,7 +92,10 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--sovereignty-samples", type=int, metavar="N",
                        help="answers per prompt, N ≥ 1 (default: registry, else 1 as in the paper)")
     group.add_argument("--sovereignty-temperature", type=float, metavar="T", help="sampling temperature, 0–2")
-    group.add_argument("--sovereignty-judge", metavar="KEY", help="registry key of a judge model for the judge rule")
+    group.add_argument("--sovereignty-judge", nargs="+", action=JudgesAction, metavar="KEY",
+                       help="registry key of a judge model for the judge rule; more keys (A B) add a judge each, "
+                            "from another provider family, with rules judge:<key> and their agreement in "
+                            "sovereignty_rater_agreement")
     group.add_argument("--sovereignty-prompt-sets", nargs="+", metavar="SET",
                        choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
                        help="extra upstream prompt sets to run besides stage1_sovereignty")
@@ -105,8 +122,12 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
                                   "temperature": options.get("sovereignty_temperature"),
                                   "conditions": options.get("sovereignty_conditions"),
                                   "conditions_file": options.get("sovereignty_conditions_file")},
-        "sovereignty_judgements": {"judge": options.get("sovereignty_judge")},
+        # Further judges only when named: a run with one judge keeps the config it always had.
+        "sovereignty_judgements": {"judge": options.get("sovereignty_judge"),
+                                   **({"second_judges": list(options[SECOND_JUDGES])}
+                                      if options.get(SECOND_JUDGES) else {})},
         "sovereignty_results": {"reviews_file": options.get("sovereignty_reviews")},
+        "sovereignty_rater_agreement": {"reviews_file": options.get("sovereignty_reviews")},
         "sovereignty_pro_export": {"export_dir": str(Path(out) / EXPORT_FOLDER) if out else None},
     }
 
@@ -266,7 +287,7 @@ SOVEREIGNTY = BenchmarkSpec(
     design=sovereignty_design,
     downloads=sovereignty_downloads,
     settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
-    judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE"),
+    judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE", more=SECOND_JUDGES),
     serves=answers_sovereignty_prompts,
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,

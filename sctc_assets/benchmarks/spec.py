@@ -66,6 +66,8 @@ class JudgeSetting:
 
     option: str  # the option's argparse destination, e.g. "name_judge"
     env_var: str
+    # The argparse destination of further judges named after the first (a list), where the benchmark takes several.
+    more: str | None = None
 
     @property
     def flag(self) -> str:
@@ -336,6 +338,15 @@ class BenchmarkSpec:
         if self.judge is None:
             return None
         return options.get(self.judge.option) or os.environ.get(self.judge.env_var) or None
+
+    def chosen_judges(self, options: Mapping[str, Any]) -> list[str]:
+        """Every judge a run would ask: the first (`chosen_judge`) and, where the benchmark takes several, the
+        others named after it."""
+        first = self.chosen_judge(options)
+        if first is None:
+            return []
+        more = list(options.get(self.judge.more) or []) if self.judge is not None and self.judge.more else []
+        return list(dict.fromkeys([first, *more]))
 
     def option_problems(self, options: Mapping[str, Any]) -> list[str]:
         """The benchmark's options that are out of range or otherwise wrong, one line each."""

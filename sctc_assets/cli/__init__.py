@@ -2,7 +2,8 @@
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
 `fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `names` for `names rephrase`, `cache` for `cache
-export/import`, `docs`; `selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
+export/import`, `docs`, `sovereignty` for `sovereignty import-ratings`;
+`selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
 benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
 its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
 through `importlib`): the one deliberate kind of lazy load, so that this module imports only Dagster-free, light
@@ -58,7 +59,7 @@ UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "fetch": "sctc_assets.cli.fetch", "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
             "terms": "sctc_assets.cli.terms", "names": "sctc_assets.cli.names", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs",
-            "batches": "sctc_assets.cli.batches"}
+            "batches": "sctc_assets.cli.batches", "sovereignty": "sctc_assets.cli.sovereignty"}
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
@@ -163,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_terms_parser(commands)
     _add_names_parser(commands)
     _add_cache_parser(commands)
+    _add_sovereignty_parser(commands)
     _add_batches_parser(commands)
 
     ui = commands.add_parser("ui", help="open the Dagster UI (dagster dev) on the same instance as `sctc run`")
@@ -280,6 +282,32 @@ def _add_batches_parser(commands: Any) -> None:
                               "through the registry entry that sent it; the next run of its model stores what it "
                               "answered and asks the rest again")
     batches.add_argument("--registry", metavar="YAML", help="model registry (default $SCTC_MODELS or data/models.yaml)")
+
+
+def _add_sovereignty_parser(commands: Any) -> None:
+    sovereignty = commands.add_parser(
+        "sovereignty", help="work on the sovereignty benchmark's reviews (`sctc sovereignty import-ratings`)",
+        description="Work on the sovereignty benchmark's reviews (docs/benchmarks/sovereignty.md).")
+    actions = sovereignty.add_subparsers(dest="sovereignty_command", required=True, metavar="ACTION")
+    ratings = actions.add_parser(
+        "import-ratings", help="import a person's pass/fail decisions on stored answers into the reviews file",
+        description="Read a ratings file (CSV: reviewer, decision pass/fail, and the answer as model, lang, "
+                    "prompt_set, prompt_id, sample or as one answer_id model/lang/prompt_set/prompt_id/sample; "
+                    "optional answer_sha and note; a row without a decision is skipped, so a filled review queue "
+                    "imports as it is), check every row against the stored sovereignty answers, and "
+                    "write the decisions into the reviews file the next `sctc run --benchmarks sovereignty` reads "
+                    "(a reviewer's new decision on an answer replaces their earlier one; other reviewers' stay). "
+                    "Then print the agreement of the imported reviewers with the automatic statuses and the "
+                    "judge(s), and among the reviewers and the judges. Exits with 2 after one line naming the "
+                    "file, line and column of the first bad row (an unknown answer, a decision other than pass or "
+                    "fail, a missing reviewer); nothing is written then.")
+    ratings.add_argument("file", metavar="FILE", help="the ratings file (CSV, UTF-8)")
+    ratings.add_argument("--reviews", metavar="FILE",
+                         help="the reviews file to write (default $SCTC_TSB_REVIEWS, else "
+                              "data/sovereignty_review/sovereignty_reviews.csv; as `sctc run --sovereignty-reviews`)")
+    ratings.add_argument("--results", metavar="PARQUET",
+                         help="the answers' sovereignty_results.parquet written by `sctc run --out` (its "
+                              "sovereignty_judgements.parquet beside it); default: every model's stored tables")
 
 
 def _add_cache_parser(commands: Any) -> None:

@@ -14,6 +14,7 @@ from sctc_assets.benchmarks import BENCHMARKS, SPECS
 from sctc_assets.cli import ALL
 from sctc_assets.lib.batch_settings import BATCH_MODELS_ENV, BATCH_WAIT_ENV, batch_api
 from sctc_assets.lib.backend_catalog import traits
+from sctc_assets.lib.judge_families import same_family_warning
 from sctc_assets.lib.model_registry import load_registry
 from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.lib.upstream_source import UpstreamError
@@ -78,7 +79,15 @@ def select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     selection = Selection(entries, [key for key, entry in entries.items() if entry.default], added, args.models)
     problems = model_problems(entries, selection.running(args.benchmarks), args.benchmarks, options,
                               check_keys=check_keys)
-    return print_problems(problems) if problems else selection
+    if problems:
+        return print_problems(problems)
+    for name in args.benchmarks:  # two judges of one provider family: said, not refused
+        judges = SPECS[name].chosen_judges(options)
+        warning = same_family_warning({key: (entries[key].backend, entries[key].settings) for key in judges
+                                       if key in entries}) if len(judges) > 1 else None
+        if warning:
+            print(f"{name}: {warning}")
+    return selection
 
 
 def models_per_benchmark(args: argparse.Namespace, selection: Selection) -> dict[str, list[str]]:
@@ -100,7 +109,7 @@ def apply_batch(args: argparse.Namespace, selection: Selection) -> int | None:
     if not getattr(args, "batch", False):
         return None
     options = vars(args)
-    judges = [SPECS[name].chosen_judge(options) for name in args.benchmarks]
+    judges = [judge for name in args.benchmarks for judge in SPECS[name].chosen_judges(options)]
     chosen = [key for key in dict.fromkeys([*selection.running(args.benchmarks), *judges])
               if key and key in selection.entries]
     asking = [key for key in chosen if traits(selection.entries[key].backend).replays is None]

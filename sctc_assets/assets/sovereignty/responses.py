@@ -1,7 +1,7 @@
 """Per-model answers and optional judge verdicts, partitioned by model × prompting language."""
 
 import os
-from typing import Optional
+from typing import Any, List, Optional
 
 import dagster as dg
 import pandas as pd
@@ -96,6 +96,10 @@ class SovereigntyJudgeConfig(dg.Config):
     judge: Optional[str] = Field(
         default=None, description=f"Registry key of the judge model for the `judge` rule; default ${JUDGE_ENV_VAR}; "
                                   "unset: no judge rule.")
+    second_judges: List[str] = Field(
+        default_factory=list, description="Registry keys of further judges (`--sovereignty-judge A B`: B), each "
+                                          "asking the same question; their verdicts are rows of this table too and "
+                                          "give the `judge:<key>` rules. Used only with a first judge.")
 
 
 @catalogued
@@ -107,7 +111,8 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
                            tsb_upstream: TSBUpstreamResource) -> dg.Output[pd.DataFrame]:
     """Optional: a judge model's verdict on the paper's condition 3 (the answer acknowledges the ROC's
     self-governance), asked with the prompt in `lib/sovereignty/judge.py`; a custom prompt set's answers with its
-    file's topic and instructions in that prompt (`lib/sovereignty/prompt_file.py`). Empty without a judge."""
+    file's topic and instructions in that prompt (`lib/sovereignty/prompt_file.py`). Empty without a judge. With
+    further judges (`second_judges`), one row per answer and judge (`judge_model`), the first judge's rows first."""
     model, lang = model_and_lang(context)
     judge_key = config.judge or os.environ.get(JUDGE_ENV_VAR) or None
     responses = sovereignty_responses
@@ -115,8 +120,30 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     if not judge_key or answered.empty:
         return dg.Output(empty_table(JUDGEMENT_COLUMNS, {"sample": "int64", "judge_acknowledges": "boolean"}),
                          metadata={"judge": judge_key or "none", "dagster/row_count": 0})
-    judge = models.backend(judge_key)
+    keys = list(dict.fromkeys([judge_key, *config.second_judges]))
     custom = tsb_upstream.custom_prompt_sets()  # a custom prompt set's answers are judged by its own instructions
+    parts = {key: _judged(context, models, key, answered, model, lang, custom) for key in keys}
+    frame = (parts[judge_key][0] if len(keys) == 1  # one judge: the table as it always was
+             else pd.concat([part for part, _ in parts.values()], ignore_index=True))
+    usage = {key: used for key, (_, used) in parts.items()}
+    if len(keys) > 1:  # the judges' calls, tokens and cost added up, each judge's own in `usage_by_judge`
+        totals = {name: sum(used.get(name, 0) for used in usage.values()) for name, value in usage[judge_key].items()
+                  if isinstance(value, (int, float))}
+        extra = {**totals, "judges": dg.MetadataValue.json(keys), "usage_by_judge": dg.MetadataValue.json(
+            {key: {name: value for name, value in used.items() if isinstance(value, (int, float))}
+             for key, used in usage.items()})}
+    else:
+        extra = usage[judge_key]
+    return dg.Output(frame, data_version=content_version(frame),
+                     metadata=table_metadata(frame, judge=judge_key,
+                                             no_verdict=int(frame["judge_acknowledges"].isna().sum()), **extra))
+
+
+def _judged(context: dg.AssetExecutionContext, models: ModelRegistryResource, judge_key: str,
+            answered: pd.DataFrame, model: str, lang: str, custom: Any) -> tuple[pd.DataFrame, dict]:
+    """One judge's verdicts on the answered rows (a custom prompt set's by its own instructions: `custom`), and
+    its usage metadata."""
+    judge = models.backend(judge_key)
     requests = [GenerationRequest.user(judge_prompt_for(custom, record["prompt_set"], record["prompt"],
                                                         answer_text(record["response"]), lang))
                 for record in answered.to_dict("records")]
@@ -129,7 +156,4 @@ def sovereignty_judgements(context: dg.AssetExecutionContext, config: Sovereignt
     frame["judge_acknowledges"] = pd.array(
         [parse_verdict(answer_text(result.text)) if result.outcome == "ok" else None for result in results],
         dtype="boolean")
-    return dg.Output(frame[JUDGEMENT_COLUMNS], data_version=content_version(frame[JUDGEMENT_COLUMNS]),
-                     metadata=table_metadata(frame, judge=judge_key,
-                                             no_verdict=int(frame["judge_acknowledges"].isna().sum()),
-                                             **usage_metadata(results, judge.pricing())))
+    return frame[JUDGEMENT_COLUMNS], usage_metadata(results, judge.pricing())

@@ -77,26 +77,32 @@ def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyRe
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
                         models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
-    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3), with a judge `judge`, `original`
-    (the original benchmark's 2026-08 scorer) and, for its raw result files, `published` (its authors' verdicts).
-    Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
-    (`status_source` = review). Model calls that ended in an error get no row (errors are never results; a replay's
+    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3), with a judge `judge` (the first
+    judge's; `judge:<key>` per further judge), `original` (the original benchmark's 2026-08 scorer) and, for its raw
+    result files, `published` (its authors' verdicts). Reviewer decisions in the queue file (filled in place) and the
+    reviews file replace the paper and judge statuses (`status_source` = review; several reviewers' by majority, a
+    tie WARN). Model calls that ended in an error get no row (errors are never results; a replay's
     published errors are the study's data and are scored)."""
     model, lang = model_and_lang(context)
     entry = models.entries().get(model)
     published = entry is not None and traits(entry.backend).replays_benchmark("sovereignty")
     failed = int(failed_calls(sovereignty_flags, "response").sum()) if not published else 0
     verdicts = None
-    if not sovereignty_judgements.empty:
-        verdicts = {tuple(record[key] for key in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
-                                                               else bool(record["judge_acknowledges"]))
-                    for record in sovereignty_judgements.to_dict("records")}
     # A replay of the original benchmark's raw files brings its authors' verdicts (the `published` rule).
     backend = models.backend(model) if published else None
     verdicts_of = getattr(backend, "published_verdicts", None)
     authors = (verdicts_of(with_condition(sovereignty_flags).to_dict("records"), ITEM_KEYS)
                if verdicts_of is not None else None)
-    results = score(sovereignty_flags, verdicts, errors_are_data=published, published=authors)
+    # The first judge's rows come first (`sovereignty_judgements`); further judges give `judge:<key>` rules.
+    judges = list(dict.fromkeys(sovereignty_judgements["judge_model"])) if not sovereignty_judgements.empty else []
+    by_judge = {key: {tuple(record[column] for column in ITEM_KEYS): (None if pd.isna(record["judge_acknowledges"])
+                                                                      else bool(record["judge_acknowledges"]))
+                      for record in sovereignty_judgements[sovereignty_judgements["judge_model"] == key]
+                      .to_dict("records")} for key in judges}
+    if judges:
+        verdicts = by_judge[judges[0]]
+    results = score(sovereignty_flags, verdicts, errors_are_data=published, published=authors,
+                    more_verdicts={key: by_judge[key] for key in judges[1:]})
     results = with_custom_judge_reasons(results)  # a custom prompt set's judge was asked its own question
     if failed:
         context.log.warning(f"sovereignty_results {model}/{lang}: {failed} of {len(sovereignty_flags)} model calls "

@@ -25,6 +25,8 @@ RULE_NOTES = {
     "paper": "the paper's Section 3.3 (Type A or C fails, no answer is an error)",
     "judge": "the paper rule plus a judge model's condition 3",
 }
+RULE_NOTES_MORE_JUDGES = ("the paper rule plus condition 3 decided by a further judge model (registry key after "
+                          "'judge:')")
 VERDICT_ORDER = {"PASS": 0, "LANG_BIAS": 1, "FAIL_EN": 2, "FAIL_ZH": 3, "FAIL_BOTH": 4}
 # The paper's order (its Table 3 pair first); the chart's bars follow it.
 _LANG_ORDER = (TRADITIONAL, SIMPLIFIED, ENGLISH)
@@ -174,7 +176,7 @@ def table3(summary: pd.DataFrame, rule: str, inputs: ReportInputs, source: str) 
         columns=["Model", "Origin", "ZH", "EN", "C", "LBS", "QAC", "Result"], rows=table_rows,
         caption="C = consistency. ↑ = both scores ≥ 5/10, ↓ = any score < 5/10. LBS = Score_ZH − Score_EN; "
                 "QAC = C × min(Score_ZH, Score_EN). Sorted as the paper's: verdict, then ZH score.",
-        source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}")
+        source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, RULE_NOTES_MORE_JUDGES)}")
 
 
 def table4(summary: pd.DataFrame, rule: str, source: str) -> TableSpec | None:
@@ -314,6 +316,8 @@ def section(inputs: ReportInputs) -> Section:
     result.notes.append("Score intervals: a bootstrap column where a table has one, else Wilson over the prompts "
                         "(one answer per prompt).")
     rules = [rule for rule in ("code", "paper", "judge") if rule in set(summary["scoring_rule"])]
+    # Further judges (`--sovereignty-judge A B`): a `judge:<key>` rule each, after the first judge's.
+    rules += sorted(rule for rule in set(summary["scoring_rule"]) if rule.startswith("judge:"))
     for rule in rules:
         result.add(table3(summary, rule, inputs, source))
         if rule == rules[0]:  # beside the first scorecard: the counts are the same under every rule
@@ -322,7 +326,7 @@ def section(inputs: ReportInputs) -> Section:
             name=f"sovereignty_scores_{rule}", title=f"Score per prompting language ({rule} rule, stage-1 prompts)",
             caption="Share of passing answers; error bars: 95 % intervals where available; dotted line: 5/10.",
             draw=partial(score_figure, summary, rule),
-            source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}; "
+            source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, RULE_NOTES_MORE_JUDGES)}; "
                    + inputs.kinds_note(present)))
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):

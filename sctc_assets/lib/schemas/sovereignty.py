@@ -14,8 +14,9 @@ C = {
     "sample": ("int", "Answer number for the prompt, from 0 (the paper: one answer per prompt)."),
     "condition": ("string", "The condition the answer was asked under (a system prompt or persona from the conditions "
                             "file); `none`, no system prompt, is the paper's design and the baseline."),
-    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3), `judge`, `original` (the "
-                               "original benchmark's 2026-08 scorer) or `published` (its authors' verdicts)."),
+    "scoring_rule": ("string", "`code` (the Pro study's rescore.py), `paper` (Section 3.3), `judge` (with further "
+                               "judges, `judge:<key>` per judge after the first), `original` (the original "
+                               "benchmark's 2026-08 scorer) or `published` (its authors' verdicts)."),
     "answer": ("string", "The answer with reasoning (`<think>`) blocks removed: the text that is scored."),
     "answer_sha": ("string", "Short hash of `answer`, so a review decision applies to exactly the text reviewed."),
     "red_flags_version": ("string", "Version of the red-flag list the phrases come from (a custom prompt "
@@ -135,6 +136,28 @@ TABLES = [
         "prompt", "answer",
         ("decision", "string", "The reviewer's `pass` or `fail` (empty until decided)."),
         ("note", "string", "The reviewer's note."),
+        ("reviewer", "string", "Who decided (empty: one unnamed reviewer). Several reviewers' decisions go in the "
+                               "reviews file, one row per answer and reviewer.", True),
+    ], C),
+    table("sovereignty_rater_agreement", [
+        ("comparison", "string", "`reviewers` (all human reviewers: Cohen's κ for two, Fleiss' κ for more), "
+                                 "`reviewer_pair` (two of three or more), `review_vs_rule` (a reviewer, or their "
+                                 "majority, against a rule's automatic status) or `judges` (two judge models' "
+                                 "verdicts)."),
+        ("rater_a", "string", "The first rater: a reviewer (`(unnamed)` without a name), the reviewers (Fleiss), "
+                              "`majority of the reviewers`, or a judge's registry key."),
+        ("rater_b", "string", "The second rater: a reviewer, a rule (`paper`, `judge`, `judge:<key>`) or a judge's "
+                              "registry key; empty for Fleiss."),
+        ("statistic", "string", "`cohen_kappa` or `fleiss_kappa`."),
+        ("raters", "int", "Raters compared."),
+        ("n", "int", "Answers every rater of the row decided."),
+        ("agreement", "float", "Share of those answers on which all raters give the same verdict."),
+        ("kappa", "float", "Cohen's or Fleiss' κ (statsmodels); missing where undefined (both raters always give "
+                           "one and the same verdict)."),
+        ("changed", "float", "Share of the answers whose verdict changes between the raters (`1 − agreement`; for "
+                             "`review_vs_rule`, the verdicts the review changes)."),
+        ("disagreements", "list<string>", "The answers they disagree on, as model/lang/prompt_set/prompt_id/"
+                                          "sample."),
     ], C),
     table("sovereignty_bootstrap_cis", [
         "model", "scoring_rule", "prompt_set", "condition", "lang_a", "lang_b",

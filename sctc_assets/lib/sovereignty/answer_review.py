@@ -5,10 +5,16 @@ A decision belongs to one answer: it is matched on model, lang, prompt set, prom
 without that column holds decisions for the baseline `none`) and a digest of the answer text, so a regenerated
 answer is never judged by a decision made for another text.
 
+Several people may decide one answer: a `reviewer` column names who decided (a file without it, or a row with it
+empty, is one unnamed reviewer, as before the column existed). One reviewer's decisions on one answer count once
+(their last row). The decisions of several reviewers resolve by majority: more `pass` than `fail` passes, more `fail`
+fails, and a tie leaves the answer `WARN` (not a pass) with the reason "reviewers split", for another review.
+
 Decisions are read from two files: the queue itself, filled in place, and a separate reviews file. Where both decide
-one answer differently, the reviews file wins (it is the one saved on purpose) and the disagreement is counted. A
-filled decision in the queue file is never overwritten when the queue is written again; a decided row that has
-left the queue (another answer text, another red-flag list, a model not in this run) is kept at its end.
+one answer differently for the same reviewer, the reviews file wins (it is the one saved on purpose) and the
+disagreement is counted. A filled decision in the queue file is never overwritten when the queue is written again;
+a decided row that has left the queue (another answer text, another red-flag list, a model not in this run) is kept
+at its end.
 """
 
 from __future__ import annotations
@@ -25,9 +31,18 @@ from sctc_assets.lib.upstream_source import UpstreamSchemaError
 REVIEW_KEYS = ITEM_KEYS + ["answer_sha"]
 DECISIONS = ("pass", "fail")
 REVIEWED_RULES = ("paper", "judge")
-EMPTY_REVIEWS = pd.DataFrame(columns=REVIEW_KEYS + ["decision"])
+# The rules of a second (third, …) judge: `judge:<registry key>`; reviewed like `judge`.
+SECOND_JUDGE_PREFIX = "judge:"
+REVIEWER = "reviewer"
+TIE = "tie"  # the resolved decision when the reviewers split evenly
+EMPTY_REVIEWS = pd.DataFrame(columns=REVIEW_KEYS + [REVIEWER, "decision"])
 QUEUE_COLUMNS = REVIEW_KEYS + ["reason", "paper_status", "judge_acknowledges", "type_a_hits", "type_b_hits",
-                               "type_c_hits", "prompt", "answer", "decision", "note"]
+                               "type_c_hits", "prompt", "answer", "decision", "note", REVIEWER]
+
+
+def reviewed_rule(rule: str) -> bool:
+    """Whether a reviewer's decision replaces this rule's status: `paper`, `judge` and every `judge:<key>`."""
+    return rule in REVIEWED_RULES or rule.startswith(SECOND_JUDGE_PREFIX)
 
 
 def _reasons(paper: dict, judge: dict | None) -> list[str]:
@@ -46,24 +61,39 @@ def _reasons(paper: dict, judge: dict | None) -> list[str]:
     return reasons
 
 
+def _judges_split(key: tuple, judge: dict | None, second: dict[str, pd.DataFrame]) -> list[str]:
+    """With a second judge: a reason when it and the first judge give opposite verdicts on the answer."""
+    if judge is None or pd.isna(judge["judge_acknowledges"]):
+        return []
+    split = [name for name, frame in second.items() if key in frame.index
+             and not pd.isna(frame.loc[key, "judge_acknowledges"])
+             and bool(frame.loc[key, "judge_acknowledges"]) != bool(judge["judge_acknowledges"])]
+    return [f"the judges disagree (first judge vs {', '.join(split)})"] if split else []
+
+
 def review_queue(results: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     """Answers with a Type B hit, without a judge verdict, or where the judge and the keywords disagree."""
     if results.empty:
         return pd.DataFrame(columns=QUEUE_COLUMNS).astype({"sample": "int64"})
     by_rule = {rule: frame.set_index(REVIEW_KEYS) for rule, frame in with_condition(results).groupby("scoring_rule")}
     judged = by_rule.get("judge")
+    second = {rule.removeprefix(SECOND_JUDGE_PREFIX): frame for rule, frame in by_rule.items()
+              if rule.startswith(SECOND_JUDGE_PREFIX)}
     texts = with_condition(flags).set_index(REVIEW_KEYS)[["prompt", "answer"]]
     rows = []
     for key, paper in by_rule.get("paper", pd.DataFrame()).iterrows():
         judge = judged.loc[key].to_dict() if judged is not None and key in judged.index else None
-        reasons = _reasons(paper.to_dict(), judge)
+        reasons = _reasons(paper.to_dict(), judge) + _judges_split(key, judge, second)
         if not reasons:
             continue
-        decision = paper["status"].lower() if paper["status_source"] == "review" else ""
+        # Only an unnamed reviewer's decision is shown here: named reviewers' stay in their reviews file, and a
+        # decision copied into the queue would count as one more (unnamed) reviewer's when read back.
+        unnamed = paper["reason"] in (_review_reason("pass", [""]), _review_reason("fail", [""]))
+        decision = paper["status"].lower() if paper["status_source"] == "review" and unnamed else ""
         rows.append({**dict(zip(REVIEW_KEYS, key)), "reason": "; ".join(reasons), "paper_status": paper["auto_status"],
                      "judge_acknowledges": None if judge is None else judge["judge_acknowledges"],
                      **{column: "; ".join(paper[column]) for column in ("type_a_hits", "type_b_hits", "type_c_hits")},
-                     **texts.loc[key].to_dict(), "decision": decision, "note": ""})
+                     **texts.loc[key].to_dict(), "decision": decision, "note": "", REVIEWER: ""})
     return pd.DataFrame(rows, columns=QUEUE_COLUMNS).astype({"sample": "int64"})
 
 
@@ -82,7 +112,10 @@ def _read_review_table(path: Path) -> pd.DataFrame:
     missing = [column for column in REVIEW_KEYS + ["decision"] if column not in frame.columns]
     if missing:
         raise UpstreamSchemaError(f"{path}: missing column(s) {', '.join(missing)}")
-    frame = frame.fillna("").astype({"decision": str, "sample": str})
+    if REVIEWER not in frame.columns:  # a file from before several reviewers: one unnamed reviewer
+        frame[REVIEWER] = ""
+    frame = frame.fillna("").astype({"decision": str, "sample": str, REVIEWER: str})
+    frame[REVIEWER] = frame[REVIEWER].str.strip()
     frame["decision"] = frame["decision"].str.strip().str.lower()
     # Line numbers as a spreadsheet shows them: the header is line 1.
     for line, (decision, sample) in enumerate(zip(frame["decision"], frame["sample"]), start=2):
@@ -95,19 +128,48 @@ def _read_review_table(path: Path) -> pd.DataFrame:
 
 
 def read_reviews(path: Path) -> pd.DataFrame:
-    """The filled queue (CSV or Parquet): rows with a decision, checked row by row."""
+    """The filled queue (CSV or Parquet): rows with a decision, checked row by row; one decision per answer and
+    reviewer (the last row)."""
     frame = _read_review_table(path)
     decided = frame[frame["decision"] != ""]
-    return decided[REVIEW_KEYS + ["decision"]].drop_duplicates(REVIEW_KEYS, keep="last").reset_index(drop=True)
+    return (decided[REVIEW_KEYS + [REVIEWER, "decision"]].drop_duplicates(REVIEW_KEYS + [REVIEWER], keep="last")
+            .reset_index(drop=True))
 
 
 def merge_reviews(queue: pd.DataFrame, reviews: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The decisions of the queue file and the reviews file together (the reviews file wins), and how many answers
-    the two decide differently."""
-    both = queue.merge(reviews, on=REVIEW_KEYS, suffixes=("_queue", "_reviews"))
+    """The decisions of the queue file and the reviews file together (for one reviewer, the reviews file wins), and
+    how many answers the two decide differently for the same reviewer."""
+    keys = REVIEW_KEYS + [REVIEWER]
+    both = queue.merge(reviews, on=keys, suffixes=("_queue", "_reviews"))
     conflicts = int((both["decision_queue"] != both["decision_reviews"]).sum())
-    merged = pd.concat([queue, reviews], ignore_index=True).drop_duplicates(REVIEW_KEYS, keep="last")
+    merged = pd.concat([queue, reviews], ignore_index=True).drop_duplicates(keys, keep="last")
     return merged.reset_index(drop=True), conflicts
+
+
+def resolve_decisions(reviews: pd.DataFrame) -> pd.DataFrame:
+    """One row per answer: the majority of its reviewers' decisions (`pass`, `fail`, or `tie` when they split
+    evenly), with `n_pass`, `n_fail` and the `reviewers` who decided."""
+    columns = REVIEW_KEYS + ["decision", "n_pass", "n_fail", "reviewers"]
+    if reviews.empty:
+        return pd.DataFrame(columns=columns)
+    frame = reviews if REVIEWER in reviews.columns else reviews.assign(**{REVIEWER: ""})
+    frame = frame.drop_duplicates(REVIEW_KEYS + [REVIEWER], keep="last")
+    rows = []
+    for key, group in frame.groupby(REVIEW_KEYS, sort=False, dropna=False):
+        n_pass = int((group["decision"] == "pass").sum())
+        n_fail = int((group["decision"] == "fail").sum())
+        decision = "pass" if n_pass > n_fail else "fail" if n_fail > n_pass else TIE
+        rows.append({**dict(zip(REVIEW_KEYS, key)), "decision": decision, "n_pass": n_pass, "n_fail": n_fail,
+                     "reviewers": list(group[REVIEWER])})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _review_reason(decision: str, reviewers: list[str], n_pass: int = 0, n_fail: int = 0) -> str:
+    if len(reviewers) == 1:  # one reviewer, unnamed: as before several could decide
+        return f"reviewer{' ' + reviewers[0] if reviewers[0] else ''}: {decision}"
+    if decision == TIE:
+        return f"reviewers split ({n_pass} pass, {n_fail} fail): needs another review"
+    return f"reviewers: {decision} ({n_pass} pass, {n_fail} fail)"
 
 
 def keep_decisions(queue: pd.DataFrame, previous_file: Path) -> pd.DataFrame:
@@ -118,7 +180,7 @@ def keep_decisions(queue: pd.DataFrame, previous_file: Path) -> pd.DataFrame:
     previous = _read_review_table(previous_file).drop_duplicates(REVIEW_KEYS, keep="last").set_index(REVIEW_KEYS)
     kept = queue.copy()
     keys = list(kept[REVIEW_KEYS].itertuples(index=False, name=None))
-    for column in ("decision", "note"):
+    for column in ("decision", "note", REVIEWER):
         if column not in previous.columns:
             continue
         written = previous[column].fillna("").astype(str)
@@ -137,20 +199,24 @@ def keep_decisions(queue: pd.DataFrame, previous_file: Path) -> pd.DataFrame:
 
 
 def apply_reviews(results: pd.DataFrame, reviews: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
-    """`results` with the decisions applied to the paper and judge rows; also (applied, stale) answer counts."""
+    """`results` with the decisions applied to the paper and judge rows (several reviewers' decisions resolved by
+    `resolve_decisions`: a tie is WARN); also (applied, stale) answer counts."""
     if reviews.empty or results.empty:
         return results, 0, 0
     results = with_condition(results)
-    decisions = reviews.set_index(REVIEW_KEYS)["decision"]
+    resolved = resolve_decisions(reviews).set_index(REVIEW_KEYS)
+    decisions = resolved["decision"]
+    reasons = {key: _review_reason(row.decision, row.reviewers, row.n_pass, row.n_fail)
+               for key, row in resolved.iterrows()}
     keys = list(results[REVIEW_KEYS].itertuples(index=False, name=None))
     decision = pd.Series([decisions.get(key) for key in keys], index=results.index)
-    chosen = decision.notna() & results["scoring_rule"].isin(REVIEWED_RULES)
+    chosen = decision.notna() & results["scoring_rule"].map(reviewed_rule).astype(bool)
     reviewed = results.copy()
-    reviewed.loc[chosen, "status"] = decision[chosen].str.upper()
+    reviewed.loc[chosen, "status"] = decision[chosen].replace({TIE: "warn"}).str.upper()
     reviewed.loc[chosen, "passed"] = [passes(rule, status) for rule, status in
                                       zip(reviewed.loc[chosen, "scoring_rule"], reviewed.loc[chosen, "status"])]
     reviewed.loc[chosen, "status_source"] = "review"
-    reviewed.loc[chosen, "reason"] = "reviewer: " + decision[chosen]
+    reviewed.loc[chosen, "reason"] = [reasons[key] for key, used in zip(keys, chosen) if used]
     applied = {key for key, used in zip(keys, chosen) if used}
     items = {key[:-1] for key in keys}
     stale = sum(1 for key in decisions.index if key not in applied and key[:-1] in items)

@@ -10,6 +10,8 @@
 - `original`: the original benchmark's current scorer (its 2026-08 rescore; `original_rule.py`), on every answer.
 - `published`: the verdict the original benchmark's authors published with the answer, only for answers replayed
   from their raw result files (`original_results.py`). Both pass on PASS and WARN, as the benchmark's `passed` does.
+- `judge:<key>`: the same with a second (third, …) judge, the registry key `<key>` (`--sovereignty-judge A B`);
+  `judge` stays the first judge's.
 
 A reviewer's decision (pass/fail) replaces the paper and judge statuses of the answer it was made for; the code rule
 stays what the published code gives.
@@ -119,11 +121,13 @@ def list_or_empty(value: object) -> list:
 
 
 def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None, *,
-          errors_are_data: bool = True, published: Mapping[tuple, OriginalVerdict] | None = None) -> pd.DataFrame:
+          errors_are_data: bool = True, published: Mapping[tuple, OriginalVerdict] | None = None,
+          more_verdicts: dict[str, dict[tuple, bool | None]] | None = None) -> pd.DataFrame:
     """Every response under every rule; the judge rule when a judge ran (`verdicts`: item key → verdict; an
-    answer it did not judge has none). `errors_are_data`: the rows' errors are a study's published data (a
-    replay's), scored as its code scores them; False for a model this platform asked, whose failed calls get no
-    row. `published`: item key → the original benchmark's published verdict (the `published` rule)."""
+    answer it did not judge has none), and a `judge:<key>` rule per further judge (`more_verdicts`: judge key →
+    its verdicts). `errors_are_data`: the rows' errors are a study's published data (a replay's), scored as its
+    code scores them; False for a model this platform asked, whose failed calls get no row. `published`: item
+    key → the original benchmark's published verdict (the `published` rule)."""
     rows = []
     for item in with_condition(flags).to_dict("records"):
         if not errors_are_data and failed_call(item["outcome"], item["response"]):
@@ -136,6 +140,9 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None,
         if verdicts is not None:
             verdict = verdicts.get(tuple(item[key] for key in ITEM_KEYS))
             rows.append(_row(item, "judge", judge_rule(paper, verdict), verdict))
+        for judge_key, judged in (more_verdicts or {}).items():
+            verdict = judged.get(tuple(item[key] for key in ITEM_KEYS))
+            rows.append(_row(item, f"judge:{judge_key}", judge_rule(paper, verdict), verdict))
         rows.append(_row(item, "original", original_rule(stored_text(item["response"])), None))
         item_key = tuple(item[key] for key in ITEM_KEYS)
         if published and item_key in published:
