@@ -99,9 +99,10 @@ def pilot_predictions(model: str, sample: pd.DataFrame, results: Sequence[Genera
     frame.insert(0, "model", model)
     frame["response"] = [result.text for result in results]
     frame["outcome"] = [result.outcome for result in results]
-    frame["prediction"] = [parse_sentiment(result.text) if result.outcome == "ok" else None for result in results]
+    labels = [parse_sentiment(result.text) if result.outcome == "ok" else None for result in results]
+    frame["prediction"] = pd.array(labels, dtype="string")
     frame["status"] = ["valid" if label is not None else "error" if result.outcome == "error" else "invalid"
-                       for label, result in zip(frame["prediction"], results)]
+                       for label, result in zip(labels, results)]
     frame["cached"] = [result.cached for result in results]
     return frame[PREDICTION_COLUMNS].reset_index(drop=True)
 
