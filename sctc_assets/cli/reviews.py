@@ -31,10 +31,10 @@ def _agreement_lines(table: pd.DataFrame) -> str:
                     else f"native-like {row['share']:.1f} %" if pd.notna(row["share"])
                     else f"acc {row['accuracy']:.1f} %, MSE {row['mse']:.3f}, weighted κ "
                          f"{row['weighted_kappa']:.3f}" if pd.notna(row["accuracy"]) else "no overlap")
-        against = row["against"] if row["against"] is None or row["format"] is None \
+        against = "–" if pd.isna(row["against"]) else row["against"] if pd.isna(row["format"]) \
             else f"{row['against']} ({row['format']})"
         rows.append({"rater": row["rater"], "variety": row["variety"], "question": row["question"],
-                     "against": against or "–", "n": row["n"], "result": measures})
+                     "against": against, "n": row["n"], "result": measures})
     return tabulate(rows, headers="keys", tablefmt="github")
 
 

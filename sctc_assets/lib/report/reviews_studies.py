@@ -147,9 +147,9 @@ def agreement_table(agreement: pd.DataFrame) -> TableSpec:
     models."""
     rows = []
     for row in agreement[agreement["rater"] == "all"].to_dict("records"):
-        against = row["against"] if row["against"] is None or pd.isna(row["format"]) \
+        against = "–" if pd.isna(row["against"]) else row["against"] if pd.isna(row["format"]) \
             else f"{row['against']} ({row['format']})"
-        rows.append([Cell(row["question"]), Cell(row["variety"]), Cell(against or "–"),
+        rows.append([Cell(row["question"]), Cell(row["variety"]), Cell(against),
                      Cell(str(int(row["n"])), sort=int(row["n"])),
                      Cell(fixed(row["mean"], 2) if pd.notna(row["mean"]) else "–"),
                      Cell(fixed(row["sd"], 2) if pd.notna(row["sd"]) else "–"),
