@@ -113,7 +113,8 @@ def review_prediction_pairs(model: str, rng: np.random.Generator, pairs: int = 1
     frames = []
     for fmt in ("structured", "plain", "shuffled"):
         frames.append(pd.DataFrame({
-            "model": model, "format": fmt, "pair_id": range(pairs), "length_group": rng.choice(["short", "long"], pairs),
+            "model": model, "format": fmt, "pair_id": range(pairs),
+            "length_group": rng.choice(["short", "long"], pairs),
             "review_id_tw": [f"t{i}" for i in range(pairs)], "review_id_cn": [f"c{i}" for i in range(pairs)],
             "score_tw": truth_tw, "score_cn": truth_cn,
             "prediction_tw": pd.array(np.clip(truth_tw + rng.integers(-2, 3, pairs), 1, 10), dtype="Int64"),
@@ -132,8 +133,9 @@ def review_sentiment_pilot(model: str, rng: np.random.Generator) -> pd.DataFrame
             for truth in LABELS:
                 for index in range(30):
                     right = rng.random() < 0.55 + 0.3 * length_bin / 50
+                    wrong = str(rng.choice([label for label in LABELS if label != truth]))
                     rows.append({"model": model, "variety": variety, "length_bin": length_bin, "sentiment": truth,
-                                 "prediction": truth if right else str(rng.choice([x for x in LABELS if x != truth])),
+                                 "predicted_sentiment": truth if right else wrong,
                                  "status": "valid"})
     return pilot_table(pd.DataFrame(rows))
 

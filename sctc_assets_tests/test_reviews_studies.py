@@ -84,8 +84,9 @@ def test_the_pilot_by_length_and_the_prediction_pairs(stub, tmp_path):
     predictions = pd.read_parquet(out / "review_sentiment_predictions.parquet")
     assert len(predictions) == 10
     assert predictions.set_index("review_id").loc["t3", "status"] == "invalid"
-    assert pd.isna(predictions.set_index("review_id").loc["t3", "prediction"])
-    assert predictions.set_index("review_id").loc["t4", "prediction"] == "negative"  # "Negative." read as the label
+    assert pd.isna(predictions.set_index("review_id").loc["t3", "predicted_sentiment"])
+    # "Negative." is read as the label
+    assert predictions.set_index("review_id").loc["t4", "predicted_sentiment"] == "negative"
     pilot = pd.read_parquet(out / "review_sentiment_pilot.parquet").set_index(["variety", "length_bin", "sentiment"])
     # by hand (classes coded negative 0, neutral 1, positive 2); the stub says positive up to 10 characters:
     # tw bin 0: t1 positive right; two negatives called positive (squared error 4 each); t3 invalid
@@ -172,7 +173,8 @@ def test_imported_ratings_against_the_stars_and_the_model(stub, tmp_path, capsys
         assert len(chosen) == 1, (rater, variety, question, against, fmt)
         return chosen.iloc[0]
 
-    # the stars: r1 on tw 9/9, 3/2, 1/1 → 2 of 3 right, squared errors 0, 1, 0; on cn 8/9, 2/2, 4/1 → 1 of 3, 1, 0, 9
+    # the stars: r1 on tw 9/9, 3/2, 1/1 → 2 of 3 right, squared errors 0, 1, 0;
+    # on cn 8/9, 2/2, 4/1 → 1 of 3 right, squared errors 1, 0, 9
     tw = one("r1", "tw", "predicted_score", "stars")
     assert (tw["n"], tw["accuracy"], tw["mse"]) == (3, pytest.approx(200 / 3), pytest.approx(1 / 3))
     cn = one("r1", "cn", "predicted_score", "stars")

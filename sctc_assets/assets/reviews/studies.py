@@ -27,7 +27,8 @@ class ReviewSentimentPilotConfig(dg.Config):
 @catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=GENERATION_POOL)
 def review_sentiment_predictions(context: dg.AssetExecutionContext, config: ReviewSentimentPilotConfig,
-                                 review_varieties: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
+                                 review_varieties: pd.DataFrame,
+                                 models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """Appendix E's prompt (no system prompt) on up to `per_class` reviews per variety × length bin × sentiment
     class, through the response cache: the raw answer and the label it gives (`valid` when it is one of the three
     labels alone, else `invalid`, left out as in the paper)."""

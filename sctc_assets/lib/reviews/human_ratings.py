@@ -193,7 +193,7 @@ def agreement_table(ratings: pd.DataFrame, varieties: pd.DataFrame,
     against the stars (`against` `stars`) and each model's valid predictions as written (`against` the model, per
     format)."""
     if ratings.empty:
-        return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+        return _typed(pd.DataFrame(columns=AGREEMENT_COLUMNS))
     reviews = varieties.set_index("review_id")[["variety", "score"]]
     rated = ratings[ratings["review_id"].isin(reviews.index)].copy()
     rated["variety"] = rated["review_id"].map(reviews["variety"])
@@ -229,6 +229,9 @@ def agreement_table(ratings: pd.DataFrame, varieties: pd.DataFrame,
                 machine = both["review_id"].map(by_review).to_numpy(dtype=int)
                 rows.append(_compare(_empty_row(rater, variety, "predicted_score", model, fmt, len(person)), person,
                                      machine))
-    table = pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
-    table["n"] = table["n"].astype("int64")
-    return table
+    return _typed(pd.DataFrame(rows, columns=AGREEMENT_COLUMNS))
+
+
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    """Counts as integers and measures as floats, also in an empty table."""
+    return table.astype({"n": "int64", **{column: "float64" for column in AGREEMENT_COLUMNS[6:]}})

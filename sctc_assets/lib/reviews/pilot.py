@@ -39,7 +39,7 @@ PILOT_PROMPT = (
 )
 SAMPLE_COLUMNS = ["review_id", "variety", "score", "sentiment", "characters", "length_bin", "text", "prompt"]
 PREDICTION_COLUMNS = ["model", "review_id", "variety", "score", "sentiment", "characters", "length_bin", "response",
-                      "outcome", "prediction", "status", "cached"]
+                      "outcome", "predicted_sentiment", "status", "cached"]
 PILOT_COLUMNS = ["model", "variety", "length_bin", "bin_low", "bin_high", "sentiment", "n", "n_invalid", "correct",
                  "accuracy", "mse"]
 
@@ -100,7 +100,7 @@ def pilot_predictions(model: str, sample: pd.DataFrame, results: Sequence[Genera
     frame["response"] = [result.text for result in results]
     frame["outcome"] = [result.outcome for result in results]
     labels = [parse_sentiment(result.text) if result.outcome == "ok" else None for result in results]
-    frame["prediction"] = pd.array(labels, dtype="string")
+    frame["predicted_sentiment"] = pd.array(labels, dtype="string")
     frame["status"] = ["valid" if label is not None else "error" if result.outcome == "error" else "invalid"
                        for label, result in zip(labels, results)]
     frame["cached"] = [result.cached for result in results]
@@ -110,7 +110,7 @@ def pilot_predictions(model: str, sample: pd.DataFrame, results: Sequence[Genera
 def _row(model: str, variety: str, length_bin: int, sentiment: str, group: pd.DataFrame) -> dict:
     valid = group[group["status"] == "valid"]
     truth = valid["sentiment"].map(CODES).to_numpy(dtype=float)
-    predicted = valid["prediction"].map(CODES).to_numpy(dtype=float)
+    predicted = valid["predicted_sentiment"].map(CODES).to_numpy(dtype=float)
     n = len(valid)
     correct = int((truth == predicted).sum())
     return {"model": model, "variety": variety, "length_bin": length_bin, "bin_low": BIN_WIDTH * length_bin + 1,
@@ -131,6 +131,5 @@ def pilot_table(predictions: pd.DataFrame) -> pd.DataFrame:
                 rows.append(_row(model, variety, int(bin_), sentiment, chosen))
         rows.append(_row(model, variety, int(bin_), OVERALL, group))
     table = pd.DataFrame(rows, columns=PILOT_COLUMNS)
-    for column in ("length_bin", "bin_low", "bin_high", "n", "n_invalid", "correct"):
-        table[column] = table[column].astype("int64")
-    return table
+    return table.astype({**{column: "int64" for column in ("length_bin", "bin_low", "bin_high", "n", "n_invalid",
+                                                              "correct")}, "accuracy": "float64", "mse": "float64"})

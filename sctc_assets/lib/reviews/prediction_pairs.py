@@ -36,7 +36,9 @@ def prediction_pairs(model: str, predictions: pd.DataFrame, pairs: pd.DataFrame)
         frames.append(frame)
     columns = prediction_pair_columns(a, b)
     if not frames:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=columns).astype({"pair_id": "int64", f"score_{a}": "int64", f"score_{b}": "int64",
+                                                     f"prediction_{a}": "Int64", f"prediction_{b}": "Int64",
+                                                     "both_valid": "bool"})
     table = pd.concat(frames, ignore_index=True)[columns]
     for column in ("pair_id", f"score_{a}", f"score_{b}"):
         table[column] = table[column].astype("int64")

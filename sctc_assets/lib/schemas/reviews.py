@@ -135,8 +135,8 @@ def review_tables(a: str = "tw", b: str = "cn") -> list[TableSchemaSpec]:
     ]
 
 
-_SENTIMENT = ("sentiment", "string", "The pilot's class from the stars: `negative` (1–3), `neutral` (4–7), `positive` "
-                                     "(8–10); in `review_sentiment_pilot` also `overall`.")
+_SENTIMENT = ("sentiment", "string", "The pilot's class from the stars: `negative` (1–3), `neutral` (4–7), "
+                                     "`positive` (8–10); in `review_sentiment_pilot` also `overall`.")
 _PILOT_BIN = ("length_bin", "int", "10-character bin: bin b holds 10b+1 … 10b+10 visible characters (Appendix E, up "
                                    "to 500).")
 
@@ -148,8 +148,8 @@ def study_tables(a: str, b: str, first: str, second: str, suffix: str) -> list[T
             "model", "review_id", "variety", "score", _SENTIMENT,
             ("characters", "int", "Visible characters of title, positive and negative text."), _PILOT_BIN,
             "response", "outcome",
-            ("prediction", "string", "The label the answer consists of (`negative`, `neutral`, `positive`), else "
-                                     "null."),
+            ("predicted_sentiment", "string", "The label the answer consists of (`negative`, `neutral`, "
+                                              "`positive`), else null."),
             ("status", "string", "`valid`, `invalid` (not one of the three labels alone: left out) or `error`."),
             "cached",
         ], C),
