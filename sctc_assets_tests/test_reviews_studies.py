@@ -213,3 +213,18 @@ def test_bad_ratings_name_file_row_and_column(stub, tmp_path, capsys):
     assert main(["reviews", "import-ratings", str(typo), "--out", str(out)]) == 2
     assert capsys.readouterr().err.splitlines()[0].startswith("error: typo.csv: row 1, column 'predicted_scor': "
                                                               "unknown column")
+
+
+def test_no_pilot_without_a_sample_size():
+    """The UI's per-model job keeps the opt-in stage with per_class 0: an empty table with its types, no request."""
+    from sctc_assets.lib.reviews import pilot
+
+    varieties = pd.DataFrame({"review_id": ["a"], "variety": ["tw"], "score": [9], "characters": [2], "title": ["很好"],
+                              "positive": [""], "negative": [""]})
+    assert len(pilot.pilot_sample(varieties, 1)) == 1
+    sample = pilot.pilot_sample(varieties, 0)
+    assert sample.empty and pilot.pilot_requests(sample) == []
+    table = pilot.pilot_table(pilot.pilot_predictions("m", sample, []))
+    assert table.empty and table["n"].dtype == "int64" and table["accuracy"].dtype == "float64"
+    with pytest.raises(ValueError, match="at least 0"):
+        pilot.pilot_sample(varieties, -1)

@@ -19,8 +19,9 @@ GROUP = "reviews"
 
 
 class ReviewSentimentPilotConfig(dg.Config):
-    per_class: int = Field(default=pilot.PAPER_PER_CLASS, description="Reviews drawn per variety × 10-character bin "
-                                                                      "× sentiment class (paper: 200).")
+    per_class: int = Field(default=0, ge=0, description="Reviews drawn per variety × 10-character bin × sentiment "
+                                                        "class (the paper's: 200; `sctc run --reviews-pilot N`); 0, "
+                                                        "the default, runs no pilot: an empty table, no model call.")
     seed: int = Field(default=0, description="Seed of the draw (a hash of seed and review id).")
 
 
@@ -37,6 +38,10 @@ def review_sentiment_predictions(context: dg.AssetExecutionContext, config: Revi
     if not answers_new_prompts(entry):
         raise dg.Failure(f"{model} replays published answers ({entry.backend}) and has none for the review pilot")
     sample = pilot.pilot_sample(review_varieties, config.per_class, seed=config.seed)
+    if sample.empty:  # no pilot asked for (the UI's jobs, without a per_class): nothing to spend
+        table = pilot.pilot_predictions(model, sample, [])
+        return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
+            table, per_class=config.per_class, note="no pilot: per_class is 0 (sctc run --reviews-pilot N)"))
     backend = models.backend(model)
     results = backend.generate(pilot.pilot_requests(sample), cache=models.cache(),
                                progress=ProgressReporter(f"review_sentiment_predictions {model}", context.log.info))

@@ -64,9 +64,12 @@ def _rank(seed: int, review_id: str) -> str:
 
 def pilot_sample(varieties: pd.DataFrame, per_class: int, *, seed: int = 0) -> pd.DataFrame:
     """Up to `per_class` reviews per variety × length bin × sentiment class (the seeded-hash smallest), with the
-    pilot's prompt; reviews over 500 characters are left out."""
-    if per_class < 1:
-        raise ValueError(f"the pilot's sample per class and bin must be at least 1, got {per_class}")
+    pilot's prompt; reviews over 500 characters are left out. `per_class` 0: no pilot, an empty sample."""
+    if per_class < 0:
+        raise ValueError(f"the pilot's sample per class and bin must be at least 0, got {per_class}")
+    if per_class == 0 or varieties.empty:
+        return pd.DataFrame({column: pd.Series(dtype="int64" if column in ("score", "characters", "length_bin")
+                                               else "object") for column in SAMPLE_COLUMNS})
     frame = varieties.copy()
     frame["length_bin"] = [length_bin(int(n)) for n in frame["characters"]]
     frame = frame[frame["length_bin"].notna()].copy()
@@ -104,7 +107,8 @@ def pilot_predictions(model: str, sample: pd.DataFrame, results: Sequence[Genera
     frame["status"] = ["valid" if label is not None else "error" if result.outcome == "error" else "invalid"
                        for label, result in zip(labels, results)]
     frame["cached"] = [result.cached for result in results]
-    return frame[PREDICTION_COLUMNS].reset_index(drop=True)
+    return frame[PREDICTION_COLUMNS].reset_index(drop=True).astype(
+        {"response": "object", "outcome": "object", "status": "object", "cached": "bool"})
 
 
 def _row(model: str, variety: str, length_bin: int, sentiment: str, group: pd.DataFrame) -> dict:
