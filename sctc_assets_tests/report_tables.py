@@ -118,6 +118,55 @@ def review_metrics(model: str, rng: np.random.Generator, pairs: int = 300) -> pd
     return pd.DataFrame(rows)
 
 
+def review_prediction_pairs(model: str, rng: np.random.Generator, pairs: int = 120) -> pd.DataFrame:
+    truth_tw, truth_cn = rng.integers(1, 11, pairs), rng.integers(1, 11, pairs)
+    frames = []
+    for fmt in ("structured", "plain", "shuffled"):
+        frames.append(pd.DataFrame({
+            "model": model, "format": fmt, "pair_id": range(pairs),
+            "length_group": rng.choice(["short", "long"], pairs),
+            "review_id_tw": [f"t{i}" for i in range(pairs)], "review_id_cn": [f"c{i}" for i in range(pairs)],
+            "score_tw": truth_tw, "score_cn": truth_cn,
+            "prediction_tw": pd.array(np.clip(truth_tw + rng.integers(-2, 3, pairs), 1, 10), dtype="Int64"),
+            "prediction_cn": pd.array(np.clip(truth_cn + rng.integers(-1, 2, pairs), 1, 10), dtype="Int64"),
+            "both_valid": True}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def review_sentiment_pilot(model: str, rng: np.random.Generator) -> pd.DataFrame:
+    """The pilot's table from made-up answers: 30 reviews per variety, bin and class, better on longer texts."""
+    from sctc_assets.lib.reviews.pilot import LABELS, pilot_table
+
+    rows = []
+    for variety in ("tw", "cn"):
+        for length_bin in range(0, 50, 2):
+            for truth in LABELS:
+                for index in range(30):
+                    right = rng.random() < 0.55 + 0.3 * length_bin / 50
+                    wrong = str(rng.choice([label for label in LABELS if label != truth]))
+                    rows.append({"model": model, "variety": variety, "length_bin": length_bin, "sentiment": truth,
+                                 "predicted_sentiment": truth if right else wrong,
+                                 "status": "valid"})
+    return pilot_table(pd.DataFrame(rows))
+
+
+def review_human_agreement(model: str, rng: np.random.Generator) -> pd.DataFrame:
+    """Two raters' made-up ratings of 20 reviews per variety against the stars and the model."""
+    from sctc_assets.lib.reviews.human_ratings import agreement_table
+
+    varieties = pd.DataFrame({"review_id": [f"{v}{i}" for v in ("t", "c") for i in range(20)],
+                              "variety": ["tw"] * 20 + ["cn"] * 20, "score": rng.integers(1, 11, 40)})
+    ratings = pd.DataFrame([{"rater": rater, "review_id": review, "pair_id": pd.NA,
+                             "quality": int(rng.integers(3, 6)), "content_agreement": int(rng.integers(2, 6)),
+                             "readability": pd.NA, "nativeness": int(rng.integers(1, 5)),
+                             "predicted_score": int(np.clip(score + rng.integers(-2, 3), 1, 10))}
+                            for rater in ("p1", "p2") for review, score in zip(varieties.review_id, varieties.score)])
+    predictions = pd.DataFrame({"model": model, "format": "structured", "review_id": varieties.review_id,
+                                "version": "original", "status": "valid",
+                                "prediction": np.clip(varieties.score + rng.integers(-1, 2, 40), 1, 10)})
+    return agreement_table(ratings, varieties, predictions)
+
+
 def regional_names(rng: np.random.Generator) -> pd.DataFrame:
     return pd.DataFrame({"name": [f"n{i}" for i in range(60)],
                          "region": ["mainland"] * 30 + ["taiwan"] * 30,
@@ -222,6 +271,10 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
         written += models
     if "reviews" in benchmarks:
         write("review_metrics", review_metrics(LIVE, rng), partitions_def=models_partitions, key=LIVE)
+        write("review_prediction_pairs", review_prediction_pairs(LIVE, rng), partitions_def=models_partitions,
+              key=LIVE)
+        write("review_sentiment_pilot", review_sentiment_pilot(LIVE, rng), partitions_def=models_partitions, key=LIVE)
+        write("review_human_agreement", review_human_agreement(LIVE, rng))
         written.append(LIVE)
     return list(dict.fromkeys(written))
 

@@ -83,7 +83,8 @@ def test_a_full_report_has_every_benchmarks_figures_and_one_row_per_model(full):
     for name in ("term_fig2_upstream", "term_fig5_rules", "term_fig7_rules", "term_fig8_rules", "name_fig3_upstream",
                  "name_fig4_upstream", "name_fig4_from_fig3_upstream", "name_fig10_upstream", "name_fig11_upstream",
                  "name_fig6", "name_fig9", "sovereignty_scores_code", "reviews_gaps", "term_bias_factors",
-                 "name_bias_factors"):
+                 "name_bias_factors", "reviews_length_acc", "reviews_length_mse", "reviews_pair_scatter",
+                 "reviews_sentiment_pilot"):
         assert name in result.figures
     for name in result.figures:
         for suffix in (".png", ".svg"):

@@ -113,6 +113,30 @@ def test_a_screenshot_is_saved(page, tmp_path):
         shutil.copyfile(target, keep)
 
 
+def test_the_review_studies_are_drawn(page, tmp_path):
+    """Figures 2–4, the per-pair scatter, the pilot's and the human ratings' tables as a person sees them: each
+    figure drawn, each table titled, one screenshot per figure (`$SCTC_REPORT_SCREENSHOT_DIR` to keep them)."""
+    figures = ("reviews_length_acc", "reviews_length_mse", "reviews_pair_scatter", "reviews_sentiment_pilot")
+    widths = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('figure[data-figure]')).map(f => "
+                           "[f.dataset.figure, f.querySelector('img').naturalWidth]))")
+    assert all(widths.get(name, 0) > 300 for name in figures), widths
+    text = page.evaluate("document.body.innerText")
+    assert "Appendix E: three-class sentiment by review length" in text
+    assert "Human ratings (Appendix B) against the stars and the models" in text
+    keep = os.environ.get("SCTC_REPORT_SCREENSHOT_DIR")
+    for name in figures:
+        # the figure with its title, below the page's sticky navigation bar
+        page.evaluate(f"document.querySelector('figure[data-figure=\"{name}\"]').scrollIntoView(); "
+                      "window.scrollBy(0, -140)")
+        target = tmp_path / f"{name}.png"
+        page.screenshot(target)
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 20_000
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(target, Path(keep) / target.name)
+    assert page.problems() == []
+
+
 def test_a_missing_figure_file_is_caught(page, report, tmp_path):
     """The checks above can fail: the same page with one PNG deleted shows a failed load and a broken image."""
     result, _ = report

@@ -46,6 +46,15 @@ ASSETS = {
     "review_translation_control": AssetEntry(PER_MODEL, "One model's Table 3: each review as written against its "
                                                         "OpenCC conversion and its model translation.",
                                              opt_in="reviews_translator"),
+    "review_sentiment_predictions": AssetEntry(PER_MODEL, "One model's three-class sentiment answers for Appendix E's "
+                                                          "pilot by review length.", calls=GENERATION,
+                                               opt_in="reviews_pilot"),
+    "review_sentiment_pilot": AssetEntry(PER_MODEL, "One model's pilot accuracy and MSE per variety, 10-character "
+                                                    "bin and sentiment class (Figure 2).", opt_in="reviews_pilot"),
+    "review_prediction_pairs": AssetEntry(PER_MODEL, "One model's two predictions and the two stars of every asked "
+                                                     "pair, per format (Figures 3–4)."),
+    "review_human_agreement": AssetEntry(CROSS_MODEL, "Imported human ratings (Appendix B) against the stars and "
+                                                      "each model's predictions."),
 }
 
 
@@ -88,6 +97,10 @@ def reviews_arguments(parser: Any) -> None:
     group.add_argument("--reviews-varieties-file", metavar="FILE",
                        help="a YAML or CSV file declaring more varieties for --reviews-pair (code, prompt_language, "
                             "display_name, short_name, opencc, regions, the rating prompts of a new language)")
+    group.add_argument("--reviews-pilot", type=int, metavar="N",
+                       help="also run Appendix E's three-class sentiment pilot by length (review_sentiment_pilot): "
+                            "up to N reviews per variety, 10-character bin and class (the paper's N: 200), each "
+                            "one model call through the cache")
 
 
 def reviews_option_problems(options: Mapping[str, Any]) -> list[str]:
@@ -124,6 +137,7 @@ def reviews_config(options: Mapping[str, Any]) -> dict:
                                      if options.get("reviews_varieties") else None, "varieties_file": declared}),
         "review_pairs": present({"pair": pair, "seed": seed, "varieties_file": declared}),
         "review_prompts": present({"seed": seed, "varieties_file": declared}),
+        "review_sentiment_predictions": present({"per_class": options.get("reviews_pilot"), "seed": seed}),
         "review_predictions": present({"max_pairs": options.get("max_pairs"),
                                        "translation_control": False if options.get("no_translation_control") else None}),
         "review_translations": present({"translator": options.get("reviews_translator"),
@@ -264,7 +278,7 @@ REVIEWS = BenchmarkSpec(
     dimension="format",
     assets=ASSETS,
     add_arguments=reviews_arguments,
-    option_ranges=(OptionRange("max_pairs", 1),),
+    option_ranges=(OptionRange("max_pairs", 1), OptionRange("reviews_pilot", 1)),
     check_options=reviews_option_problems,
     config=reviews_config,
     response_asset="review_predictions",
@@ -277,7 +291,7 @@ REVIEWS = BenchmarkSpec(
     default_models=False,
     summary=reviews_summary,
     report_part=ReportPart("sctc_assets.lib.report.reviews", "review_", "Reviews (structured, all pairs)"),
-    report_tables=("review_metrics",),
+    report_tables=("review_metrics", "review_prediction_pairs", "review_sentiment_pilot", "review_human_agreement"),
     jobs={"per_model_lang": "reviews_model_format"},
     estimate_lines=(reviews_translation_lines,),
 )

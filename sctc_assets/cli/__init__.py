@@ -1,8 +1,8 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
 This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
-`fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `names` for `names rephrase`, `cache` for `cache
-export/import`, `docs`, `sovereignty` for `sovereignty import-ratings`;
+`fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `names` for `names rephrase`, `reviews` for `reviews
+import-ratings`, `sovereignty` for `sovereignty import-ratings`, `cache` for `cache export/import`, `docs`;
 `selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
 benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
 its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
@@ -59,7 +59,8 @@ UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
             "fetch": "sctc_assets.cli.fetch", "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
             "terms": "sctc_assets.cli.terms", "names": "sctc_assets.cli.names", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs",
-            "batches": "sctc_assets.cli.batches", "sovereignty": "sctc_assets.cli.sovereignty"}
+            "batches": "sctc_assets.cli.batches", "sovereignty": "sctc_assets.cli.sovereignty",
+            "reviews": "sctc_assets.cli.reviews"}
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None:
@@ -163,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_report_parser(commands)
     _add_terms_parser(commands)
     _add_names_parser(commands)
+    _add_reviews_parser(commands)
     _add_cache_parser(commands)
     _add_sovereignty_parser(commands)
     _add_batches_parser(commands)
@@ -234,6 +236,27 @@ def _add_names_parser(commands: Any) -> None:
     rephrase.add_argument("--out", type=Path, default=None, metavar="FILE",
                           help="the variants file (default: name_prompt_variants.csv in the current folder)")
     _add_budget_arguments(rephrase)
+
+
+def _add_reviews_parser(commands: Any) -> None:
+    reviews = commands.add_parser("reviews", help="work on the review benchmark's human studies (`sctc reviews "
+                                                  "import-ratings`)",
+                                  description="Work on the review benchmark's human studies "
+                                              "(docs/benchmarks/reviews.md).")
+    actions = reviews.add_subparsers(dest="reviews_command", required=True, metavar="ACTION")
+    imported = actions.add_parser(
+        "import-ratings", help="check a person's ratings of reviews, keep them for the next run, report agreement",
+        description="Read a ratings file (CSV, or TSV by its .tsv name; one row per rater and review: rater, "
+                    "review_id, optional pair_id, and one or more of quality and content_agreement (Appendix B.1, "
+                    "1-5), readability (B.2, 1-5), nativeness (B.2, 1-4) and predicted_score (B.2, 1-10)), check "
+                    "every row against the last review run's tables in --out (an unknown review or pair id, a value "
+                    "off its scale, a missing rater: one line each naming file, row and column; the header is row "
+                    "1), keep it under the data folder's review_ratings/ for the next run's review_human_agreement, "
+                    "and print its agreement with the stars and with each model's predictions (accuracy, MSE, "
+                    "quadratic-weighted Cohen's kappa). Exits with 0 when imported, 2 for bad input.")
+    imported.add_argument("file", type=Path, metavar="FILE", help="the ratings file")
+    imported.add_argument("--out", type=Path, default=None,
+                          help=f"the folder of the review run's Parquet tables (default {default_outputs_dir()})")
 
 
 def _add_terms_parser(commands: Any) -> None:

@@ -1,5 +1,6 @@
 """Contextually aligned review pairs: Tables 1 and 2 of Tang et al. (NAACL 2025) and a gap chart, from
-`review_metrics`, named by the variety pair its columns were written for (the paper's `tw`/`cn` by default)."""
+`review_metrics`, then Figures 2–4, the per-pair scatter and the human ratings (`reviews_studies`), named by the
+variety pair its columns were written for (the paper's `tw`/`cn` by default)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
+from sctc_assets.lib.report import reviews_studies
 from sctc_assets.lib.report.intervals import Interval, from_columns, matched_pairs_difference, paired_t_difference
 from sctc_assets.lib.reviews.varieties import VarietyPair, pair_of_columns
 
@@ -191,4 +193,5 @@ def section(inputs: ReportInputs) -> Section:
         caption=f"Δ = {pair.difference} per model and review format; error bars: 95 % intervals.",
         draw=partial(gap_figure, rows), source="review_metrics, analysis length, subset all; "
                                         + inputs.kinds_note(present)))
+    reviews_studies.add_to(result, inputs, rows, pair)
     return result

@@ -132,6 +132,7 @@ def review_tables(a: str = "tw", b: str = "cn") -> list[TableSchemaSpec]:
                                  "the others."),
         ], C),
         *translation_tables(a, b, first, second),
+        *study_tables(a, b, first, second, suffix),
     ]
 
 
@@ -192,6 +193,64 @@ def translation_tables(a: str, b: str, first: str, second: str) -> list[TableSch
             (f"true_mean_{b}", "float", "Mean true score of the reviews (the same on both sides)."),
             ("true_t", "float", "Paired t statistic of the true scores (none: the same reviews)."),
             ("true_p", "float", "p-value of `true_t`."),
+        ], C),
+    ]
+
+
+_SENTIMENT = ("sentiment", "string", "The pilot's class from the stars: `negative` (1–3), `neutral` (4–7), "
+                                     "`positive` (8–10); in `review_sentiment_pilot` also `overall`.")
+_PILOT_BIN = ("length_bin", "int", "10-character bin: bin b holds 10b+1 … 10b+10 visible characters (Appendix E, up "
+                                   "to 500).")
+
+
+def study_tables(a: str, b: str, first: str, second: str, suffix: str) -> list[TableSchemaSpec]:
+    """Appendix E's pilot, the pair-by-pair predictions (Figures 3–4) and the human ratings' agreement."""
+    return [
+        table("review_sentiment_predictions", [
+            "model", "review_id", "variety", "score", _SENTIMENT,
+            ("characters", "int", "Visible characters of title, positive and negative text."), _PILOT_BIN,
+            "response", "outcome",
+            ("predicted_sentiment", "string", "The label the answer consists of (`negative`, `neutral`, "
+                                              "`positive`), else null."),
+            ("status", "string", "`valid`, `invalid` (not one of the three labels alone: left out) or `error`."),
+            "cached",
+        ], C),
+        table("review_sentiment_pilot", [
+            "model", "variety", _PILOT_BIN,
+            ("bin_low", "int", "The bin's first character count."),
+            ("bin_high", "int", "The bin's last character count."),
+            _SENTIMENT,
+            ("n", "int", "Valid answers."),
+            ("n_invalid", "int", "Answers left out (not one of the labels, or failed calls)."),
+            ("correct", "int", "Valid answers naming the review's class."),
+            ("accuracy", "float", "`correct / n`, %."),
+            ("mse", "float", "Mean squared error with the classes coded 0 (negative), 1 (neutral), 2 (positive)."),
+        ], C),
+        table("review_prediction_pairs", [
+            "model", "format", "pair_id",
+            ("length_group", "string", "`short` (the two reviews average 1–49 characters) or `long`."),
+            (f"review_id_{a}", "string", f"The pair's review of {first}{suffix}."),
+            (f"review_id_{b}", "string", f"The pair's review of {second}."),
+            (f"score_{a}", "int", f"Stars of the review of {first}."),
+            (f"score_{b}", "int", f"Stars of the review of {second}."),
+            (f"prediction_{a}", "int", f"The model's score for the review of {first} as written (null: invalid)."),
+            (f"prediction_{b}", "int", f"The model's score for the review of {second} as written (null: invalid)."),
+            ("both_valid", "bool", "Both predictions are valid: the pairs every comparison keeps."),
+        ], C),
+        table("review_human_agreement", [
+            ("rater", "string", "The rater as the ratings file names them, or `all` (every rating pooled)."),
+            "variety",
+            ("question", "string", "`quality`, `content_agreement` (B.1, 1–5), `readability` (B.2, 1–5), "
+                                   "`nativeness` (B.2, 1–4) or `predicted_score` (B.2, 1–10)."),
+            ("against", "string", "`stars` or a model key for `predicted_score`; null for the other questions."),
+            ("format", "string", "The model's prompt format when `against` is a model."),
+            ("n", "int", "Ratings in the row (compared with a model: those with its valid prediction)."),
+            ("mean", "float", "Mean answer of a Likert question."),
+            ("sd", "float", "Its standard deviation (n − 1)."),
+            ("share", "float", "`nativeness`: % of answers 2 (a proficient non-native or a native speaker)."),
+            ("accuracy", "float", "`predicted_score`: % equal to the stars or to the model's prediction."),
+            ("mse", "float", "`predicted_score`: mean squared difference."),
+            ("weighted_kappa", "float", "`predicted_score`: Cohen's κ with quadratic weights over the scores 1–10."),
         ], C),
     ]
 
