@@ -14,6 +14,7 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
+from sctc_assets.lib.sovereignty.drift import run_epoch
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
 from sctc_assets.lib.sovereignty.pro_format import (EXPORT_FOLDER, import_results, overlay_path, preview_results,
                                                    results_folder)
@@ -40,7 +41,8 @@ ASSETS = {
     "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule.",
                                       code_version="2"),  # 2: failed model calls are not scored
     "sovereignty_model_summary": AssetEntry(PER_MODEL, "One model's scores, language bias and McNemar test per "
-                                                       "language pair."),
+                                                       "language pair.",
+                                            code_version="2"),  # 2: the |LBS| ≥ 0.2 flag and Newcombe's interval
     "sovereignty_prompt_pass_rates": AssetEntry(PER_MODEL, "One model's pass rate per prompt and language."),
     "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file.",
                                          code_version="2"),  # 2: no file without a prompt scored in both languages
@@ -52,6 +54,10 @@ ASSETS = {
                                                          "model, and the design's power."),
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
                                                                    "exact test, BH and the LBS interval."),
+    "sovereignty_origin_tests": AssetEntry(CROSS_MODEL, "Chinese-origin models against the others: pass rates and "
+                                                        "language gap, a permutation test over models."),
+    "sovereignty_drift": AssetEntry(PER_MODEL, "One model's answers under two epoch tags compared prompt by prompt "
+                                               "(McNemar, flips), from the cache.", opt_in="sovereignty_drift"),
 }
 
 
@@ -75,6 +81,13 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--sovereignty-prompt-sets", nargs="+", metavar="SET",
                        choices=[name for name in PROMPT_SETS if name != MAIN_PROMPT_SET],
                        help="extra upstream prompt sets to run besides stage1_sovereignty")
+    group.add_argument("--sovereignty-epoch", metavar="TAG",
+                       help="an epoch tag (e.g. 2026-08): asking again under a new tag is a new sample, never a cache "
+                            "hit, and the cache keeps both answers (default: the registry's benchmarks.sovereignty."
+                            "epoch, else none)")
+    group.add_argument("--sovereignty-drift", nargs=2, metavar=("EPOCH_A", "EPOCH_B"),
+                       help="compare each model's cached answers under two epoch tags prompt by prompt "
+                            "(sovereignty_drift; `none`: the untagged answers); no model is called")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
                        help="a filled copy of the review queue (default data/sovereignty_review/"
                             "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
@@ -85,7 +98,11 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
     return {
         "sovereignty_prompts": {"extra_prompt_sets": list(options.get("sovereignty_prompt_sets") or [])},
         "sovereignty_responses": {"samples": options.get("sovereignty_samples"),
-                                  "temperature": options.get("sovereignty_temperature")},
+                                  "temperature": options.get("sovereignty_temperature"),
+                                  "epoch": options.get("sovereignty_epoch")},
+        "sovereignty_drift": {"epochs": list(options.get("sovereignty_drift") or []),
+                              "samples": options.get("sovereignty_samples"),
+                              "temperature": options.get("sovereignty_temperature")},
         "sovereignty_judgements": {"judge": options.get("sovereignty_judge")},
         "sovereignty_results": {"reviews_file": options.get("sovereignty_reviews")},
         "sovereignty_pro_export": {"export_dir": str(Path(out) / EXPORT_FOLDER) if out else None},
@@ -143,8 +160,9 @@ def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[Pa
     designs = []
     for entry in models:
         samples, overrides = SOVEREIGNTY.settings_for(options, entry)
+        epoch = run_epoch(options.get("sovereignty_epoch"), entry.benchmark_settings("sovereignty"))
         for lang in SOVEREIGNTY.langs:
-            items, requests = sovereignty_requests(table, entry.key, lang, samples)
+            items, requests = sovereignty_requests(table, entry.key, lang, samples, epoch)
             designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
                                            (samples, overrides), overrides))
     return designs
@@ -207,7 +225,7 @@ SOVEREIGNTY = BenchmarkSpec(
     run_settings=sovereignty_run_settings,
     design=sovereignty_design,
     downloads=sovereignty_downloads,
-    settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
+    settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens", "epoch"}),
     judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE"),
     serves=answers_sovereignty_prompts,
     prepare=sovereignty_prepare,
