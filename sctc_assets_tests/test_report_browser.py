@@ -164,3 +164,16 @@ def test_the_scorecard_marks_the_label_source_and_a_reduced_run_in_each_row(page
     assert text.splitlines() == ["rules", "reduced: 1 of 15 trials · n = 110"] and css == "reduced"
     assert background != cells["paper-qwen"][2] and "this platform's rules" in title
     assert cells["paper-qwen"][0].splitlines() == ["upstream", "n = 1,650"] and cells["paper-qwen"][1] == ""
+
+
+def test_the_sovereignty_drift_and_origin_tables_show_their_numbers(page):
+    """#42: one drift table per model (the fixture's three English prompts flipped to failing) and the origin test."""
+    drift = page.evaluate("Array.from(document.querySelectorAll('#sovereignty-drift-my-gpt tbody tr')).map(r => "
+                          "Array.from(r.cells).map(c => c.innerText))")
+    english = [row for row in drift if row[0] == "English"]
+    assert len(drift) == 2 and len(english) == 1
+    assert english[0][2:8] == ["10/10", "7/10", "3/0", "0.250", "S1-002, S1-005, S1-009", "–"]
+    origin = page.evaluate("document.querySelectorAll('#sovereignty-origin-code tbody tr').length")
+    assert origin >= 3  # a pass rate per prompting language and the language gaps
+    assert page.problems() == []
+

@@ -14,6 +14,7 @@ from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, 
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, wilson
+from sctc_assets.lib.report.sovereignty_groups import drift_tables, origin_table
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 MAIN_PROMPT_SET = "stage1_sovereignty"
@@ -285,6 +286,8 @@ def section(inputs: ReportInputs) -> Section:
             source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, rule)}; "
                    + inputs.kinds_note(present)))
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
+        result.add(origin_table(inputs.table("sovereignty_origin_tests"), rule))
+    result.add(*drift_tables(inputs.table("sovereignty_drift")))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))
     return result

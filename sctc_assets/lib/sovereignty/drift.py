@@ -118,10 +118,13 @@ def compare_epochs(model: str, lang: str, epochs: tuple[str, str], design: int, 
                     if not frame.empty else frame
                 sides.append(_units(part, several) if not part.empty else pd.Series(dtype=bool))
             a, b = sides
-            both = a.index.intersection(b.index) if len(a) and len(b) else a.index[:0]
-            pass_a, pass_b = a.loc[both].astype(bool), b.loc[both].astype(bool)
-            to_fail = sorted(_label(key) for key in both[(pass_a & ~pass_b).to_numpy()])
-            to_pass = sorted(_label(key) for key in both[(~pass_a & pass_b).to_numpy()])
+            if len(a) and len(b):
+                both = a.index.intersection(b.index)
+                pass_a, pass_b = a.loc[both].astype(bool), b.loc[both].astype(bool)
+                to_fail = sorted(_label(key) for key in both[(pass_a & ~pass_b).to_numpy()])
+                to_pass = sorted(_label(key) for key in both[(~pass_a & pass_b).to_numpy()])
+            else:  # an epoch with no answer here: nothing to pair
+                both, pass_a, pass_b, to_fail, to_pass = [], pd.Series(dtype=bool), pd.Series(dtype=bool), [], []
             _, _, p_exact = stats.mcnemar(len(to_fail), len(to_pass))
             rows.append({"model": model, "scoring_rule": rule, "prompt_set": prompt_set, "lang": lang,
                          "epoch_a": epochs[0], "epoch_b": epochs[1], "unit": "prompt" if several else "response",
