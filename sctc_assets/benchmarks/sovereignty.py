@@ -110,7 +110,9 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
 
 
 def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, dict[str, Any]]:
-    """Samples per prompt and backend overrides: the run's config, else the registry entry's, else the paper's."""
+    """Samples per prompt and backend overrides: the run's config, else the registry entry's, else the paper's (the
+    epoch tag is checked here too, so a bad one stops the run before anything runs)."""
+    run_epoch(values.get("epoch"), entry.benchmark_settings("sovereignty"))
     return run_settings(values.get("samples"), values.get("temperature"), entry.benchmark_settings("sovereignty"))
 
 
