@@ -38,7 +38,8 @@ class ScriptedByModel(StubOpenAIServer):
     def respond(self, body, authorization, headers=None, path=COMPLETIONS_PATH):
         super().respond(body, authorization, headers, path)  # recorded, counted
         prompt = body["messages"][-1]["content"]
-        reply = completion(FAILING if prompt in self.failing.get(body["model"], set()) else PASSING, model=body["model"])
+        failing = prompt in self.failing.get(body["model"], set())
+        reply = completion(FAILING if failing else PASSING, model=body["model"])
         reply.body["system_fingerprint"] = f"fp_{self.version}"
         return reply
 
@@ -56,8 +57,9 @@ def _registry(tmp_path: Path, server: StubOpenAIServer, models: dict[str, str]) 
     path = tmp_path / "models.yaml"
     lines = ["models:"]
     for key, origin in models.items():
-        lines.append(f"  {key}: {{backend: openai, model: {key}, base_url: '{server.base_url}', api_key_env: {KEY_ENV}, "
-                     f"max_retries: 0, benchmarks: {{sovereignty: {{samples: 1}}}}{', origin: ' + origin if origin else ''}}}")
+        extra = f", origin: {origin}" if origin else ""
+        lines.append(f"  {key}: {{backend: openai, model: {key}, base_url: '{server.base_url}', "
+                     f"api_key_env: {KEY_ENV}, max_retries: 0, benchmarks: {{sovereignty: {{samples: 1}}}}{extra}}}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -185,7 +187,8 @@ def test_the_permutation_test_matches_a_hand_enumeration_and_goes_monte_carlo_wh
     difference, p, how = permutation_test([0.2, 0.5], [1.0, 0.9])
     assert difference == pytest.approx(-0.6) and p == pytest.approx(2 / 6) and how == "exact (6 relabellings)"
     a, b = [0.1, 0.0, 0.3], [0.9, 0.7, 1.0, 0.6]
-    assert permutation_test(a, b)[1] == pytest.approx(_hand_permutation_p(a, b)) == pytest.approx(1 / 35)  # only the observed split
+    # only the observed split is as extreme (the mirror split cannot exist with groups of 3 and 4)
+    assert permutation_test(a, b)[1] == pytest.approx(_hand_permutation_p(a, b)) == pytest.approx(1 / 35)
     _, p, how = permutation_test(a, b, exact_limit=10, draws=2000)
     assert how.startswith("Monte Carlo (2000 relabellings of 35") and abs(p - 1 / 35) < 0.02
 
@@ -199,7 +202,8 @@ def test_origin_tests_on_a_hand_built_summary():
     table = origin_tests(pd.DataFrame(rows), countries)
     en = table[(table["comparison"] == "pass_rate") & (table["lang_a"] == "en")].iloc[0]
     assert en["models_b"] == "c, g, m" and en["rate_b"] == pytest.approx((1.0 + 1.0 + 0.4) / 3)
-    assert en["p_permutation"] == pytest.approx(_hand_permutation_p([0.2, 0.1], [1.0, 1.0, 0.4])) == pytest.approx(2 / 10)
+    hand = _hand_permutation_p([0.2, 0.1], [1.0, 1.0, 0.4])
+    assert en["p_permutation"] == pytest.approx(hand) == pytest.approx(2 / 10)
 
 
 def test_newcombe_interval_and_the_papers_threshold():
@@ -217,7 +221,8 @@ def test_origin_in_the_registry_is_checked_and_named_by_file_and_key():
     entries = parse_registry({"models": {"m": {"backend": "openai", "origin": {"country": "CN",
                                                                                 "developer": "Moonshot AI"}}}},
                              source="models.yaml")
-    assert entries["m"].origin == {"country": "CN", "developer": "Moonshot AI"} and "origin" not in entries["m"].settings
+    assert entries["m"].origin == {"country": "CN", "developer": "Moonshot AI"}
+    assert "origin" not in entries["m"].settings  # never a backend setting: no cache key changes
     with pytest.raises(RegistryError, match=r"^models.yaml: model 'm': origin.country: .*found 'China'$"):
         parse_registry({"models": {"m": {"backend": "openai", "origin": {"country": "China", "developer": "x"}}}},
                        source="models.yaml")

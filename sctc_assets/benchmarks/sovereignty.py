@@ -233,5 +233,6 @@ SOVEREIGNTY = BenchmarkSpec(
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
     report_part=ReportPart("sctc_assets.lib.report.sovereignty", "sovereignty_", "Sovereignty (code rule, ZH-Hant vs EN)"),
-    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_origin_tests", "sovereignty_drift"),
+    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_origin_tests",
+                   "sovereignty_drift"),
 )
