@@ -76,7 +76,7 @@ def gee_p(rows: pd.DataFrame, formula: str, term: str) -> float:
             warnings.simplefilter("ignore")
             fit = smf.gee(formula, "model", rows, family=sm.families.Binomial(),
                           cov_struct=sm.cov_struct.Exchangeable()).fit()
-        p = float(fit.pvalues[term])
+            p = float(fit.pvalues[term])  # computed lazily: a degenerate fit warns here
     except Exception:  # noqa: BLE001: singular or separated fits have no p-value to give
         return math.nan
     return p if math.isfinite(p) else math.nan
