@@ -204,6 +204,7 @@ def test_origin_tests_on_a_hand_built_summary():
     assert en["models_b"] == "c, g, m" and en["rate_b"] == pytest.approx((1.0 + 1.0 + 0.4) / 3)
     hand = _hand_permutation_p([0.2, 0.1], [1.0, 1.0, 0.4])
     assert en["p_permutation"] == pytest.approx(hand) == pytest.approx(2 / 10)
+    assert en["p_gee"] < 0.01  # the sandwich errors of five clusters: far too confident (the docs quote it)
 
 
 def test_newcombe_interval_and_the_papers_threshold():
