@@ -19,6 +19,8 @@ from sctc_assets.benchmarks import REPORT_INPUTS, REPORT_TABLES, RESPONSE_TABLES
 from sctc_assets.lib.report import ReportInputs, ReportResult, build_report, read_tables, response_usage
 from sctc_assets.lib.reviews.metrics import compare
 from sctc_assets.lib.sovereignty.condition_effects import condition_effects
+from sctc_assets.lib.sovereignty.drift import DRIFT_COLUMNS, compare_epochs
+from sctc_assets.lib.sovereignty.groups import origin_tests
 from sctc_assets.lib.sovereignty.metrics import model_summary, with_bh
 from sctc_assets.lib.term import metrics as term_metrics
 from sctc_assets.partitions import MODELS_PARTITION_NAME, model_lang_partitions, models_partitions
@@ -101,6 +103,28 @@ def sovereignty_results(models: Iterable[str], rng: np.random.Generator) -> pd.D
                                  bool(persona.random() < 0.8), "taiwan-user"))
     return pd.DataFrame(rows, columns=["model", "scoring_rule", "prompt_set", "lang", "prompt_id", "sample",
                                        "passed", "condition"])
+
+
+# The drift fixture: English answers that passed under epoch 2026-02 and fail under 2026-08 on these prompts.
+DRIFT_FLIPS = ("S1-002", "S1-005", "S1-009")
+
+
+def sovereignty_drift(model: str) -> pd.DataFrame:
+    """`sovereignty_drift` rows as `lib/sovereignty/drift.compare_epochs` computes them, for two epochs of `model`."""
+    rows = []
+    for lang in ("zh_hant", "en"):
+        scored = {}
+        for epoch in ("2026-02", "2026-08"):
+            passed = [not (epoch == "2026-08" and lang == "en" and f"S1-{prompt + 1:03d}" in DRIFT_FLIPS)
+                      for prompt in range(10)]
+            scored[epoch] = pd.DataFrame({"scoring_rule": "code", "prompt_set": "stage1_sovereignty",
+                                          "prompt_id": [f"S1-{prompt + 1:03d}" for prompt in range(10)],
+                                          "sample": 0, "passed": passed})
+        rows += compare_epochs(model, lang, ("2026-02", "2026-08"), 10, 1, scored,
+                               {"2026-02": ["system_fingerprint=fp_1"], "2026-08": ["system_fingerprint=fp_2"]},
+                               {"2026-02": 10, "2026-08": 10})
+    table = pd.DataFrame(rows, columns=DRIFT_COLUMNS)
+    return table[table["scoring_rule"] == "code"].reset_index(drop=True)
 
 
 def review_metrics(model: str, rng: np.random.Generator, pairs: int = 300) -> pd.DataFrame:
@@ -268,6 +292,8 @@ def write_benchmark_tables(storage: Path, *, benchmarks: Iterable[str] = ("term"
                   partitions_def=models_partitions, key=model)
         write("sovereignty_summary", with_bh(summary))
         write("sovereignty_condition_effects", condition_effects(results))
+        write("sovereignty_origin_tests", origin_tests(with_bh(summary), {LIVE: "US", TSB: "CN"}))
+        write("sovereignty_drift", sovereignty_drift(LIVE), partitions_def=models_partitions, key=LIVE)
         written += models
     if "reviews" in benchmarks:
         write("review_metrics", review_metrics(LIVE, rng), partitions_def=models_partitions, key=LIVE)

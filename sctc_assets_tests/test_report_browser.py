@@ -200,3 +200,14 @@ def test_the_sovereignty_conditions_table_pairs_the_persona_with_none(page):
     assert [row[:3] for row in rows] == [["my-gpt", "taiwan-user", language] for language in
                                          ("Traditional Chinese", "Simplified Chinese", "English")]
     assert all("/" in row[5] and row[6] for row in rows)
+def test_the_sovereignty_drift_and_origin_tables_show_their_numbers(page):
+    """#42: one drift table per model (the fixture's three English prompts flipped to failing) and the origin test."""
+    drift = page.evaluate("Array.from(document.querySelectorAll('#sovereignty-drift-my-gpt tbody tr')).map(r => "
+                          "Array.from(r.cells).map(c => c.innerText))")
+    english = [row for row in drift if row[0] == "English"]
+    assert len(drift) == 2 and len(english) == 1
+    assert english[0][2:8] == ["10/10", "7/10", "3/0", "0.250", "S1-002, S1-005, S1-009", "–"]
+    origin = page.evaluate("document.querySelectorAll('#sovereignty-origin-code tbody tr').length")
+    assert origin >= 3  # a pass rate per prompting language and the language gaps
+    assert page.problems() == []
+

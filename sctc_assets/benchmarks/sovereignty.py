@@ -16,6 +16,7 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
 from sctc_assets.lib.sovereignty.conditions import Condition, choose_conditions, read_conditions
+from sctc_assets.lib.sovereignty.drift import run_epoch
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores, with_condition
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, overlay_path
 from sctc_assets.lib.sovereignty.result_import import import_folder, preview
@@ -43,7 +44,8 @@ ASSETS = {
     "sovereignty_results": AssetEntry(MODEL_LANG, "PASS, WARN, FAIL or ERROR of each answer under each scoring rule.",
                                       code_version="2"),  # 2: failed model calls are not scored
     "sovereignty_model_summary": AssetEntry(PER_MODEL, "One model's scores, language bias and McNemar test per "
-                                                       "language pair."),
+                                                       "language pair.",
+                                            code_version="2"),  # 2: the |LBS| ≥ 0.2 flag and Newcombe's interval
     "sovereignty_prompt_pass_rates": AssetEntry(PER_MODEL, "One model's pass rate per prompt and language."),
     "sovereignty_pro_export": AssetEntry(PER_MODEL, "One model's answers as a Pro-study result file.",
                                          code_version="2"),  # 2: no file without a prompt scored in both languages
@@ -60,6 +62,10 @@ ASSETS = {
     "sovereignty_condition_effects": AssetEntry(CROSS_MODEL, "What each condition (system prompt or persona) changes "
                                                              "against none, prompt by prompt, with exact McNemar and "
                                                              "BH.", opt_in="sovereignty_conditions"),
+    "sovereignty_origin_tests": AssetEntry(CROSS_MODEL, "Chinese-origin models against the others: pass rates and "
+                                                        "language gap, a permutation test over models."),
+    "sovereignty_drift": AssetEntry(PER_MODEL, "One model's answers under two epoch tags compared prompt by prompt "
+                                               "(McNemar, flips), from the cache.", opt_in="sovereignty_drift"),
 }
 
 
@@ -109,6 +115,13 @@ def sovereignty_arguments(parser: Any) -> None:
     group.add_argument("--sovereignty-conditions-file", metavar="FILE",
                        help="the conditions file (YAML: name → system prompt, or one per language; it must hold "
                             "none); default: the package's, with none, taiwan-user and factual-framing")
+    group.add_argument("--sovereignty-epoch", metavar="TAG",
+                       help="an epoch tag (e.g. 2026-08): asking again under a new tag is a new sample, never a cache "
+                            "hit, and the cache keeps both answers (default: the registry's benchmarks.sovereignty."
+                            "epoch, else none)")
+    group.add_argument("--sovereignty-drift", nargs=2, metavar=("EPOCH_A", "EPOCH_B"),
+                       help="compare each model's cached answers under two epoch tags prompt by prompt "
+                            "(sovereignty_drift; `none`: the untagged answers); no model is called")
     group.add_argument("--sovereignty-reviews", metavar="FILE",
                        help="a filled copy of the review queue (default data/sovereignty_review/"
                             "sovereignty_reviews.csv); decisions filled in the queue file itself are read too")
@@ -121,7 +134,11 @@ def sovereignty_config(options: Mapping[str, Any]) -> dict:
         "sovereignty_responses": {"samples": options.get("sovereignty_samples"),
                                   "temperature": options.get("sovereignty_temperature"),
                                   "conditions": options.get("sovereignty_conditions"),
-                                  "conditions_file": options.get("sovereignty_conditions_file")},
+                                  "conditions_file": options.get("sovereignty_conditions_file"),
+                                  "epoch": options.get("sovereignty_epoch")},
+        "sovereignty_drift": {"epochs": list(options.get("sovereignty_drift") or []),
+                              "samples": options.get("sovereignty_samples"),
+                              "temperature": options.get("sovereignty_temperature")},
         # Further judges only when named: a run with one judge keeps the config it always had.
         "sovereignty_judgements": {"judge": options.get("sovereignty_judge"),
                                    **({"second_judges": list(options[SECOND_JUDGES])}
@@ -138,7 +155,9 @@ def run_conditions(options: Mapping[str, Any]) -> list[Condition]:
 
 
 def sovereignty_run_settings(values: Mapping[str, Any], entry: Any) -> tuple[int, dict[str, Any]]:
-    """Samples per prompt and backend overrides: the run's config, else the registry entry's, else the paper's."""
+    """Samples per prompt and backend overrides: the run's config, else the registry entry's, else the paper's (the
+    epoch tag is checked here too, so a bad one stops the run before anything runs)."""
+    run_epoch(values.get("epoch"), entry.benchmark_settings("sovereignty"))
     return run_settings(values.get("samples"), values.get("temperature"), entry.benchmark_settings("sovereignty"))
 
 
@@ -210,8 +229,9 @@ def sovereignty_design(models: list[Any], options: Mapping[str, Any]) -> list[Pa
     conditions = run_conditions(options)
     for entry in models:
         samples, overrides = SOVEREIGNTY.settings_for(options, entry)
+        epoch = run_epoch(options.get("sovereignty_epoch"), entry.benchmark_settings("sovereignty"))
         for lang in SOVEREIGNTY.langs:
-            items, requests = sovereignty_requests(table, entry.key, lang, samples, conditions)
+            items, requests = sovereignty_requests(table, entry.key, lang, samples, conditions, epoch)
             designs.append(PartitionDesign(entry.key, lang, pd.DataFrame(items), RequestSet(requests),
                                            (samples, overrides), overrides))
     return designs
@@ -286,11 +306,12 @@ SOVEREIGNTY = BenchmarkSpec(
     run_settings=sovereignty_run_settings,
     design=sovereignty_design,
     downloads=sovereignty_downloads,
-    settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens"}),
+    settings_keys=frozenset({"samples", "temperature", "max_new_tokens", "max_tokens", "epoch"}),
     judge=JudgeSetting("sovereignty_judge", "SCTC_SOVEREIGNTY_JUDGE", more=SECOND_JUDGES),
     serves=answers_sovereignty_prompts,
     prepare=sovereignty_prepare,
     summary=sovereignty_summary_text,
     report_part=ReportPart("sctc_assets.lib.report.sovereignty", "sovereignty_", "Sovereignty (code rule, ZH-Hant vs EN)"),
-    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_condition_effects"),
+    report_tables=("sovereignty_summary", "sovereignty_model_summary", "sovereignty_condition_effects",
+                   "sovereignty_origin_tests", "sovereignty_drift"),
 )

@@ -105,9 +105,10 @@ def _wait(seconds: float) -> None:
 
 
 def request_from_json(text: str) -> GenerationRequest:
-    """The request a `batch_requests` row stands for (its messages, trial and seed: all its key depends on)."""
+    """The request a `batch_requests` row stands for (its messages, trial, seed and epoch: all its key depends on)."""
     payload = json.loads(text)
-    return GenerationRequest(tuple(payload["messages"]), int(payload.get("trial", 0)), {}, payload.get("seed"))
+    return GenerationRequest(tuple(payload["messages"]), int(payload.get("trial", 0)), {}, payload.get("seed"),
+                             payload.get("epoch"))
 
 
 def new_local_id() -> str:

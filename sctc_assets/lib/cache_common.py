@@ -21,9 +21,10 @@ COPIED_TABLES: dict[str, tuple[str, ...]] = {
 
 
 def request_identity(identity: Mapping[str, Any], request: GenerationRequest) -> dict[str, Any]:
-    """What the cache key is computed from: the backend's identity plus this request's messages, trial and seed.
+    """What the cache key is computed from: the backend's identity plus this request's messages, trial, seed and epoch.
 
-    The seed enters only when one is sent, so requests without a seed keep the keys they had before seeds existed.
+    The seed enters only when one is sent, so requests without a seed keep the keys they had before seeds existed;
+    so does the epoch tag, only when one is set (asking again under a new tag is a new sample, never a cache hit).
     """
     payload = {
         **identity,
@@ -32,6 +33,8 @@ def request_identity(identity: Mapping[str, Any], request: GenerationRequest) ->
     }
     if request.seed is not None:
         payload["seed"] = request.seed
+    if request.epoch:
+        payload["epoch"] = request.epoch
     return payload
 
 

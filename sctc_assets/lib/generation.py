@@ -53,12 +53,15 @@ class GenerationRequest:
     prompt in the cache. `ref` locates the item in a benchmark (benchmark, lang, prompt_variant, row, ...): replay
     backends read published responses through it; live backends ignore it. `seed` is the sampling seed sent with
     this request, set by `ModelBackend.generate` from the backend's base seed and the trial (None: none is sent).
+    `epoch` is a tag that makes asking again a new sample (`sctc run --sovereignty-epoch`): it enters the cache key
+    only when set, and is never sent to the model.
     """
 
     messages: tuple[Mapping[str, str], ...]
     trial: int = 0
     ref: Mapping[str, Any] = field(default_factory=dict)
     seed: int | None = None
+    epoch: str | None = None
 
     @classmethod
     def user(cls, prompt: str, *, trial: int = 0, system: str | None = None, **ref: Any) -> "GenerationRequest":

@@ -9,6 +9,7 @@
         benchmarks:                  # per-benchmark run settings (e.g. fewer trials for slow CPU models)
           term: {trials: 1}
         budget: {max_calls: 5000, max_cost_usd: 2.5}   # optional: new calls of this model per run (lib/budget.py)
+        origin: {country: US, developer: OpenAI}        # optional: who made it (ISO 3166 country code), for group tests
         model: gpt-4o-mini           # every other key is a backend setting
         api_key_env: OPENAI_API_KEY
 
@@ -34,7 +35,9 @@ from sctc_assets.lib.budget import BudgetError, BudgetLimits
 from sctc_assets.lib.yaml_files import load_yaml
 
 MODEL_KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
-RESERVED_KEYS = ("backend", "description", "default", "enabled", "benchmarks", "budget")
+RESERVED_KEYS = ("backend", "description", "default", "enabled", "benchmarks", "budget", "origin")
+# `origin: {country: CN, developer: Alibaba}`: an ISO 3166-1 alpha-2 country code and the developer's name.
+COUNTRY_PATTERN = re.compile(r"^[A-Z]{2}$")
 OVERLAY_DIR_NAME = "models.d"
 
 
@@ -53,6 +56,8 @@ class ModelEntry:
     benchmarks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = ""  # the registry or drop-in file that defines the entry, for error messages
     budget: BudgetLimits = field(default_factory=BudgetLimits)
+    # Who made the model: {"country": "CN", "developer": "Alibaba"}; empty when the registry does not say.
+    origin: Mapping[str, str] = field(default_factory=dict)
 
     def benchmark_settings(self, benchmark: str) -> dict[str, Any]:
         return dict(self.benchmarks.get(benchmark) or {})
@@ -95,8 +100,27 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
             benchmarks={name: dict(value) for name, value in benchmarks.items()},
             source=source,
             budget=budget,
+            origin=parse_origin(raw.get("origin"), where=where),
         )
     return entries
+
+
+def parse_origin(raw: Any, *, where: str) -> dict[str, str]:
+    """A registry entry's `origin`, checked: absent gives {}; else a country code and a developer, nothing else."""
+    if raw is None:
+        return {}
+    expected = "expected `origin: {country: XX, developer: NAME}` (XX an ISO 3166 code such as CN, US, FR)"
+    if not isinstance(raw, Mapping):
+        raise RegistryError(f"{where}: origin: {expected}, found {type(raw).__name__}")
+    unknown = sorted(str(name) for name in raw if name not in ("country", "developer"))
+    if unknown:
+        raise RegistryError(f"{where}: origin: unknown field(s) {', '.join(unknown)}; {expected}")
+    country, developer = raw.get("country"), raw.get("developer")
+    if not isinstance(country, str) or not COUNTRY_PATTERN.match(country):
+        raise RegistryError(f"{where}: origin.country: {expected}, found {country!r}")
+    if not isinstance(developer, str) or not developer.strip():
+        raise RegistryError(f"{where}: origin.developer: {expected}, found {developer!r}")
+    return {"country": country, "developer": developer.strip()}
 
 
 # Parsed files by (path, inode, size, modification time): every stage of a run asks for the registry, and parsing

@@ -14,6 +14,7 @@ from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, provenance_columns, reasoning_columns
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.sovereignty.conditions import choose_conditions
+from sctc_assets.lib.sovereignty.drift import run_epoch
 from sctc_assets.lib.sovereignty.flags import answer_text, has_answer, missing_answer
 from sctc_assets.lib.sovereignty.judge import parse_verdict
 from sctc_assets.lib.sovereignty.prompt_file import judge_prompt_for
@@ -27,7 +28,7 @@ GROUP = "sovereignty"
 JUDGE_ENV_VAR = SOVEREIGNTY.judge.env_var  # the variable `sctc run` and its validator read too
 RESPONSE_COLUMNS = ITEM_KEYS + ["category", "prompt", "response", "outcome", "outcome_message", "input_tokens",
                                 "output_tokens", "finish_reason", "cached", "latency_s", "seed", "served_model",
-                                "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
+                                "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens", "epoch"]
 JUDGEMENT_COLUMNS = ITEM_KEYS + ["judge_model", "judge_answer", "judge_outcome", "judge_acknowledges"]
 
 
@@ -45,6 +46,11 @@ class SovereigntyResponsesConfig(dg.Config):
     conditions_file: Optional[str] = Field(
         default=None, description="The conditions file (YAML: name → system prompt, or one per language); default "
                                   "the package's `lib/sovereignty/default_conditions.yaml`.")
+    epoch: Optional[str] = Field(
+        default=None, description="An epoch tag (e.g. 2026-08): asking again under a new tag is a new sample, never "
+                                  "a cache hit, and the cache keeps both answers (`sovereignty_drift` compares "
+                                  "them). Default: the registry's `benchmarks.sovereignty.epoch`, else none (the "
+                                  "keys as they always were).")
 
 
 @catalogued
@@ -60,7 +66,8 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     entry = models.entry(model)
     samples, overrides = SOVEREIGNTY.run_settings(config.model_dump(), entry)
     conditions = choose_conditions(config.conditions, config.conditions_file)
-    items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples, conditions)
+    epoch = run_epoch(config.epoch, entry.benchmark_settings("sovereignty"))
+    items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples, conditions, epoch)
     backend = models.backend(model, overrides=overrides)
     results = backend.generate(requests, cache=models.cache(),
                                progress=ProgressReporter(f"sovereignty_responses {model}/{lang}", context.log.info))
@@ -87,7 +94,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
                             "(API errors in the study), scored as failures")
     return dg.Output(frame, data_version=content_version(frame), metadata=table_metadata(
         frame, backend=entry.backend, samples=samples, conditions=dg.MetadataValue.json(
-            [condition.name for condition in conditions]), overrides=dg.MetadataValue.json(overrides),
+            [condition.name for condition in conditions]), overrides=dg.MetadataValue.json(overrides), epoch=epoch or "",
         skipped=dg.MetadataValue.json(skipped), published_errors=published_errors,
         **generation_metadata(context.log, f"sovereignty_responses {model}/{lang}", backend, results)))
 

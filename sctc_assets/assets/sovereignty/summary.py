@@ -6,6 +6,7 @@ import pandas as pd
 from sctc_assets.assets.catalog import catalogued
 from sctc_assets.assets.metadata import figure_file, table_metadata
 from sctc_assets.lib.report.headlines import sovereignty_headlines
+from sctc_assets.lib.sovereignty.lbs import with_lbs_flag
 from sctc_assets.lib.sovereignty.metrics import (
     RATE_COLUMNS, SUMMARY_COLUMNS, model_summary, prompt_pass_rates, with_bh,
 )
@@ -21,9 +22,11 @@ def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd
     """Per scoring rule, prompt set and language pair (T−E as in the paper, S−E, S−T):
     Score of each language, LBS, consistency C, QAC, McNemar b/c with the paper's χ² and the exact binomial p (over
     prompts, by majority, when there are several samples per prompt: `mcnemar_unit`), and
-    the Pro study's verdict (PASS / FAIL_ZH / FAIL_EN / FAIL_BOTH / LANG_BIAS)."""
+    the Pro study's verdict (PASS / FAIL_ZH / FAIL_EN / FAIL_BOTH / LANG_BIAS); `lbs_significant_bias` flags the
+    paper's |LBS| ≥ 0.2, with Newcombe's paired interval of LBS (`lbs_newcombe_low/high`)."""
     summary = model_summary(sovereignty_results) if not sovereignty_results.empty \
         else pd.DataFrame(columns=SUMMARY_COLUMNS)
+    summary = with_lbs_flag(summary, sovereignty_results)
     return dg.Output(summary, metadata=table_metadata(summary, preview_rows=12, **sovereignty_headlines(summary)))
 
 

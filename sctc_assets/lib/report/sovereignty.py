@@ -15,6 +15,7 @@ from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, wilson
 from sctc_assets.lib.sovereignty.pairs import baseline
+from sctc_assets.lib.report.sovereignty_groups import drift_tables, origin_table
 from sctc_assets.lib.varieties import ENGLISH, SIMPLIFIED, TRADITIONAL
 
 MAIN_PROMPT_SET = "stage1_sovereignty"
@@ -329,6 +330,8 @@ def section(inputs: ReportInputs) -> Section:
             source=f"{source}; scoring rule {rule}: {RULE_NOTES.get(rule, RULE_NOTES_MORE_JUDGES)}; "
                    + inputs.kinds_note(present)))
         result.add(table4(summary, rule, source), simplified_table(summary, rule, source))
+        result.add(origin_table(inputs.table("sovereignty_origin_tests"), rule))
+    result.add(*drift_tables(inputs.table("sovereignty_drift")))
     if not (pair_rows(summary, "code")["model"].nunique() if "code" in rules else 0):
         result.missing.append(Missing("the code rule's rows (the scorecard's sovereignty columns)", HOW))
     result.add(condition_table(inputs))

@@ -62,6 +62,18 @@ for _side in ("a", "b"):
     C[f"reasoning_only_{_side}"] = ("int", f"Answers in `lang_{_side}` whose reasoning holds a phrase their answer "
                                            "does not.", True)
 _REASONING_FLAGS = ["reasoning_type_a", "reasoning_type_b", "reasoning_type_c", "reasoning_only"]
+# The paper's |LBS| ≥ 0.2 threshold and an interval for LBS (`lib/sovereignty/lbs.py`); older tables lack them.
+C.update({
+    "lbs_significant_bias": ("bool", "|`lbs`| ≥ 0.2: what the paper's Section 3.4 calls significant language bias.",
+                             True),
+    "lbs_newcombe_low": ("float", "95 % interval of `lbs`, low end: Newcombe's (1998) hybrid score interval for "
+                                  "paired proportions (the paper gives none).", True),
+    "lbs_newcombe_high": ("float", "95 % interval of `lbs`, high end (Newcombe 1998, method 10).", True),
+    "lbs_ci_method": ("string", "How `lbs_newcombe_low` and `lbs_newcombe_high` were computed.", True),
+    "epoch": ("string", "The epoch tag the answer was asked under (`--sovereignty-epoch`); missing when none was "
+                        "set.", True),
+})
+_LBS_FLAG = ["lbs_significant_bias", "lbs_newcombe_low", "lbs_newcombe_high", "lbs_ci_method"]
 
 _FLAGS = []
 for _type in ("a", "b", "c"):
@@ -76,14 +88,14 @@ for _type in ("a", "b", "c"):
 _SUMMARY = ["model", "scoring_rule", "prompt_set", "condition", "lang_a", "lang_b", "n_a", "passed_a", "score_a", "n_b",
             "passed_b", "score_b", "lbs", "n_pairs", "consistency", "qac", "mcnemar_unit", "mcnemar_n", "mcnemar_b",
             "mcnemar_c", "chi2", "p_chi2", "p_exact", "verdict",
-            *[f"{column}_{side}" for side in ("a", "b") for column in ("reasoning", *_REASONING_FLAGS)]]
+            *[f"{column}_{side}" for side in ("a", "b") for column in ("reasoning", *_REASONING_FLAGS)], *_LBS_FLAG]
 
 TABLES = [
     table("sovereignty_prompts", ["prompt_set", "prompt_id", "category", "lang", "prompt"], C),
     table("sovereignty_responses", [
         "model", "lang", "prompt_set", "prompt_id", "sample", "condition", "category", "prompt", "response", "outcome",
         "outcome_message", "input_tokens", "output_tokens", "finish_reason", "cached", "latency_s", "seed",
-        "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens",
+        "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens", "epoch",
     ], C),
     table("sovereignty_judgements", ["model", "lang", "prompt_set", "prompt_id", "sample", "condition", "judge_model",
                                      "judge_answer", "judge_outcome", "judge_acknowledges"], C),
@@ -211,5 +223,50 @@ TABLES = [
         ("lbs_pair", "string", "The language pair of the LBS columns (the paper's, `zh_hant−en`)."),
         ("lbs_baseline", "float", "The model's LBS on that pair under the baseline (missing without both languages)."),
         ("lbs_condition", "float", "The model's LBS on that pair under the condition."),
+    ], C),
+    table("sovereignty_origin_tests", [
+        "scoring_rule", "prompt_set",
+        ("comparison", "string", "`pass_rate` (one prompting language, `lang_a`) or `language_gap` (the LBS "
+                                 "`lang_a` − `lang_b`)."),
+        ("lang_a", "string", "The prompting language (`pass_rate`), or the first of the pair (`language_gap`)."),
+        ("lang_b", "string", "The second language of the pair; empty for `pass_rate`."),
+        ("group_a", "string", "`CN`: models whose registry `origin.country` is CN."),
+        ("group_b", "string", "`other`: models of any other origin (the paper's Western models)."),
+        ("n_models_a", "int", "Models in `group_a`."),
+        ("n_models_b", "int", "Models in `group_b`."),
+        ("models_a", "string", "The models of `group_a`, comma-separated."),
+        ("models_b", "string", "The models of `group_b`, comma-separated."),
+        ("rate_a", "float", "Mean over `group_a`'s models of their pass rate (or LBS): each model counts once."),
+        ("rate_b", "float", "The same for `group_b`."),
+        ("difference", "float", "`rate_a − rate_b`."),
+        ("p_permutation", "float", "Two-sided permutation p over models (origin labels reassigned, group sizes "
+                                   "kept): the primary test."),
+        ("permutations", "string", "Exact (every relabelling) or Monte Carlo (draws and seed)."),
+        ("p_gee", "float", "Robust Wald p of a logistic GEE on the answers clustered by model (origin, or origin × "
+                           "language for the gap): for comparison only, unreliable with few models; missing where "
+                           "the fit fails (e.g. a group that passes nothing)."),
+        ("method", "string", "The tests, named."),
+    ], C),
+    table("sovereignty_drift", [
+        "model", "scoring_rule", "prompt_set", "lang",
+        ("epoch_a", "string", "The first epoch tag (`none`: the untagged answers)."),
+        ("epoch_b", "string", "The second epoch tag."),
+        ("unit", "string", "What is paired: single answers (`response`), or prompts by majority with several samples."),
+        ("n_design", "int", "Answers the design asks for in this language (prompts × samples)."),
+        ("answered_a", "int", "Of them, answers of `epoch_a` found in the cache."),
+        ("answered_b", "int", "Of them, answers of `epoch_b` found in the cache."),
+        ("missing_a", "int", "Answers of `epoch_a` the cache lacks (not counted as failures)."),
+        ("missing_b", "int", "Answers of `epoch_b` the cache lacks."),
+        ("n_pairs", "int", "Units scored in both epochs."),
+        ("passed_a", "int", "Of the pairs, units passing in `epoch_a`."),
+        ("passed_b", "int", "Of the pairs, units passing in `epoch_b`."),
+        ("mcnemar_b", "int", "Units passing in `epoch_a` and failing in `epoch_b`."),
+        ("mcnemar_c", "int", "Units failing in `epoch_a` and passing in `epoch_b`."),
+        ("p_exact", "float", "Exact (binomial) McNemar p of `mcnemar_b` against `mcnemar_c`."),
+        ("flipped", "list<string>", "The prompts (with `#sample` for later samples) whose outcome changed."),
+        ("flipped_to_fail", "list<string>", "Of them, those that passed in `epoch_a` and fail in `epoch_b`."),
+        ("flipped_to_pass", "list<string>", "Of them, those that failed in `epoch_a` and pass in `epoch_b`."),
+        ("served_a", "list<string>", "The served model ids and system fingerprints the API reported for `epoch_a`."),
+        ("served_b", "list<string>", "The same for `epoch_b`."),
     ], C),
 ]

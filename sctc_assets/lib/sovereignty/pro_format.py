@@ -16,6 +16,7 @@ import pandas as pd
 
 from sctc_assets.lib.atomic_files import write_text
 from sctc_assets.lib.model_registry import MODEL_KEY_PATTERN, ModelEntry, overlay_dir, parse_registry, write_overlay
+from sctc_assets.lib.sovereignty.origin import known_origin
 from sctc_assets.lib.sovereignty.upstream import PRO_RESULTS_DIR, read_json
 from sctc_assets.lib.upstream_source import UpstreamError, UpstreamSchemaError, candidate_roots
 from sctc_assets.lib.varieties import ENGLISH, TRADITIONAL
@@ -106,7 +107,8 @@ def newest_results(folder: Path, exclude: frozenset[Path] = frozenset()) -> dict
 
 
 def registry_entries(files: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
-    """Registry entries `tsb-<model>` for the `tsb_replay` backend, one per newest file."""
+    """Registry entries `tsb-<model>` for the `tsb_replay` backend, one per newest file, with the model's `origin`
+    from the paper's Table 2 where it lists the model (`lib/sovereignty/origin.py`)."""
     entries: dict[str, dict[str, Any]] = {}
     for model, path in files.items():
         key = TSB_PREFIX + model.lower()
@@ -119,6 +121,9 @@ def registry_entries(files: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
         result = read_result(path)
         entries[key] = {"backend": "tsb_replay", "results_file": str(path.resolve()),
                         "description": f"{result.display_name or model} (Pro study result file {path.name})"}
+        origin = known_origin(model)  # the paper's Table 2
+        if origin:
+            entries[key]["origin"] = origin
     return entries
 
 
