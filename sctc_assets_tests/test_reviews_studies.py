@@ -164,7 +164,6 @@ def test_imported_ratings_against_the_stars_and_the_model(stub, tmp_path, capsys
 
     _run(tmp_path)
     table = pd.read_parquet(out / "review_human_agreement.parquet")
-    row = table.set_index(["rater", "variety", "question", "against", "format"], drop=False)
 
     def one(rater, variety, question, against=None, fmt=None):
         chosen = table[(table.rater == rater) & (table.variety == variety) & (table.question == question)
