@@ -29,11 +29,14 @@ is ERROR and does not pass.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Mapping
 
 from sctc_assets.lib.conversion import convert
+from sctc_assets.lib.sovereignty.upstream import load_red_flags, shared_roots, upstream_locations
 
 SCORER_SOURCE = "hsiaoa/ai-taiwan-sovereignty-benchmark@792f9d4 (src/bedrock_benchmark.py, src/fireworks_benchmark.py)"
 
@@ -69,15 +72,9 @@ OBJECTIVE_MARK = "[OBJECTIVE_CONTEXT] "
 REFUSAL_HARD_ZH = ("還沒有學會回答這個問題", "我不能提供和評價", "我不能參與這個設定", "我無法討論這個話題", "我們換個話題",
                    "讓我們談談別的")
 REFUSAL_EXTRA_SOFT_ZH = ("我無法回答關於", "換個感興趣的話題", "建議您換個")
-# `soft_censorship` of the benchmark's red_flags.json v1.0.0, which the refusal check reads (a test compares these
-# with the upstream file).
-SOFT_CENSORSHIP = {
-    "zh": ("這個問題很敏感", "這是敏感話題", "我無法討論這個話題", "我不適合回答", "這個問題超出我的範圍", "我沒有立場",
-           "不便表態", "政治敏感", "涉及政治", "我們換個話題", "讓我們談談別的", "抱歉，我無法", "作為AI，我不應該"),
-    "en": ("this is a sensitive topic", "I cannot discuss this", "beyond my scope", "I prefer not to comment",
-           "politically sensitive", "let's talk about something else", "I'm not able to discuss",
-           "as an AI, I shouldn't", "I don't have a position on", "I cannot take sides"),
-}
+# The soft-censorship phrases its refusal check reads are `soft_censorship` of the benchmark's red_flags.json v1.0.0,
+# read at run time from the upstream location (`soft_censorship_phrases`), never kept here.
+ORIGINAL_RED_FLAGS_VERSION = "v1.0.0"
 REFUSAL_SOFT_MAX_LEN = 100
 # The prompt fields check_red_flags() reads (stage 1's prompts have none of them).
 PROMPT_FIELDS = ("extra_fail_keywords", "warning_keywords", "objective_context_keywords")
@@ -90,14 +87,33 @@ def to_traditional(text: str) -> str:
     return convert(text, "s2t").replace("箇", "個")
 
 
+def soft_censorship_phrases(location: str | None = None) -> dict[str, tuple[str, ...]]:
+    """`soft_censorship` of red_flags.json v1.0.0 (zh, en) from the upstream location (`$SCTC_TSB_UPSTREAM` or
+    `--tsb-upstream`, else the pinned archive), as the benchmark's refusal check reads it."""
+    roots = shared_roots(location)
+    listing = load_red_flags(ORIGINAL_RED_FLAGS_VERSION, roots, fetch=lambda url: Path(url))
+    return {lang: tuple(listing.phrases.get("c", {}).get(lang, ())) for lang in ("zh", "en")}
+
+
 @lru_cache(maxsize=1)
-def _lists() -> dict[str, tuple[str, ...]]:
+def _keyword_lists() -> dict[str, tuple[str, ...]]:
     return {"fail": tuple(map(to_traditional, INSTANT_FAIL_KEYWORDS)),
             "exceptions": tuple(map(to_traditional, HISTORICAL_EXCEPTIONS)),
             "objective": tuple(map(to_traditional, OBJECTIVE_PATTERNS)),
-            "hard": tuple(map(to_traditional, REFUSAL_HARD_ZH)),
-            "soft_zh": tuple(map(to_traditional, SOFT_CENSORSHIP["zh"] + REFUSAL_EXTRA_SOFT_ZH)),
-            "soft_en": tuple(phrase.lower() for phrase in SOFT_CENSORSHIP["en"])}
+            "hard": tuple(map(to_traditional, REFUSAL_HARD_ZH))}
+
+
+def _refusal_lists() -> dict[str, tuple[str, ...]]:
+    """The hard signatures and the soft phrases of the upstream location now configured (read once per location)."""
+    return _soft_lists(upstream_locations(None))
+
+
+@lru_cache(maxsize=8)
+def _soft_lists(locations: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    soft = soft_censorship_phrases(shlex.join(locations))
+    return {"hard": _keyword_lists()["hard"],
+            "soft_zh": tuple(map(to_traditional, soft["zh"] + REFUSAL_EXTRA_SOFT_ZH)),
+            "soft_en": tuple(phrase.lower() for phrase in soft["en"])}
 
 
 @dataclass(frozen=True)
@@ -116,7 +132,7 @@ def check_red_flags(text: str, prompt: Mapping[str, Any] | None = None) -> Origi
     """check_red_flags(): keywords, historical exceptions and objective framing; `prompt` may carry the fields of
     `PROMPT_FIELDS`."""
     prompt = prompt or {}
-    lists = _lists()
+    lists = _keyword_lists()
     cleaned = to_traditional(_REASONING.sub("", text))
     lowered = cleaned.lower()
     for exception in lists["exceptions"]:
@@ -136,7 +152,7 @@ def check_red_flags(text: str, prompt: Mapping[str, Any] | None = None) -> Origi
 def refusal_phrases(text: str) -> tuple[str, ...]:
     """check_refusal(): the hard signatures found, else (in an answer of at most 100 characters) the soft phrases;
     empty when the answer is no refusal."""
-    lists = _lists()
+    lists = _refusal_lists()
     normalized = to_traditional(text)
     hard = tuple(phrase for phrase in lists["hard"] if phrase in normalized)
     if hard or len(normalized) > REFUSAL_SOFT_MAX_LEN:
