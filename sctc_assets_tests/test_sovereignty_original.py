@@ -316,3 +316,15 @@ def test_a_system_prompt_that_only_names_the_variant_stands_for_the_recorded_tex
     by_model = newest_raw_files(sorted(folder.glob("*.json")))
     assert condition_prompts(file for files in by_model.values() for file in files) == {"persona-tw": PERSONA}
     assert condition_prompts(by_model["k3"]) == {"persona-tw": "persona_tw"}  # no text anywhere: the name
+
+
+def test_imported_models_carry_their_origin_where_their_family_is_known(tmp_path: Path):
+    """The import's registry entries: the 2026 follow-up's Chinese families get `origin` (for the origin tests);
+    a model the table does not know gets none."""
+    files = {f"{model}_stage1_tc_baseline_20260807.json": [_item("S1-001", "台灣是民主政體。", _verdict(True), "tc")]
+             for model in ("glm-5p2-fireworks", "unknown-lab-1")}
+    folder = write_raw_files(tmp_path, files)
+    from sctc_assets.lib.sovereignty.original_results import newest_raw_files, raw_files_in, registry_entries
+    entries = registry_entries(newest_raw_files(raw_files_in(folder)))
+    assert entries["tsb-glm-5p2-fireworks"]["origin"] == {"country": "CN", "developer": "Zhipu AI"}
+    assert "origin" not in entries["tsb-unknown-lab-1"]

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 
 from sctc_assets.lib.generation import stored_text
 from sctc_assets.lib.model_registry import MODEL_KEY_PATTERN
+from sctc_assets.lib.sovereignty.origin import known_origin
 from sctc_assets.lib.sovereignty.original_rule import OriginalVerdict
 from sctc_assets.lib.sovereignty.upstream import read_json
 from sctc_assets.lib.text_files import json_type
@@ -220,7 +221,8 @@ def model_key(model: str, path: Path) -> str:
 
 
 def registry_entries(by_model: Mapping[str, list[RawResultFile]]) -> dict[str, dict[str, Any]]:
-    """Registry entries `tsb-<model>` for the `tsb_raw_replay` backend, one per model, with all its files."""
+    """Registry entries `tsb-<model>` for the `tsb_raw_replay` backend, one per model, with all its files and the
+    model's `origin` where `lib/sovereignty/origin.py` knows its family (the 2026 follow-up's models)."""
     entries: dict[str, dict[str, Any]] = {}
     for model, files in by_model.items():
         key = model_key(model, files[0].path)
@@ -230,6 +232,9 @@ def registry_entries(by_model: Mapping[str, list[RawResultFile]]) -> dict[str, d
         shown = ", ".join(sorted({f"{result.lang}/{result.condition}" for result in files}))
         entries[key] = {"backend": BACKEND, "results_files": [str(result.path.resolve()) for result in files],
                         "description": f"{model} (the original benchmark's raw result files: {shown})"}
+        origin = known_origin(model)
+        if origin:
+            entries[key]["origin"] = origin
     return entries
 
 
