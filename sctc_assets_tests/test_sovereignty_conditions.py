@@ -9,6 +9,7 @@ persona it passes three others (S1-001, S1-002, S1-003) and flags the rest. So, 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -158,6 +159,17 @@ def test_a_persona_flips_three_prompts_against_none_and_each_condition_has_its_o
     key = ["lang", "prompt_id"]
     assert none_only.sort_values(key)["response"].tolist() == \
         responses[responses["condition"] == "none"].sort_values(key)["response"].tolist()
+
+
+def test_the_plan_counts_one_request_per_prompt_sample_and_condition(persona_run, capsys):
+    server, conditions, table = persona_run
+    assert main(["plan", "--benchmarks", "sovereignty", "--models", MODEL, "--sovereignty-conditions", "persona",
+                 "terse", "--sovereignty-conditions-file", str(conditions)]) == 0
+    printed = capsys.readouterr().out
+    prompts = len(table[table["lang"] == "en"])
+    for lang in ("zh_hant", "zh_hans", "en"):
+        assert re.search(rf"\| {MODEL}\s+\| {lang}\s+\| {prompts * 3}\s+\|", printed), printed
+    assert not server.requests  # a plan asks nothing
 
 
 def test_the_default_file_holds_the_baseline_and_a_persona_in_every_language():
