@@ -72,8 +72,8 @@ class SovereigntyResultsConfig(dg.Config):
 def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyResultsConfig,
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
                         models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
-    """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
-    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
+    """`model, lang, prompt_id, sample, condition, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one
+    row per answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3) and, with a judge, `judge`.
     Reviewer decisions in the queue file (filled in place) and the reviews file replace the paper and judge statuses
     (`status_source` = review). Model calls that ended in an error get no row (errors are never results; a replay's
     published errors are the study's data and are scored)."""
