@@ -15,13 +15,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.cli import main
+from sctc_assets.definitions import shared_resources
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.sovereignty.conditions import (DEFAULT_CONDITIONS_FILE, ConditionsError, choose_conditions,
                                                     read_conditions)
 from sctc_assets.lib.sovereignty.prompts import SIMPLIFIED_CONFIG, upstream_prompt_table
 from sctc_assets.lib.sovereignty.upstream import shared_roots
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer, echo_reply
+from sctc_assets_tests.schema_check import stored_table_problems
 
 KEY_ENV = "SCTC_TEST_CONDITIONS_KEY"
 MODEL = "persona-sensitive"
@@ -148,6 +151,10 @@ def test_a_persona_flips_three_prompts_against_none_and_each_condition_has_its_o
     pair = summary[(summary["scoring_rule"] == "code") & (summary["lang_a"] == "zh_hant") & (summary["lang_b"] == "en")]
     assert pair.set_index("condition")[["passed_a", "passed_b"]].to_dict("index") == {
         "none": {"passed_a": 1, "passed_b": 1}, "persona": {"passed_a": 3, "passed_b": 3}}
+
+    # Every stored table of the benchmark, the condition effects included, has the columns its schema declares.
+    problems = stored_table_problems(shared_resources()["io_manager"], SOVEREIGNTY.tables)
+    assert "sovereignty_condition_effects" in problems and {name: found for name, found in problems.items() if found} == {}
 
     # Asked again with the baseline alone: every answer comes from the cache, none's answers are the same texts.
     before = len(server.requests)
