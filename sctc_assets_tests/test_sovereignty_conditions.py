@@ -235,3 +235,22 @@ def test_a_pro_study_replay_answers_the_baseline_only(tsb_location, monkeypatch)
         items[index]["condition"], set()).add(result.outcome))
     assert outcomes["taiwan-user"] == {"missing"} and "missing" not in outcomes["none"]
     assert [request.messages[0]["role"] for request in requests] == ["user"] * 10 + ["system"] * 10
+
+
+def test_with_several_samples_the_pairs_are_prompts_by_majority():
+    """Samples of one prompt are not independent: McNemar pairs prompts (a strict majority of a prompt's answers
+    passes), as `sovereignty_model_summary` does; the scores stay shares of answers."""
+    from sctc_assets.lib.sovereignty.condition_effects import condition_effects
+
+    passes = {"none": {"P1": [1, 1, 0], "P2": [0, 0, 1], "P3": [1, 1, 1], "P4": [0, 0, 0]},
+              "persona": {"P1": [0, 0, 1], "P2": [1, 1, 0], "P3": [1, 1, 1], "P4": [1, 1, 0]}}
+    results = pd.DataFrame([{"model": "m", "scoring_rule": "code", "prompt_set": "s", "lang": "en",
+                             "condition": condition, "prompt_id": prompt, "sample": sample, "passed": bool(flag)}
+                            for condition, prompts in passes.items() for prompt, flags in prompts.items()
+                            for sample, flag in enumerate(flags)])
+    row = condition_effects(results).iloc[0]
+    assert (row["mcnemar_unit"], row["n_pairs"], row["mcnemar_b"], row["mcnemar_c"]) == ("prompt", 4, 1, 2)
+    assert list(row["flipped_to_fail"]) == ["P1"] and list(row["flipped_to_pass"]) == ["P2", "P4"]
+    assert (row["passed_baseline"], row["n_baseline"], row["passed_condition"], row["n_condition"]) == (6, 12, 8, 12)
+    assert row["p_exact"] == pytest.approx(_exact_mcnemar(1, 2)) and row["p_exact"] == pytest.approx(1.0)
+    assert math.isnan(row["lbs_baseline"])  # one language: no LBS
