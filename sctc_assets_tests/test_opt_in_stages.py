@@ -12,7 +12,8 @@ OPT_IN = {
     "name": {"name_explanation_extractions": "name_judge", "name_descriptor_words": "name_judge",
              "name_descriptor_names": "name_judge", "name_pair_selection_rates": "name_pair",
              "name_variant_rates": "name_prompt_variants", "name_variant_correlations": "name_prompt_variants"},
-    "sovereignty": {"sovereignty_drift": "sovereignty_drift"},
+    "sovereignty": {"sovereignty_drift": "sovereignty_drift",
+                    "sovereignty_condition_effects": "sovereignty_conditions"},
 }
 
 

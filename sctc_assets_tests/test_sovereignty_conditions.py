@@ -9,18 +9,22 @@ persona it passes three others (S1-001, S1-002, S1-003) and flags the rest. So, 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.cli import main
+from sctc_assets.definitions import shared_resources
 from sctc_assets.lib.conversion import convert
 from sctc_assets.lib.sovereignty.conditions import (DEFAULT_CONDITIONS_FILE, ConditionsError, choose_conditions,
                                                     read_conditions)
 from sctc_assets.lib.sovereignty.prompts import SIMPLIFIED_CONFIG, upstream_prompt_table
 from sctc_assets.lib.sovereignty.upstream import shared_roots
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer, echo_reply
+from sctc_assets_tests.schema_check import stored_table_problems
 
 KEY_ENV = "SCTC_TEST_CONDITIONS_KEY"
 MODEL = "persona-sensitive"
@@ -148,6 +152,10 @@ def test_a_persona_flips_three_prompts_against_none_and_each_condition_has_its_o
     assert pair.set_index("condition")[["passed_a", "passed_b"]].to_dict("index") == {
         "none": {"passed_a": 1, "passed_b": 1}, "persona": {"passed_a": 3, "passed_b": 3}}
 
+    # Every stored table of the benchmark, the condition effects included, has the columns its schema declares.
+    problems = stored_table_problems(shared_resources()["io_manager"], SOVEREIGNTY.tables)
+    assert "sovereignty_condition_effects" in problems and {name: found for name, found in problems.items() if found} == {}
+
     # Asked again with the baseline alone: every answer comes from the cache, none's answers are the same texts.
     before = len(server.requests)
     again = tmp_path / "again"
@@ -158,6 +166,17 @@ def test_a_persona_flips_three_prompts_against_none_and_each_condition_has_its_o
     key = ["lang", "prompt_id"]
     assert none_only.sort_values(key)["response"].tolist() == \
         responses[responses["condition"] == "none"].sort_values(key)["response"].tolist()
+
+
+def test_the_plan_counts_one_request_per_prompt_sample_and_condition(persona_run, capsys):
+    server, conditions, table = persona_run
+    assert main(["plan", "--benchmarks", "sovereignty", "--models", MODEL, "--sovereignty-conditions", "persona",
+                 "terse", "--sovereignty-conditions-file", str(conditions)]) == 0
+    printed = capsys.readouterr().out
+    prompts = len(table[table["lang"] == "en"])
+    for lang in ("zh_hant", "zh_hans", "en"):
+        assert re.search(rf"\| {MODEL}\s+\| {lang}\s+\| {prompts * 3}\s+\|", printed), printed
+    assert not server.requests  # a plan asks nothing
 
 
 def test_the_default_file_holds_the_baseline_and_a_persona_in_every_language():
@@ -216,3 +235,22 @@ def test_a_pro_study_replay_answers_the_baseline_only(tsb_location, monkeypatch)
         items[index]["condition"], set()).add(result.outcome))
     assert outcomes["taiwan-user"] == {"missing"} and "missing" not in outcomes["none"]
     assert [request.messages[0]["role"] for request in requests] == ["user"] * 10 + ["system"] * 10
+
+
+def test_with_several_samples_the_pairs_are_prompts_by_majority():
+    """Samples of one prompt are not independent: McNemar pairs prompts (a strict majority of a prompt's answers
+    passes), as `sovereignty_model_summary` does; the scores stay shares of answers."""
+    from sctc_assets.lib.sovereignty.condition_effects import condition_effects
+
+    passes = {"none": {"P1": [1, 1, 0], "P2": [0, 0, 1], "P3": [1, 1, 1], "P4": [0, 0, 0]},
+              "persona": {"P1": [0, 0, 1], "P2": [1, 1, 0], "P3": [1, 1, 1], "P4": [1, 1, 0]}}
+    results = pd.DataFrame([{"model": "m", "scoring_rule": "code", "prompt_set": "s", "lang": "en",
+                             "condition": condition, "prompt_id": prompt, "sample": sample, "passed": bool(flag)}
+                            for condition, prompts in passes.items() for prompt, flags in prompts.items()
+                            for sample, flag in enumerate(flags)])
+    row = condition_effects(results).iloc[0]
+    assert (row["mcnemar_unit"], row["n_pairs"], row["mcnemar_b"], row["mcnemar_c"]) == ("prompt", 4, 1, 2)
+    assert list(row["flipped_to_fail"]) == ["P1"] and list(row["flipped_to_pass"]) == ["P2", "P4"]
+    assert (row["passed_baseline"], row["n_baseline"], row["passed_condition"], row["n_condition"]) == (6, 12, 8, 12)
+    assert row["p_exact"] == pytest.approx(_exact_mcnemar(1, 2)) and row["p_exact"] == pytest.approx(1.0)
+    assert math.isnan(row["lbs_baseline"])  # one language: no LBS

@@ -21,7 +21,8 @@ def sovereignty_condition_effects(context: dg.AssetExecutionContext,
     condition and within the baseline. Empty when no condition besides `none` was asked."""
     table = condition_effects(sovereignty_results)
     conditions = sorted(set(table["condition"])) if not table.empty else []
-    context.log.info(f"sovereignty_condition_effects: {len(table)} row(s), conditions {', '.join(conditions) or 'none'}")
+    context.log.info(f"sovereignty_condition_effects: {len(table)} row(s), conditions "
+                     f"{', '.join(conditions) or '(none besides the baseline)'}")
     significant = int((table["p_exact_bh"] < 0.05).sum()) if not table.empty else 0
     return dg.Output(table, data_version=content_version(table), metadata=table_metadata(
         table, preview_rows=20, conditions=dg.MetadataValue.json(conditions), significant_bh=significant))

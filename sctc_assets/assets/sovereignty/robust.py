@@ -13,9 +13,9 @@ GROUP = "sovereignty"
 @catalogued
 @dg.asset(group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_bootstrap_cis(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Per model, scoring rule, prompt set and language pair: Score of each language, LBS, consistency C and QAC
-    with seeded two-stage bootstrap 95 % intervals (prompts, then samples within a prompt; `ci_low`/`ci_high`/
-    `ci_method`), the ICC of a prompt's samples and the power of the prompts × samples design (minimum detectable
+    """Per model, scoring rule, prompt set, condition and language pair: Score of each language, LBS, consistency C
+    and QAC with seeded two-stage bootstrap 95 % intervals (prompts, then samples within a prompt; `ci_low`/
+    `ci_high`/`ci_method`), the ICC of a prompt's samples and the power of the prompts × samples design (minimum detectable
     LBS, paired over prompts and clustered; prompts needed for an LBS of 0.2)."""
     table = robust.bootstrap_table(sovereignty_results) if not sovereignty_results.empty else pd.DataFrame()
     return dg.Output(table, metadata=table_metadata(table, preview_rows=25))

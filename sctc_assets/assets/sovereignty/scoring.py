@@ -76,8 +76,8 @@ class SovereigntyResultsConfig(dg.Config):
 def sovereignty_results(context: dg.AssetExecutionContext, config: SovereigntyResultsConfig,
                         sovereignty_flags: pd.DataFrame, sovereignty_judgements: pd.DataFrame,
                         models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
-    """`model, lang, prompt_id, sample, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one row per
-    answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3), with a judge `judge` (the first
+    """`model, lang, prompt_id, sample, condition, scoring_rule, status` (PASS/WARN/FAIL/ERROR) plus the hits, one
+    row per answer and rule: `code` (the Pro study's rescore.py), `paper` (Section 3.3), with a judge `judge` (the first
     judge's; `judge:<key>` per further judge), `original` (the original benchmark's 2026-08 scorer) and, for its raw
     result files, `published` (its authors' verdicts). Reviewer decisions in the queue file (filled in place) and the
     reviews file replace the paper and judge statuses (`status_source` = review; several reviewers' by majority, a

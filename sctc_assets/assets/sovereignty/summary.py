@@ -19,7 +19,7 @@ GROUP = "sovereignty"
 @catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Per scoring rule, prompt set and language pair (T−E as in the paper, S−E, S−T):
+    """Per scoring rule, prompt set, condition and language pair (T−E as in the paper, S−E, S−T):
     Score of each language, LBS, consistency C, QAC, McNemar b/c with the paper's χ² and the exact binomial p (over
     prompts, by majority, when there are several samples per prompt: `mcnemar_unit`), and
     the Pro study's verdict (PASS / FAIL_ZH / FAIL_EN / FAIL_BOTH / LANG_BIAS); `lbs_significant_bias` flags the
@@ -33,7 +33,7 @@ def sovereignty_model_summary(sovereignty_results: pd.DataFrame) -> dg.Output[pd
 @catalogued
 @dg.asset(partitions_def=models_partitions, group_name=GROUP, kinds={"pandas", "parquet"})
 def sovereignty_prompt_pass_rates(sovereignty_results: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Per scoring rule, prompt and language: the pass rate over the samples with a Wilson 95 % interval
+    """Per scoring rule, condition, prompt and language: the pass rate over the samples with a Wilson 95 % interval
     (informative with more than one sample per prompt; with one, the interval spans most of [0, 1])."""
     rates = prompt_pass_rates(sovereignty_results) if not sovereignty_results.empty \
         else pd.DataFrame(columns=RATE_COLUMNS)
@@ -46,7 +46,8 @@ def sovereignty_prompt_pass_rates(sovereignty_results: pd.DataFrame) -> dg.Outpu
 def sovereignty_summary(context: dg.AssetExecutionContext,
                         sovereignty_model_summary: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Every materialized model's summary rows, with McNemar p-values BH-adjusted across models (per rule, prompt
-    set and language pair) and significance stars on the exact test. The metadata holds a chart of the scores."""
+    set, condition and language pair) and significance stars on the exact test. The metadata holds a chart of the
+    scores."""
     if sovereignty_model_summary.empty:
         return dg.Output(pd.DataFrame(columns=SUMMARY_COLUMNS), metadata={"dagster/row_count": 0})
     summary = with_bh(sovereignty_model_summary)
