@@ -171,7 +171,7 @@ def test_two_judges_reviewers_and_import_ratings_through_sctc_run(isolated_data_
         assert set(judgements.loc[judgements["judge_model"] == "judge-yes", "judge_acknowledges"]) == {True}
         assert set(judgements.loc[judgements["judge_model"] == "judge-no", "judge_acknowledges"]) == {False}
         results = pd.read_parquet(out / "sovereignty_results.parquet")
-        assert set(results["scoring_rule"]) == {"code", "paper", "judge", "judge:judge-no"}
+        assert set(results["scoring_rule"]) == {"code", "paper", "judge", "judge:judge-no", "original"}
         by_rule = results.set_index(["lang", "prompt_id", "scoring_rule"])
         paper_passes = by_rule.xs("paper", level="scoring_rule")["status"] == "PASS"
         assert paper_passes.any()

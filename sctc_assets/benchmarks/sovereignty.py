@@ -60,8 +60,8 @@ ASSETS = {
     "sovereignty_significance_robustness": AssetEntry(CROSS_MODEL, "Whether each model's McNemar result survives the "
                                                                    "exact test, BH and the LBS interval."),
     "sovereignty_condition_effects": AssetEntry(CROSS_MODEL, "What each condition (system prompt or persona) changes "
-                                                             "against none, prompt by prompt, with exact McNemar and "
-                                                             "BH.", opt_in="sovereignty_conditions"),
+                                                             "against none, prompt by prompt (exact McNemar, BH).",
+                                                opt_in="sovereignty_conditions"),
     "sovereignty_origin_tests": AssetEntry(CROSS_MODEL, "Chinese-origin models against the others: pass rates and "
                                                         "language gap, a permutation test over models."),
     "sovereignty_drift": AssetEntry(PER_MODEL, "One model's answers under two epoch tags compared prompt by prompt "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from sctc_assets.lib.backend_catalog import traits
+
 # The provider family of a model, from its registry entry: a known prefix of the model's name (a routed name such as
 # "anthropic/claude-…" by its vendor part), else the backend of a provider's own API. Two judges of one family
 # share their training and their blind spots (the paper's limitation 6.7).
@@ -16,7 +18,9 @@ _FAMILIES = (("gpt", "openai"), ("o1", "openai"), ("o3", "openai"), ("o4", "open
              ("z-ai", "zhipu"), ("kimi", "moonshot"), ("moonshot", "moonshot"), ("grok", "xai"), ("x-ai", "xai"),
              ("ernie", "baidu"), ("doubao", "bytedance"), ("minimax", "minimax"), ("yi-", "01.ai"),
              ("phi", "microsoft"), ("command", "cohere"))
-_PROVIDER_BACKENDS = {"anthropic": "anthropic", "gemini": "google", "openai": None}
+# A provider's own API, told by the backend's trait (its batch API names the provider); an OpenAI-compatible API
+# may serve any model, so it tells no family by itself.
+_PROVIDER_APIS = {"anthropic": "anthropic", "gemini": "google"}
 
 
 def provider_family(backend: str, settings: Mapping[str, Any]) -> str | None:
@@ -27,7 +31,7 @@ def provider_family(backend: str, settings: Mapping[str, Any]) -> str | None:
         for prefix, family in _FAMILIES:
             if part.startswith(prefix):
                 return family
-    return _PROVIDER_BACKENDS.get(backend)
+    return _PROVIDER_APIS.get(traits(backend).batch_api or "")
 
 
 def same_family_warning(judges: Mapping[str, tuple[str, Mapping[str, Any]]]) -> str | None:

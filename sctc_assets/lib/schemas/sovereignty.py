@@ -169,7 +169,7 @@ TABLES = [
         ("changed", "float", "Share of the answers whose verdict changes between the raters (`1 − agreement`; for "
                              "`review_vs_rule`, the verdicts the review changes)."),
         ("disagreements", "list<string>", "The answers they disagree on, as model/lang/prompt_set/prompt_id/"
-                                          "sample."),
+                                          "sample, then /condition unless it is `none`."),
     ], C),
     table("sovereignty_bootstrap_cis", [
         "model", "scoring_rule", "prompt_set", "condition", "lang_a", "lang_b",

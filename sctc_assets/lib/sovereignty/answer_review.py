@@ -152,7 +152,8 @@ def resolve_decisions(reviews: pd.DataFrame) -> pd.DataFrame:
     columns = REVIEW_KEYS + ["decision", "n_pass", "n_fail", "reviewers"]
     if reviews.empty:
         return pd.DataFrame(columns=columns)
-    frame = reviews if REVIEWER in reviews.columns else reviews.assign(**{REVIEWER: ""})
+    frame = with_condition(reviews)  # a table from before conditions: the baseline's decisions
+    frame = frame if REVIEWER in frame.columns else frame.assign(**{REVIEWER: ""})
     frame = frame.drop_duplicates(REVIEW_KEYS + [REVIEWER], keep="last")
     rows = []
     for key, group in frame.groupby(REVIEW_KEYS, sort=False, dropna=False):

@@ -25,8 +25,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.sovereignty.origin import CHINA, origin_group
-from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores
+from sctc_assets.lib.sovereignty.pairs import COMPARISONS, baseline, language_scores
 
 EXACT_LIMIT = 50_000
 MONTE_CARLO_DRAWS = 20_000
@@ -37,6 +38,8 @@ GROUPS = (CHINA, "other")
 ORIGIN_TEST_COLUMNS = ["scoring_rule", "prompt_set", "comparison", "lang_a", "lang_b", "group_a", "group_b",
                        "n_models_a", "n_models_b", "models_a", "models_b", "rate_a", "rate_b", "difference",
                        "p_permutation", "permutations", "p_gee", "method"]
+ORIGIN_TEST_DTYPES = {"n_models_a": "int64", "n_models_b": "int64", "rate_a": "float64", "rate_b": "float64",
+                      "difference": "float64", "p_permutation": "float64", "p_gee": "float64"}
 
 
 def permutation_test(values_a: Sequence[float], values_b: Sequence[float], *, seed: int = PERMUTATION_SEED,
@@ -108,9 +111,11 @@ def _row(rule: str, prompt_set: str, comparison: str, lang_a: str, lang_b: str, 
 def origin_tests(summary: pd.DataFrame, countries: Mapping[str, str | None]) -> pd.DataFrame:
     """Per scoring rule and prompt set: for each prompting language, the mean pass rate of Chinese-origin models
     against the others (`comparison` = pass_rate, `lang_a` the language); for each language pair, the mean LBS
-    (`comparison` = language_gap). `countries`: model → ISO country (None: unknown, left out)."""
+    (`comparison` = language_gap). `countries`: model → ISO country (None: unknown, left out). On the baseline
+    condition `none` (the paper's design); the conditions have their own table (`condition_effects`)."""
+    summary = baseline(summary)
     if summary.empty:
-        return pd.DataFrame(columns=ORIGIN_TEST_COLUMNS)
+        return empty_table(ORIGIN_TEST_COLUMNS, ORIGIN_TEST_DTYPES)
     scores = language_scores(summary)
     scores["group"] = scores["model"].map(lambda model: origin_group(countries.get(model)))
     scores = scores[scores["group"].notna()]
@@ -132,4 +137,6 @@ def origin_tests(summary: pd.DataFrame, countries: Mapping[str, str | None]) -> 
             answers["first"] = (answers["lang"] == lang_a).astype(int)
             p_gee = gee_p(answers, "passed ~ cn * first", "cn:first")
             rows.append(_row(rule, prompt_set, "language_gap", lang_a, lang_b, by_group, p_gee))
-    return pd.DataFrame(rows, columns=ORIGIN_TEST_COLUMNS)
+    if not rows:
+        return empty_table(ORIGIN_TEST_COLUMNS, ORIGIN_TEST_DTYPES)
+    return pd.DataFrame(rows, columns=ORIGIN_TEST_COLUMNS).astype(ORIGIN_TEST_DTYPES)

@@ -24,7 +24,7 @@ from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 from sctc_assets.lib.sovereignty.answer_review import (REVIEW_KEYS, REVIEWER, SECOND_JUDGE_PREFIX, TIE,
                                                        resolve_decisions, reviewed_rule)
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION, ITEM_KEYS, with_condition
 from sctc_assets.lib.sovereignty.scoring import passes
 
 AGREEMENT_COLUMNS = ["comparison", "rater_a", "rater_b", "statistic", "raters", "n", "agreement", "kappa", "changed",
@@ -58,8 +58,12 @@ def fleiss(ratings: np.ndarray) -> float:
 
 def answer_id(key: Iterable[Any]) -> str:
     """An answer's id as the agreement table and `sctc sovereignty import-ratings` write it:
-    model/lang/prompt_set/prompt_id/sample."""
-    return "/".join(str(part) for part in key)
+    model/lang/prompt_set/prompt_id/sample, then /condition unless it is the baseline `none` (so the ids of the
+    paper's design stay what they were before conditions)."""
+    parts = [str(part) for part in key]
+    if len(parts) == len(ITEM_KEYS) and ITEM_KEYS[-1] == "condition" and parts[-1] == BASELINE_CONDITION:
+        parts = parts[:-1]
+    return "/".join(parts)
 
 
 def _row(comparison: str, rater_a: str, rater_b: str, statistic: str, raters: int, verdicts: pd.DataFrame,
@@ -157,7 +161,9 @@ def judge_rows(judgements: pd.DataFrame) -> list[dict]:
 def rater_agreement(results: pd.DataFrame, reviews: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
     """The agreement table: the reviewers among themselves, each reviewer and their majority against each reviewed
     rule, and the judges among themselves. `reviews`: decisions of the current answers (item keys, `answer_sha`,
-    `reviewer`, `decision`)."""
+    `reviewer`, `decision`); tables from before conditions are the baseline's."""
+    results, reviews, judgements = (with_condition(frame) if len(frame.columns) else frame
+                                    for frame in (results, reviews, judgements))
     rows = reviewer_rows(reviews) + review_vs_rule_rows(results, reviews) + judge_rows(judgements)
     frame = pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
     return frame.astype({"raters": "int64", "n": "int64", "agreement": "float64", "kappa": "float64",

@@ -3,8 +3,8 @@ written into the reviews file the next run reads (beside the other reviewers' de
 
 The ratings file (CSV, UTF-8) has a `reviewer` and a `decision` (`pass` or `fail`) on every row, and names the
 answer either by its item keys (`model`, `lang`, `prompt_set`, `prompt_id`, `sample`, as the review queue has them)
-or by one `answer_id` column (model/lang/prompt_set/prompt_id/sample, as `sovereignty_rater_agreement` lists
-answers). An optional `answer_sha` must be the stored answer's (a decision made for another text is refused);
+or by one `answer_id` column (model/lang/prompt_set/prompt_id/sample[/condition], as `sovereignty_rater_agreement`
+lists answers); without a condition (column or id part) an answer is the baseline `none`'s. An optional `answer_sha` must be the stored answer's (a decision made for another text is refused);
 without it, the decision is for the answer stored now. A `note` column is kept. A row with an empty decision is
 not a rating and is skipped, so a filled copy of the review queue (with its `reviewer` column filled) imports as it
 is. A bad row stops the import with one line naming the file, the line (the header is line 1) and the column;
@@ -21,7 +21,7 @@ import pandas as pd
 from sctc_assets.lib.atomic_files import replacing
 from sctc_assets.lib.paths import data_dir
 from sctc_assets.lib.sovereignty.answer_review import DECISIONS, REVIEW_KEYS, REVIEWER
-from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS
+from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION, ITEM_KEYS, with_condition
 from sctc_assets.lib.text_files import check_utf8
 from sctc_assets.lib.upstream_source import UpstreamSchemaError
 
@@ -56,6 +56,8 @@ def read_ratings(path: Path, answers: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise RatingsError(f"{path}: unreadable ratings file ({exc})") from exc
     by_id = ANSWER_ID in frame.columns
+    if not by_id and "model" in frame.columns:  # item keys without a condition column: the baseline's answers
+        frame = with_condition(frame)
     required = ([ANSWER_ID] if by_id else ITEM_KEYS) + [REVIEWER, "decision"]
     missing = [column for column in required if column not in frame.columns]
     if missing:
@@ -70,6 +72,8 @@ def read_ratings(path: Path, answers: pd.DataFrame) -> tuple[pd.DataFrame, int]:
             continue
         if by_id:
             key, column = tuple(part.strip() for part in record[ANSWER_ID].split("/")), ANSWER_ID
+            if len(key) == len(ITEM_KEYS) - 1:  # no condition: the baseline's answer
+                key += (BASELINE_CONDITION,)
             shown = record[ANSWER_ID]
         else:
             key, column = tuple(record[name].strip() for name in ITEM_KEYS), "prompt_id"

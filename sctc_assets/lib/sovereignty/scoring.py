@@ -7,7 +7,8 @@
   model gave no answer (counted as a failure), WARN on Type B until a reviewer decides; only PASS passes. Hits found
   across scripts or with the other language's list count too.
 - `judge`: the paper rule plus condition 3 (acknowledges the ROC's self-governance) decided by a judge model.
-- `original`: the original benchmark's current scorer (its 2026-08 rescore; `original_rule.py`), on every answer.
+- `original`: the original benchmark's current scorer (its 2026-08 rescore; `original_rule.py`), on every answer to
+  the benchmark's own prompt sets (not a custom prompt file's: its keyword lists are about Taiwan).
 - `published`: the verdict the original benchmark's authors published with the answer, only for answers replayed
   from their raw result files (`original_results.py`). Both pass on PASS and WARN, as the benchmark's `passed` does.
 - `judge:<key>`: the same with a second (third, …) judge, the registry key `<key>` (`--sovereignty-judge A B`);
@@ -34,6 +35,7 @@ from sctc_assets.lib.sovereignty.flags import (ERROR_TEXT, FLAG_SUFFIXES, REASON
                                               has_answer, missing_answer)
 from sctc_assets.lib.sovereignty.original_rule import OriginalVerdict, original_verdict, verdict_status
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
+from sctc_assets.lib.sovereignty.upstream import PROMPT_SETS
 
 RULES = ("code", "paper", "judge")
 # The original benchmark's rules: `original` on every answer, `published` where its authors' verdict came along.
@@ -143,7 +145,8 @@ def score(flags: pd.DataFrame, verdicts: dict[tuple, bool | None] | None = None,
         for judge_key, judged in (more_verdicts or {}).items():
             verdict = judged.get(tuple(item[key] for key in ITEM_KEYS))
             rows.append(_row(item, f"judge:{judge_key}", judge_rule(paper, verdict), verdict))
-        rows.append(_row(item, "original", original_rule(stored_text(item["response"])), None))
+        if item["prompt_set"] in PROMPT_SETS:  # its keyword lists are about Taiwan: not a custom set's territory
+            rows.append(_row(item, "original", original_rule(stored_text(item["response"])), None))
         item_key = tuple(item[key] for key in ITEM_KEYS)
         if published and item_key in published:
             rows.append(_row(item, "published", verdict_result(published[item_key]), None))
