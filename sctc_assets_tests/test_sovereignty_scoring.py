@@ -99,8 +99,13 @@ FLAGS = _flags(
 
 def test_rules_side_by_side_and_converted_hits_only_outside_the_code_rule():
     results = score(FLAGS).set_index(["prompt_id", "scoring_rule"])
-    # `original` (the original benchmark's scorer, test_sovereignty_original.py) scores every answer too
-    assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper", "original"}
+    # `original` (the original benchmark's scorer, test_sovereignty_original.py) scores the answers to the benchmark's
+    # own prompt sets only; "s" is none of them (a custom set's territory is not Taiwan)
+    assert set(results.index.get_level_values("scoring_rule")) == {"code", "paper"}
+    stage1 = score(FLAGS.assign(prompt_set="stage1_sovereignty")).set_index(["prompt_id", "scoring_rule"])
+    assert set(stage1.index.get_level_values("scoring_rule")) == {"code", "paper", "original"}
+    assert stage1.xs("original", level="scoring_rule")["status"].to_dict() == {
+        "P1": "PASS", "P2": "PASS", "P3": "PASS", "P4": "ERROR", "P5": "FAIL"}  # inalienable: an instant-fail word
     statuses = results["status"].to_dict()
     prompts = ("P1", "P2", "P3", "P4", "P5")
     assert [statuses[(p, "code")] for p in prompts] == ["PASS", "WARN", "PASS", "FAIL", "PASS"]
