@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, strip_reasoning
+from sctc_assets.lib.reviews.scoring import answer_statuses
 from sctc_assets.lib.reviews.source import TEXT_FIELDS
 
 LABELS = ("negative", "neutral", "positive")
@@ -104,8 +105,7 @@ def pilot_predictions(model: str, sample: pd.DataFrame, results: Sequence[Genera
     frame["outcome"] = [result.outcome for result in results]
     labels = [parse_sentiment(result.text) if result.outcome == "ok" else None for result in results]
     frame["predicted_sentiment"] = pd.array(labels, dtype="string")
-    frame["status"] = ["valid" if label is not None else "error" if result.outcome == "error" else "invalid"
-                       for label, result in zip(labels, results)]
+    frame["status"] = answer_statuses(labels, results)
     frame["cached"] = [result.cached for result in results]
     return frame[PREDICTION_COLUMNS].reset_index(drop=True).astype(
         {"response": "object", "outcome": "object", "status": "object", "cached": "bool"})

@@ -27,6 +27,12 @@ PREDICTION_COLUMNS = ["model", "format", "pair_id", "review_id", "variety", "ver
                       "latency_s", "seed", "served_model", "system_fingerprint", "batch_id", "reasoning", "reasoning_tokens"]
 
 
+def answer_statuses(parsed: Sequence[object], results: Sequence[GenerationResult]) -> list[str]:
+    """Per answer: `valid` (it parsed), `error` (the call failed) or `invalid` (an answer that does not parse)."""
+    return ["valid" if value is not None else "error" if result.outcome == "error" else "invalid"
+            for value, result in zip(parsed, results)]
+
+
 def predictions_table(model: str, prompts: pd.DataFrame, results: Sequence[GenerationResult]) -> pd.DataFrame:
     """One row per prompt: the raw answer, the score it gives (null unless `valid`) and its status: `valid`,
     `invalid` (answered, but not a number from 1 to 10, or refused) or `error` (no answer after the backend's
@@ -38,8 +44,7 @@ def predictions_table(model: str, prompts: pd.DataFrame, results: Sequence[Gener
     frame["outcome_message"] = [result.message for result in results]
     scores = [parse_score(result.text) if result.outcome == "ok" else None for result in results]
     frame["prediction"] = pd.array(scores, dtype="Int64")
-    frame["status"] = ["valid" if score is not None else "error" if result.outcome == "error" else "invalid"
-                       for score, result in zip(scores, results)]
+    frame["status"] = answer_statuses(scores, results)
     frame["input_tokens"] = pd.array([result.input_tokens for result in results], dtype="Int64")
     frame["output_tokens"] = pd.array([result.output_tokens for result in results], dtype="Int64")
     frame["cached"] = [result.cached for result in results]
