@@ -47,7 +47,7 @@ import os
 from sctc_assets.lib.cache import cache_key
 from sctc_assets.lib.generation import GenerationResult
 from sctc_assets.lib.model_registry import load_registry
-from sctc_assets.estimate import _name_design, keyed_request
+from sctc_assets.cli.plan import _name_design, keyed_request
 from sctc_assets.resources.model_registry import ModelRegistryResource
 entries = load_registry({str(registry)!r})
 design = _name_design([entries[{MODELS[0]!r}]], {{}})[0]

@@ -48,7 +48,7 @@ event_log_storage:
 def _child(setting: str, runs: int) -> None:
     import dagster as dg
 
-    from sctc_assets.partitions import model_lang_partitions
+    from sctc_assets.assets.partitions import model_lang_partitions
     from sctc_assets.running.instance import cli_instance
     from sctc_assets.benchmarks.spec import BenchmarkSpec
     from sctc_assets.running.runner import Runner

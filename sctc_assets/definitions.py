@@ -57,6 +57,15 @@ def load_definitions(source_root: Path | None = SOURCE_ROOT) -> dg.Definitions:
     return _each_once(dg.Definitions.merge(loaded, *plugin_definitions()))
 
 
+def every_asset(definitions: dg.Definitions) -> list:
+    """Every materializable assets definition of `definitions` once (a multi-asset holds several keys), for
+    `dg.materialize`. Not the observed source assets (`served_model`): nothing materializes them, and the location
+    binds its resources into their definition, which `dg.materialize(..., resources=...)` refuses as a conflict."""
+    graph = definitions.resolve_asset_graph()
+    keys = [key for key in graph.get_all_asset_keys() if graph.get(key).is_materializable]
+    return list({id(a): a for a in (definitions.get_assets_def(key) for key in keys)}.values())
+
+
 def plugin_definitions() -> list[dg.Definitions]:
     """The assets and checks of the benchmarks from other packages (`sctc_assets.benchmarks.plugins`); their jobs
     come with every spec's from `assets/jobs.py`."""

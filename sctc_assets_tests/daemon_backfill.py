@@ -44,7 +44,7 @@ def prepare_inputs(home: Path, models=MODELS) -> None:
     """Register the models as partitions and materialize the term benchmark's model-independent inputs, in this
     process, on the instance at `home` (its settings and the environment as the servers will see them)."""
     from sctc_assets.definitions import defs
-    from sctc_assets.partitions import MODELS_PARTITION_NAME
+    from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
     from sctc_assets.running.instance import cli_instance
 
     with cli_instance(home) as instance:

@@ -124,10 +124,6 @@ class OutcomeBackend(ModelBackend):
             on_result(index, result)
 
 
-def every_asset(defs: Any) -> list:
-    """Every assets definition of `defs` once (a multi-asset holds several keys), for `dg.materialize`."""
-    graph = defs.resolve_asset_graph()
-    return list({id(a): a for a in (defs.get_assets_def(key) for key in graph.get_all_asset_keys())}.values())
 
 
 def write_two_term_fakes(folder: Path) -> tuple[Path, Path]:

@@ -6,7 +6,8 @@ seeds give distinct answers, as a seed-honouring server's would); `script(prompt
 (errors, rate limits, refusals, slow answers) that the next requests carrying that prompt receive, one per
 request. A `FaultPlan` injects the faults real APIs produce at a configured rate, deterministically per request
 body and attempt, or on a schedule of request numbers. Every request is recorded with the kind of reply it got, so
-tests count what was sent, answered and asked twice per distinct request body.
+tests count what was sent, answered and asked twice per distinct request body. It also answers OpenAI's *retrieve
+model* (`GET /v1/models/{model}`) for the models in `listed`, and its 404 for the others.
 
 `AsyncStubServer` is the same echo server on asyncio, run in a subprocess (`python -m
 sctc_assets_tests.openai_stub_server`), for benchmarks whose client must not share a process with the server; with
@@ -24,6 +25,7 @@ import random
 import sys
 import threading
 import time
+import urllib.parse
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 COMPLETIONS_PATH = "/v1/chat/completions"
+# OpenAI's *retrieve model* (`GET /v1/models/{model}`): the model listing's entry of one model.
+MODELS_PATH = "/v1/models/"
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,9 @@ class StubOpenAIServer:
         self._scripts: dict[str, deque[StubReply]] = defaultdict(deque)
         self._nth_scripts: dict[int, list[StubReply]] = {}
         self._first_seen: dict[str, int] = {}  # prompt → its rank among the distinct prompts seen
+        # The model listing (`GET /v1/models/{model}`): model id → its `created` and `owned_by`; a model not listed
+        # gets OpenAI's 404 `model_not_found`. Those requests are in `requests` too, of kind `models`.
+        self.listed: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval: `shutdown()` waits for the next poll, which would add half a second to every test.
@@ -378,6 +385,20 @@ class StubOpenAIServer:
         return reply
 
 
+def retrieve_model(server: "StubOpenAIServer", model: str, authorization: str | None,
+                   headers: dict[str, str]) -> StubReply:
+    """OpenAI's *retrieve model*: `{id, object, created, owned_by}` of a listed model, else its 404."""
+    with server._lock:
+        server.requests.append(SeenRequest(time.monotonic(), "", {"model": model}, authorization, headers, "models"))
+        listed = server.listed.get(model)
+    if listed is None:
+        reply = api_error(404, f"The model `{model}` does not exist or you do not have access to it.",
+                          code="model_not_found")
+        reply.body["error"].update(type="invalid_request_error", param=None)
+        return reply
+    return StubReply(200, {"id": model, "object": "model", **listed})
+
+
 class ProviderStubServer(StubOpenAIServer):
     """What the stubs of the other providers' APIs share: their base URL is the server's root (as the providers'
     SDKs take it), and a scripted 200 with a JSON body is a final answer (`answer`); other scripted replies (errors,
@@ -434,6 +455,14 @@ def _handler_for(server: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             self._send(server.respond(json.loads(payload), self.headers.get("Authorization"), dict(self.headers),
                                       path))
+
+        def do_GET(self) -> None:
+            path = self.path.partition("?")[0]
+            if not path.startswith(MODELS_PATH) or len(path) == len(MODELS_PATH):
+                self._send(api_error(404, f"no route {self.path}"))
+                return
+            self._send(retrieve_model(server, urllib.parse.unquote(path[len(MODELS_PATH):]),
+                                      self.headers.get("Authorization"), dict(self.headers)))
 
         def do_CONNECT(self) -> None:
             """As a proxy, this server refuses tunnels (an https target behind a proxy that forbids it)."""

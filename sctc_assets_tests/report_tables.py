@@ -23,7 +23,7 @@ from sctc_assets.lib.sovereignty.drift import DRIFT_COLUMNS, compare_epochs
 from sctc_assets.lib.sovereignty.groups import origin_tests
 from sctc_assets.lib.sovereignty.metrics import model_summary, with_bh
 from sctc_assets.lib.term import metrics as term_metrics
-from sctc_assets.partitions import MODELS_PARTITION_NAME, model_lang_partitions, models_partitions
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME, model_lang_partitions, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
 
 REPLAYS = ("paper-qwen", "paper-gpt4o")

@@ -18,7 +18,7 @@ from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.interrupt import stop_reason
 from sctc_assets.lib.paths import default_cache_path
-from sctc_assets.partitions import model_and_lang, model_lang_partitions
+from sctc_assets.assets.partitions import model_and_lang, model_lang_partitions
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 
 PARTITIONS = model_lang_partitions(("zh_hans", "zh_hant"))
@@ -65,6 +65,7 @@ def build(mode: str, marker: Path) -> tuple[BenchmarkSpec, dg.Definitions]:
 def main() -> int:
     from types import SimpleNamespace
 
+    from sctc_assets.lib.model_selection import ModelSelection
     from sctc_assets.running.cli_run import run_benchmarks
 
     parser = argparse.ArgumentParser()
@@ -79,7 +80,7 @@ def main() -> int:
                                       benchmarks={}) for model in args.models}
     registry = SimpleNamespace(entries=lambda: entries)
     project = SimpleNamespace(specs={"target": plan}, defs=defs, resources={"models": registry} if args.replay else {})
-    return run_benchmarks(run_args, {}, entries, args.models, {"target": []}, project=project)
+    return run_benchmarks(run_args, {}, ModelSelection.of(entries, {"target": []}, args.models), project=project)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sctc_assets.lib.schemas import TABLE_SCHEMAS, frame_problems
+from sctc_assets.benchmarks import TABLE_SCHEMAS
+from sctc_assets.lib.schemas import frame_problems
 from sctc_assets.resources.io_manager import ParquetIOManager
 
 

@@ -15,7 +15,7 @@ from sctc_assets.assets.answer_checks import ANSWERED, ERRORS, AnswerCheckConfig
 from sctc_assets.backends.base import ModelBackend, ResultCallback
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 

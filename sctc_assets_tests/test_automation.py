@@ -11,8 +11,9 @@ import pytest
 
 from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
-from sctc_assets.partitions import MODELS_PARTITION_NAME
-from sctc_assets_tests.fakes import count_calls, every_asset, write_two_term_fakes
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets_tests.fakes import count_calls, write_two_term_fakes
+from sctc_assets.definitions import every_asset
 
 # Every cross-model table of the term benchmark, unpartitioned (the corpus-backed one is in the corpus plan).
 CROSS_MODEL = {name: {None} for name in TERM.cross_model}

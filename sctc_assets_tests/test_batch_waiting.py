@@ -26,13 +26,13 @@ from sctc_assets.lib.batch_driver import SUBMITTED
 from sctc_assets.lib.batches import BatchLine, BatchRecord
 from sctc_assets.lib.cache import open_cache
 from sctc_assets.lib.generation import GenerationRequest
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.batch_wait import (AUTO_RETRY_RUN_ID_TAG, BATCHES_TAG, RETRY_OF_TAG, WAIT_TAG,
                                               WILL_RETRY_TAG)
 from sctc_assets.resources.model_registry import ModelRegistryResource
-from sctc_assets.sensors import sctc_batches
+from sctc_assets.assets.sensors import sctc_batches
 from sctc_assets_tests.batch_stubs import OpenAIBatchStub
-from sctc_assets_tests.fakes import every_asset
+from sctc_assets.definitions import every_asset
 from sctc_assets_tests.ui_backfill import ui, write_instance
 
 KEYS = ["zh_hans|batch-a", "zh_hans|batch-b"]

@@ -16,7 +16,7 @@ import pytest
 from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.cli import _parser, main
 from sctc_assets.cli.batches import age
-from sctc_assets.estimate import build_estimate
+from sctc_assets.cli.plan import build_estimate
 from sctc_assets.lib.batch_settings import BATCH_MODELS_ENV, BATCH_WAIT_ENV
 from sctc_assets.lib.batches import COLLECTED, BatchLine, BatchRecord, BatchStatus, LineResult
 from sctc_assets.lib.cache import open_cache
@@ -315,12 +315,13 @@ def test_a_run_left_waiting_for_batches_says_so_and_asks_for_no_estimate(capsys)
     from types import SimpleNamespace
 
     from sctc_assets.cli.run import halted_stages, report_halt
+    from sctc_assets.lib.model_selection import ModelSelection
 
     waiting = SimpleNamespace(stage="term_responses[gpt|zh_hans]", halted=False,
                               message="term_responses: BatchesPending: 2 batch(es) still running (sctc-0001, sctc-0002)")
     failed = SimpleNamespace(stage="term_scores[gpt|zh_hans]", halted=False, message="ValueError: boom")
     assert halted_stages([waiting, failed]) == [waiting]
-    report_halt(SimpleNamespace(), {}, [], {}, [waiting])  # no estimate is built (it would need the upstream)
+    report_halt(SimpleNamespace(), ModelSelection({}), [waiting])  # no estimate is built (it would need the upstream)
     err = capsys.readouterr().err
     assert "1 stage(s) wait for provider batches that are still running; rerun the same command to collect them" in err
     assert "term_responses[gpt|zh_hans]: 2 batch(es) still running (sctc-0001, sctc-0002)" in err

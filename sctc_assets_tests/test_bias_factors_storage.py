@@ -11,9 +11,9 @@ import pytest
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib import bias_factors as bf
 from sctc_assets.lib.corpus.tables import upstream_term_counts
-from sctc_assets.partitions import MODELS_PARTITION_NAME, models_partitions
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
-from sctc_assets_tests.fakes import every_asset
+from sctc_assets.definitions import every_asset
 
 MODEL = "stored"
 

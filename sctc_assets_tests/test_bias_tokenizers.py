@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sctc_assets.lib import estimate
+from sctc_assets.lib import cost_estimate
 from sctc_assets.lib.name import tokenization as tk
 
 
@@ -16,8 +16,8 @@ from sctc_assets.lib.name import tokenization as tk
 def empty_hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(estimate, "_LOADED", {})
-    monkeypatch.setattr(estimate, "_UNAVAILABLE", {})
+    monkeypatch.setattr(cost_estimate, "_LOADED", {})
+    monkeypatch.setattr(cost_estimate, "_UNAVAILABLE", {})
     return tmp_path / "hub"
 
 
@@ -26,7 +26,7 @@ def test_an_uncached_hub_entry_fails_fast_naming_the_entry_without_importing_tra
                               settings={"file": {"hub": "example-org/not-cached-model"}})
     monkeypatch.delitem(sys.modules, "transformers", raising=False)
     started = time.perf_counter()
-    counter, why = estimate.registry_counter(entry)
+    counter, why = cost_estimate.registry_counter(entry)
     assert counter is None
     assert time.perf_counter() - started < 1.0
     assert "tokenizer some-hub-model" in why and "example-org/not-cached-model" in why and "HF_HUB_OFFLINE" in why
@@ -59,8 +59,8 @@ def test_a_registry_tokenizer_is_loaded_once_per_process_and_a_failure_is_rememb
     good = tk.TokenizerEntry(key="good", kind="quicktok", settings={"encoding": "x"})
     broken = tk.TokenizerEntry(key="broken", kind="quicktok", settings={"encoding": "x"})
     for _ in range(3):
-        counter, why = estimate.registry_counter(good)
+        counter, why = cost_estimate.registry_counter(good)
         assert counter is not None and why == "" and list(counter.encode("ab")) == [0, 1]
-        counter, why = estimate.registry_counter(broken)
+        counter, why = cost_estimate.registry_counter(broken)
         assert counter is None and why == "tokenizer broken: no file"
     assert calls == ["good", "broken"]

@@ -7,17 +7,20 @@ import dagster as dg
 import pytest
 
 from sctc_assets.assets import catalog
-from sctc_assets.assets.automation import AUTOMATION_SENSOR_NAME, automation_sensor
+from sctc_assets.assets.automation import (AUTOMATION_SENSOR_NAME, SERVED_MODEL_CHANGED, SERVED_MODEL_KEY,
+                                           automation_sensor)
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.definitions import defs
-from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME, MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import CORPUS_SHARDS_PARTITION_NAME, MODELS_PARTITION_NAME
 
 GRAPH = defs.resolve_asset_graph()
-ASSET_NAMES = sorted(key.to_user_string() for key in GRAPH.get_all_asset_keys())
+# The materializable assets; the one source asset (observed, never materialized) is the served models'.
+ASSET_NAMES = sorted(key.to_user_string() for key in GRAPH.get_all_asset_keys() if GRAPH.get(key).is_materializable)
 
 
 def test_every_asset_has_a_catalog_entry_and_every_entry_an_asset():
     assert sorted(catalog.CATALOG) == ASSET_NAMES
+    assert {key.to_user_string() for key in GRAPH.get_all_asset_keys()} - set(ASSET_NAMES) == {"served_model"}
 
 
 @pytest.mark.parametrize("name", ASSET_NAMES)
@@ -49,7 +52,12 @@ def test_partitioning_and_automation_follow_the_stage(name):
     }[entry.stage]
     assert expected(), f"{name}: stage {entry.stage} but partitions {partitions}"
     automated = node.automation_condition is not None
-    assert automated == (entry.stage != catalog.INPUTS and entry.calls != catalog.GENERATION)
+    # Model answers only when the served model changes (an entry with `observe:`), never model-independent inputs.
+    answers = entry.calls == catalog.GENERATION and entry.stage == catalog.MODEL_LANG
+    assert automated == (entry.stage != catalog.INPUTS and (entry.calls != catalog.GENERATION or answers))
+    if entry.calls == catalog.GENERATION:
+        assert (node.automation_condition == SERVED_MODEL_CHANGED) == answers
+        assert (SERVED_MODEL_KEY in node.parent_keys) == answers
 
 
 def test_each_stage_job_selects_its_specs_assets():

@@ -26,7 +26,7 @@ HEAVY_MODULES = ("dagster", "torch", "transformers")
 
 def _imported_after(argv: list[str], env: dict[str, str] | None = None) -> dict:
     """Run `sctc <argv>` in a fresh interpreter and report its exit status, which heavy modules it imported and
-    which command modules (`sctc_assets.cli.*`) it loaded."""
+    which modules of the command line (`sctc_assets.cli.*`) it loaded."""
     code = textwrap.dedent(f"""
         import json, sys
         from sctc_assets.cli import main
@@ -44,10 +44,11 @@ def _imported_after(argv: list[str], env: dict[str, str] | None = None) -> dict:
 
 @pytest.mark.parametrize("argv, commands", [(["--help"], []), (["run", "--help"], []), (["plan", "--help"], []),
                                             (["terms", "define", "--help"], []), (["docs", "--help"], []),
-                                            (["models", "--presets"], ["sctc_assets.cli.models"])])
+                                            (["models", "--presets"],
+                                             ["sctc_assets.cli.models", "sctc_assets.cli.presets"])])
 def test_quick_commands_import_neither_dagster_nor_torch(argv, commands, tmp_path):
-    """The parser loads no command module (a `--help` stops before one is chosen); `sctc models` loads its own,
-    which imports no Dagster at its top."""
+    """The parser loads no command module (a `--help` stops before one is chosen); `sctc models` loads its own and
+    the presets it lists (`cli/presets.py`), neither importing Dagster at its top."""
     outcome = _imported_after(argv, {"DAGSTER_HOME": str(tmp_path / "home")})
     assert outcome == {"status": 0, "heavy": [], "commands": commands}
 
@@ -57,7 +58,7 @@ def test_sctc_models_checks_settings_without_importing_a_builtin_backend(tmp_pat
     registry.write_text("models:\n  good: {backend: replay, upstream_name: qwen}\n"
                         "  typo: {backend: openai, model: m, max_token: 5}\n", encoding="utf-8")
     outcome = _imported_after(["models", "--registry", str(registry)], {"DAGSTER_HOME": str(tmp_path / "home")})
-    assert outcome == {"status": 2, "heavy": [], "commands": ["sctc_assets.cli.models"]}
+    assert outcome == {"status": 2, "heavy": [], "commands": ["sctc_assets.cli.models", "sctc_assets.cli.presets"]}
 
 
 def test_benchmarks_all_means_every_benchmark_in_order():
@@ -171,8 +172,8 @@ KEYED_PRESETS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "
 
 
 def test_every_preset_is_a_valid_registry_entry_whose_only_problem_is_a_missing_key(monkeypatch):
-    from sctc_assets.presets import load_presets, render_presets
-    from sctc_assets.validation import backend_problems, key_problem
+    from sctc_assets.cli.presets import load_presets, render_presets
+    from sctc_assets.cli.validation import backend_problems, key_problem
 
     presets = load_presets()
     assert set(presets) == set(KEYED_PRESETS) | {"ollama", "vllm", "llama-cpp"}
@@ -198,7 +199,7 @@ def test_every_preset_is_a_valid_registry_entry_whose_only_problem_is_a_missing_
 
 def test_a_priced_preset_without_the_date_of_its_prices_is_refused_naming_it(tmp_path):
     from sctc_assets.lib.model_registry import RegistryError
-    from sctc_assets.presets import load_presets
+    from sctc_assets.cli.presets import load_presets
 
     entry = {"backend": "openai", "model": "m", "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0}
     cases = {"undated": ({}, "needs `prices_read`"),
@@ -216,7 +217,7 @@ def test_a_priced_preset_without_the_date_of_its_prices_is_refused_naming_it(tmp
 def test_presets_answer_through_a_stub_of_their_api_with_their_headers(monkeypatch):
     from sctc_assets.backends import backend_class
     from sctc_assets.lib.generation import GenerationRequest
-    from sctc_assets.presets import load_presets
+    from sctc_assets.cli.presets import load_presets
     from sctc_assets_tests.anthropic_stub_server import StubAnthropicServer
     from sctc_assets_tests.gemini_stub_server import StubGeminiServer
     from sctc_assets_tests.openai_stub_server import StubOpenAIServer

@@ -23,7 +23,7 @@ from sctc_assets.backends.openai_backend import OpenAIBackend
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, read_table
 from sctc_assets_tests.openai_stub_server import StubOpenAIServer, api_error, echo_reply
 

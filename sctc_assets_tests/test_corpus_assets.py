@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 
 from sctc_assets.benchmarks import CORPUS
-from sctc_assets.definitions import defs, shared_resources
+from sctc_assets.definitions import defs, every_asset, shared_resources
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError
 from sctc_assets.lib.corpus.tables import PAPER_CORPORA
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
 from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
 from sctc_assets.lib.term.terms import parse_terms
-from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME
+from sctc_assets.assets.partitions import CORPUS_SHARDS_PARTITION_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,8 +85,7 @@ def _count_shards(instance, keys) -> dict[str, bool]:
 
 def _materialize(instance, names) -> None:
     """The corpus plan's stages, as `sctc run --benchmarks corpus` runs them, but without model partitions."""
-    assets = [defs.get_assets_def(key) for key in defs.resolve_asset_graph().get_all_asset_keys()]
-    result = dg.materialize(list({id(a): a for a in assets}.values()), selection=list(names), instance=instance,
+    result = dg.materialize(every_asset(defs), selection=list(names), instance=instance,
                             resources=shared_resources())
     assert result.success
 

@@ -28,11 +28,16 @@ REASONS = {"network", "key", "gpu"}
 OPERATORS = {"&&", "||", ";", "|", "&"}
 # Commands a test runs as shown (the generated pages) or runs in effect (the site build), with that test.
 RUN_BY_TESTS = {
-    "python -m sctc_assets.lib.schemas > docs/tables.md":
+    "python -m sctc_assets.benchmarks.tables > docs/tables.md":
         "test_schemas.py::test_docs_tables_md_is_generated_from_the_schemas",
     "python -m sctc_assets.cli.reference > docs/cli.md":
         "test_doc_commands.py::test_the_cli_reference_is_generated_from_the_parser",
     "mkdocs build --strict": "test_docs_site.py::test_sctc_docs_builds_the_site_strictly_and_only_when_needed",
+    **{command: "test_audit_component.py::test_audit_in_a_fresh_dagster_project" for command in (
+        "dg scaffold defs sctc_assets.components.Audit team_audit", "dg check defs", "dg list defs",
+        "dg launch --job team_audit_term_inputs",
+        'dg launch --job team_audit_term_model_lang --partition "zh_hans|paper-qwen"',
+        "dg launch --job team_audit_term_per_model --partition paper-qwen")},
 }
 # Shell built-ins that run nothing a test could check (a variable for the commands after them).
 BUILTINS = {"export"}

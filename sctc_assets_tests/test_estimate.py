@@ -14,13 +14,13 @@ from sctc_assets.backends.base import ResultCallback
 from sctc_assets.cli import main
 from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
-from sctc_assets.lib.estimate import (
+from sctc_assets.lib.cost_estimate import (
     MESSAGE_OVERHEAD, SCRIPT_RULE, Estimate, EstimateRow, ExpectedAnswer, RequestSet, TokenCounter, cache_keys,
     cached_answers, estimate_partition, render,
 )
 from sctc_assets.lib.model_registry import load_registry
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.estimate import build_estimate, keyed_request, token_counter
+from sctc_assets.cli.plan import build_estimate, keyed_request, token_counter
 from sctc_assets_tests.fakes import ScriptedBackend, count_calls
 
 

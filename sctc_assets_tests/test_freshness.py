@@ -19,7 +19,8 @@ from dagster_graphql.test.utils import execute_dagster_graphql
 from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.running.runner import Runner
-from sctc_assets_tests.fakes import count_calls, every_asset
+from sctc_assets_tests.fakes import count_calls
+from sctc_assets.definitions import every_asset
 from sctc_assets_tests.schema_check import stored_table_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,11 +135,14 @@ def test_rerunning_one_model_leaves_the_other_model_fresh(instance, tmp_path):
     # One full run: nothing is stale, nothing missing.
     statuses = ui_stale_statuses(instance)
     assert _with_status(statuses, "STALE") == set()
-    # missing: only the stages a run without a judge leaves out (`BenchmarkSpec.for_run`), never materialized
+    # missing: only the stages a run without a judge or `--term-drift` leaves out (`BenchmarkSpec.for_run`), never
+    # materialized
     assert _with_status(statuses, "MISSING") == {("term_incorrect_type_judgements", f"{lang}|{model}")
-                                                 for lang in ("zh_hans", "zh_hant") for model in ("fake-a", "fake-b")}
-    # 4 model × lang assets × 2 langs (Table 19's judgements among them, missing), 3 per-model assets
-    assert len(_of_model(statuses, "fake-b")) == 4 * 2 + 3
+                                                 for lang in ("zh_hans", "zh_hant") for model in ("fake-a", "fake-b")
+                                                 } | {("term_drift", model) for model in ("fake-a", "fake-b")}
+    # 4 model × lang assets × 2 langs (Table 19's judgements among them, missing), 4 per-model assets (the drift
+    # table among them, missing)
+    assert len(_of_model(statuses, "fake-b")) == 4 * 2 + 4
 
     # 1. The runner path (`sctc run --models fake-a`), model A unchanged: nothing is stale, so neither A's nor B's
     # partitions are materialized again (`sctc run` leaves what is fresh as it is), and no model is asked.

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sctc_assets.assets.shared import shared_resources
-from sctc_assets.assets.variety_terms.corpus import item_set_corpus_assets
+from sctc_assets.assets.item_sets.corpus import item_set_corpus_assets
 from sctc_assets.lib.corpus.corpus_registry import parse_corpora
 from sctc_assets.lib.corpus.forms import build_forms
 from sctc_assets.lib.corpus.item_sets import (FORM_LEVEL, REGION_LEVEL, TABLE_COLUMNS, item_regions,
@@ -20,10 +20,10 @@ from sctc_assets.lib.corpus.item_sets import (FORM_LEVEL, REGION_LEVEL, TABLE_CO
 from sctc_assets.lib.corpus.matcher import FormMatcher, count_texts
 from sctc_assets.lib.corpus.totals import count_fingerprints, shard_frame
 from sctc_assets.lib.schemas import frame_problems
-from sctc_assets.lib.schemas.variety_corpus import item_set_corpus_schemas
+from sctc_assets.lib.schemas.item_set_corpus import item_set_corpus_schemas
 from sctc_assets.lib.term.items import (CSLD_THREE_PLACES, Concept, ItemSet, from_csld, read_item_csv,
                                         write_item_csv)
-from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME
+from sctc_assets.assets.partitions import CORPUS_SHARDS_PARTITION_NAME
 
 PREFIX = "terms_t"
 SET = ItemSet(name="t", regions=("cn", "tw", "hk", "mo"), concepts=(

@@ -17,7 +17,7 @@ from sctc_assets.benchmarks import REVIEWS
 from sctc_assets.cli import main
 from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.benchmarks import TERM
-from sctc_assets.definitions import defs, shared_resources
+from sctc_assets.definitions import defs, every_asset, shared_resources
 from sctc_assets.lib.generation import stored_text, strip_reasoning
 from sctc_assets.lib.name.extraction import EMPTY, REFUSAL
 from sctc_assets.lib.name.selections import rules_selections
@@ -302,8 +302,7 @@ def test_reviews_leave_refusals_and_errors_out_of_the_pairs(refused_run):
     assert (predictions.loc[kinds == "answer", "prediction"] == 8).all()
 
 
-ALL_ASSETS = list({id(assets_def): assets_def for assets_def in
-                   (defs.get_assets_def(key) for key in defs.resolve_asset_graph().get_all_asset_keys())}.values())
+ALL_ASSETS = every_asset(defs)
 CROSS_MODEL = {"term_choice_tests": ("term_choice_rates", TERM),
                "term_variant_correlations": ("term_choice_rates", TERM),
                "term_misalignment_summary": ("term_misalignment_by_term", TERM),

@@ -21,7 +21,7 @@ from sctc_assets.lib.cache import ResponseCache
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name import last_names as ln
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource

@@ -60,7 +60,7 @@ def test_lineage_and_partitions():
     parents = {name: {key.to_user_string() for key in graph.get(dg.AssetKey(name)).parent_keys}
                for name in ("name_prompts", "name_responses", "name_selections", "name_choice_rates", "name_choice_tests")}
     assert parents["name_prompts"] == {"name_candidate_lists"}
-    assert parents["name_responses"] == {"name_prompts"}
+    assert parents["name_responses"] == {"name_prompts", "served_model"}  # the observed served model (issue 43)
     assert {"name_responses", "name_candidate_lists", "name_judgements", "regional_names"} <= parents["name_selections"]
     assert parents["name_choice_rates"] == {"name_selections"} and parents["name_choice_tests"] == {"name_choice_rates"}
     dimensions = {name: defs.get_assets_def(name).partitions_def for name in NAME.assets}

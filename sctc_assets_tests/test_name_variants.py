@@ -264,7 +264,7 @@ def test_run_with_prompt_variants_reports_their_correlations(isolated_data_dir, 
     assert correlations["pearson_r"].notna().any()
 
     # The plan counts the variants' calls too, and finds them all cached now.
-    from sctc_assets.estimate import build_estimate
+    from sctc_assets.cli.plan import build_estimate
     from sctc_assets.lib.model_registry import load_registry
 
     options = {"name_experiments": ["main"], "name_lists": 2, "name_shuffles": 3,

@@ -8,10 +8,11 @@ import pytest
 from sctc_assets.benchmarks import SPECS
 
 OPT_IN = {
-    "term": {"term_incorrect_type_judgements": "judge"},
+    "term": {"term_incorrect_type_judgements": "judge", "term_drift": "term_drift"},
     "name": {"name_explanation_extractions": "name_judge", "name_descriptor_words": "name_judge",
              "name_descriptor_names": "name_judge", "name_pair_selection_rates": "name_pair",
-             "name_variant_rates": "name_prompt_variants", "name_variant_correlations": "name_prompt_variants"},
+             "name_variant_rates": "name_prompt_variants", "name_variant_correlations": "name_prompt_variants",
+             "name_drift": "name_drift"},
     "sovereignty": {"sovereignty_drift": "sovereignty_drift",
                     "sovereignty_condition_effects": "sovereignty_conditions"},
 }

@@ -13,9 +13,9 @@ import pytest
 from sctc_assets.cli import main
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.model_registry import RegistryError, load_registry, parse_registry
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.model_registry import ModelRegistryResource
-from sctc_assets.sensors import GRACE_SECONDS, model_registry_sensor
+from sctc_assets.assets.sensors import GRACE_SECONDS, model_registry_sensor
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE = "{backend: 'sctc_assets_tests.fakes:ScriptedBackend', name: %s, benchmarks: {term: {trials: 1, prompt_variants: [1]}}}"

@@ -13,9 +13,9 @@ import pytest
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.benchmarks import TERM
 from sctc_assets.cli import main
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.running.runner import Runner
-from sctc_assets.sensors import model_registry_sensor
+from sctc_assets.assets.sensors import model_registry_sensor
 from sctc_assets_tests.fakes import count_calls
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from sctc_assets.cli import main
-from sctc_assets.partitions import model_lang_partitions
+from sctc_assets.assets.partitions import model_lang_partitions
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.running.runner import Runner
 

@@ -22,7 +22,7 @@ from sctc_assets.cli import main
 from sctc_assets.lib.budget import Budget, BudgetLimits, call_cost, estimate_output_tokens, estimate_tokens
 from sctc_assets.lib.report import sovereignty as report_sovereignty
 from sctc_assets.lib.report.inputs import ReportInputs
-from sctc_assets.lib.schemas import TABLE_SCHEMAS
+from sctc_assets.benchmarks import BUILT_IN_SCHEMAS as TABLE_SCHEMAS
 from sctc_assets.lib.sovereignty.flags import REASONING_FLAG_COLUMNS, flag_table
 from sctc_assets.lib.sovereignty.scoring import score
 from sctc_assets.lib.sovereignty.upstream import parse_red_flags

@@ -84,7 +84,7 @@ def test_per_model_tables_carry_numeric_headlines_and_link_their_chart_files(iso
 
     from sctc_assets.assets.sovereignty.summary import sovereignty_model_summary, sovereignty_summary
     from sctc_assets.definitions import shared_resources
-    from sctc_assets.partitions import MODELS_PARTITION_NAME, models_partitions
+    from sctc_assets.assets.partitions import MODELS_PARTITION_NAME, models_partitions
     from sctc_assets_tests.report_tables import TableWriter, sovereignty_results
 
     write = TableWriter(isolated_data_dir / "storage")

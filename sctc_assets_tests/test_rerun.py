@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
-from sctc_assets.partitions import model_and_lang, model_lang_partitions, models_partitions
+from sctc_assets.assets.partitions import model_and_lang, model_lang_partitions, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.benchmarks.spec import BenchmarkSpec

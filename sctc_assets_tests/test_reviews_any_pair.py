@@ -16,7 +16,8 @@ from sctc_assets.lib.reviews.metrics import METRIC_COLUMNS, metric_columns
 from sctc_assets.lib.reviews.pairing import PAIR_COLUMNS, pair_columns
 from sctc_assets.lib.reviews.scripts import token_count
 from sctc_assets.lib.reviews.varieties import review_text, variety_pair
-from sctc_assets.lib.schemas import TABLE_SCHEMAS, frame_problems
+from sctc_assets.benchmarks import BUILT_IN_SCHEMAS as TABLE_SCHEMAS
+from sctc_assets.lib.schemas import frame_problems
 from sctc_assets.lib.schemas.reviews import review_tables
 from sctc_assets_tests.fakes import count_calls
 

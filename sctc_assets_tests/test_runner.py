@@ -16,7 +16,7 @@ from dagster._core.instance.ref import InstanceRef
 
 from sctc_assets.assets.metadata import upstream_comparison_result
 from sctc_assets.lib.interrupt import clear_stop, request_stop
-from sctc_assets.partitions import model_and_lang, model_lang_partitions, models_partitions
+from sctc_assets.assets.partitions import model_and_lang, model_lang_partitions, models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.running.runner import RunReport, Runner, export_tables

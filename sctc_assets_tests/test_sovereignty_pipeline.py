@@ -14,7 +14,7 @@ from sctc_assets.benchmarks import SOVEREIGNTY
 from sctc_assets.cli import main
 from sctc_assets.definitions import shared_resources
 from sctc_assets.lib.sovereignty.scoring import RULES, STATUSES
-from sctc_assets.sensors import model_registry_sensor
+from sctc_assets.assets.sensors import model_registry_sensor
 from sctc_assets_tests.fakes import count_calls
 from sctc_assets_tests.schema_check import stored_table_problems
 from sctc_assets_tests.test_sovereignty_upstream import RESCORE_V110, TABLE_3

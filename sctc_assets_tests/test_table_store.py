@@ -14,7 +14,7 @@ import pytest
 import sctc_assets.lib.table_store as table_store
 import sctc_assets.resources.io_manager as io
 from sctc_assets.cli import main
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.io_manager import ParquetIOManager, _write, read_table
 from sctc_assets.running.runner import export_tables
 

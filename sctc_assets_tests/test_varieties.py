@@ -75,7 +75,14 @@ def test_upstream_file_names_and_region_spellings_read_the_table():
     assert names.REGIONS == {"Mainland China": "mainland", "Taiwan": "taiwan"}
     assert prompts.GT_COLUMN == {"zh_hans": "term_mainland", "zh_hant": "term_taiwan"}
     assert prompts.DEFINITION_COLUMN == {"zh_hans": "definition_simplified", "zh_hant": "definition_traditional"}
-    assert review_varieties.VARIETIES == ("tw", "cn")
+    assert review_varieties.DEFAULT_PAIR == ("tw", "cn")
+    # the built-in Mandarin rows say nothing of their own: code, names and OpenCC configurations are the region's
+    for region in (TAIWAN, MAINLAND):
+        row = review_varieties.review_variety(region.code)
+        assert (row.code, row.display_name, row.short_name, row.region) == (
+            region.code, f"{region.display_name} Mandarin", region.display_name, region)
+        assert row.conversion == region.opencc_phrases
+    assert review_varieties.review_variety("tw").display_name == "Taiwan Mandarin"
 
 
 def test_every_benchmarks_prompting_languages_are_varieties_of_the_table():

@@ -12,7 +12,7 @@ import pytest
 
 from sctc_assets.lib import power, stats
 from sctc_assets.lib.schemas.base import frame_problems
-from sctc_assets.lib.schemas.variety_terms import variety_term_schemas
+from sctc_assets.lib.schemas.item_sets import item_set_term_schemas
 from sctc_assets.lib.term import variety_metrics as vm
 from sctc_assets.lib.term.items import Concept, ItemSet
 from sctc_assets.lib.term.variety_prompts import build_variety_prompts
@@ -229,7 +229,7 @@ def test_power_of_the_design_and_its_degenerate_cases():
 
 def test_every_table_matches_its_schema():
     labels = pd.concat([always_taiwan("m", (1, 2)), always_taiwan("n", (1,))], ignore_index=True)
-    schemas = {spec.table: spec for spec in variety_term_schemas("terms_demo", REGIONS)}
+    schemas = {spec.table: spec for spec in item_set_term_schemas("terms_demo", REGIONS)}
     assert list(schemas) == [f"terms_demo_{name}" for name in ("items", "prompts", "responses", "judgements", "labels",
                                                                 "by_concept", "rates", "matrix", "contrasts", "power")]
     concepts = vm.by_concept(labels)

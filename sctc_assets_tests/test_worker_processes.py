@@ -19,7 +19,7 @@ from sctc_assets.running.schedule import run_all
 from sctc_assets.running.instance import PID_TAG, cli_instance
 from sctc_assets.running.processes import PROCESSES_ENV, TaskFailed, WorkerPool, in_forked_process
 from sctc_assets.running.schedule import workers_for
-from sctc_assets.validation import option_problems
+from sctc_assets.cli.validation import option_problems
 from sctc_assets_tests.test_runner import (FAILING, MINI_JOBS, MINI_PLAN, _runs_by_status, _start_target, _wait_for,
                                            mini_answers, mini_prompts, mini_rates, mini_tests)
 

@@ -146,8 +146,8 @@ def main(spec_path: str) -> None:
     "tagged": [[tag, value] …]}; the environment ($SCTC_*) as the test set it."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     from sctc_assets.definitions import defs, shared_resources
-    from sctc_assets.partitions import MODELS_PARTITION_NAME
-    from sctc_assets_tests.fakes import every_asset
+    from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
+    from sctc_assets.definitions import every_asset
 
     with dg.DagsterInstance.from_config(str(write_instance(Path(spec["home"])))) as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION_NAME, spec["models"])

@@ -114,7 +114,7 @@ def _model_of(partition_key: str | dg.MultiPartitionKey) -> str:
     return str(partition_key).split("|")[-1]  # dimensions sort by name, and `model` sorts after lang and format
 
 
-def _rate_result(asset: str, measure: Measure, frame: pd.DataFrame, config: AnswerCheckConfig) -> dg.AssetCheckResult:
+def _rate_result(asset: dg.AssetKey | str, measure: Measure, frame: pd.DataFrame, config: AnswerCheckConfig) -> dg.AssetCheckResult:
     considered = measure.considered(frame) if not frame.empty else pd.Series(dtype=bool)
     pool = frame[considered] if not frame.empty else frame
     counted = int(measure.counted(pool).sum()) if not pool.empty else 0
@@ -126,7 +126,7 @@ def _rate_result(asset: str, measure: Measure, frame: pd.DataFrame, config: Answ
         metadata={"rate": round(rate, 4), "count": counted, "rows": len(pool), "threshold": threshold})
 
 
-def _usable_result(asset: str, usable: Usable, frame: pd.DataFrame, replay: bool) -> dg.AssetCheckResult:
+def _usable_result(asset: dg.AssetKey | str, usable: Usable, frame: pd.DataFrame, replay: bool) -> dg.AssetCheckResult:
     count = int(usable.usable(frame).sum()) if not frame.empty else 0
     return dg.AssetCheckResult(
         check_name="usable_answers", asset_key=asset, passed=count > 0,
@@ -150,9 +150,11 @@ def _build(name: str, assets_def: dg.AssetsDefinition, measures: tuple[Measure, 
                           description=f"Error, refusal and unscorable rates of each `{name}` partition.")
     def answer_checks(context: dg.AssetCheckExecutionContext, config: AnswerCheckConfig, table: pd.DataFrame,
                       models: ModelRegistryResource) -> Iterator[dg.AssetCheckResult]:
+        # the checked asset's key as this definition has it (an audit Component prefixes it, components/)
+        target = context.check_specs[0].asset_key
         for measure in measures:
-            yield _rate_result(name, measure, table, config)
-        yield _usable_result(name, usable, table, replays_published_answers(models, _model_of(context.partition_key)))
+            yield _rate_result(target, measure, table, config)
+        yield _usable_result(target, usable, table, replays_published_answers(models, _model_of(context.partition_key)))
 
     return answer_checks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from sctc_assets.backends.replay import ReplayBackend
-from sctc_assets.lib.estimate import registry_counter
+from sctc_assets.lib.cost_estimate import registry_counter
 from sctc_assets.lib.name import tokenization as tk
 from sctc_assets.lib.paths import default_tokenizers_path
 from sctc_assets.resources.model_registry import ModelRegistryResource
@@ -17,7 +17,7 @@ def model_tokenizer(model: str, models: ModelRegistryResource,
     """(label, encode, why not): a paper model's tokenizer from the tokenizer registry (the entries naming its
     upstream name in `paper_models`, those with files on this machine or a package index before the Hugging Face
     hub's), else the backend's own offline tokenizer (`token_counter()`); `encode` None with the reason where none
-    is known or can be loaded here. Loaded once per process (`lib.estimate.registry_counter`); a hub entry fails
+    is known or can be loaded here. Loaded once per process (`lib.cost_estimate.registry_counter`); a hub entry fails
     at once where the hub is off ($HF_HUB_OFFLINE) and its files are not cached."""
     backend = models.backend(model, open_upstream=upstream.open)
     if isinstance(backend, ReplayBackend):

@@ -8,7 +8,7 @@ Every asset decorator goes through `@catalogued`, which reads the entry and sets
 - owners and tags: `sctc/benchmark`, `sctc/paper`, `sctc/stage` and `sctc/calls_models` (filter on them in the UI's
   asset catalog, e.g. `tag:sctc/calls_models=true` for the assets that spend model calls);
 - the description: the headline as its first line, then the function's docstring;
-- the column schema (`dagster/column_schema`, from `sctc_assets.lib.schemas`), shown before any materialization;
+- the column schema (`dagster/column_schema`, from the schemas the spec carries), shown before any materialization;
 - the automation condition (`sctc_assets.assets.automation`), acted on only when the automation sensor is on.
 
 Data versions: assets whose table depends on more than their code and their inputs' data versions (upstream files,
@@ -24,11 +24,11 @@ import dagster as dg
 import pandas as pd
 
 from sctc_assets.assets import automation
-from sctc_assets.benchmarks import CATALOG, PAPERS, PLUGIN_SCHEMAS
+from sctc_assets.benchmarks import CATALOG, PAPERS, TABLE_SCHEMAS
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL,  # noqa: F401
                                          STAGES, AssetEntry)
 from sctc_assets.lib.content_hash import table_hash
-from sctc_assets.lib.schemas import TABLE_SCHEMAS, TableSchemaSpec
+from sctc_assets.lib.schemas import TableSchemaSpec
 
 # `Output(data_version=...)` is a beta parameter of Dagster 1.13; the content versions rely on it deliberately.
 warnings.filterwarnings("ignore", message="Parameter `data_version` of initializer `Output.__init__`",
@@ -72,16 +72,21 @@ def catalogued(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """The asset with its catalog entry applied (see the module docstring); put it above `@dg.asset`."""
     name = assets_def.key.to_user_string()
     entry = catalog_entry(name)
-    schema = TABLE_SCHEMAS.get(name) or PLUGIN_SCHEMAS.get(name)
+    schema = TABLE_SCHEMAS.get(name)
     if entry.table and schema is None:
         raise CatalogError(f"asset {name!r} is a table without a column schema: declare its columns in "
-                           "sctc_assets/lib/schemas/, or for a benchmark of another package in its spec's `schemas` (or mark its "
-                           "catalog entry `table=False`)")
+                           "sctc_assets/lib/schemas/ and name them in its benchmark's spec (`schemas`), or mark its "
+                           "catalog entry `table=False`")
 
     pool = POOLS.get(entry.calls) if entry.calls else None
     if assets_def.node_def.pool != pool:
         raise CatalogError(f"asset {name!r}: its concurrency pool is {assets_def.node_def.pool!r}, its catalog entry "
                            f"wants {pool!r} (set `pool=` in its @dg.asset)")
+
+    if entry.calls == GENERATION and entry.stage == MODEL_LANG and \
+            automation.SERVED_MODEL_KEY not in {dep.asset_key for dep in assets_def.specs_by_key[assets_def.key].deps}:
+        raise CatalogError(f"asset {name!r} asks a model: give its @dg.asset `deps=[SERVED_MODEL_KEY]` "
+                           "(assets/automation.py), so a change of the served model can start it again")
 
     def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
         metadata = {"dagster/column_schema": column_schema(schema)} if schema is not None else {}

@@ -1,4 +1,5 @@
-"""The response assets' fast path for replay backends: published answers as columns, no object per request."""
+"""The response assets' fast path for the backends whose traits say they replay the benchmark
+(`BackendTraits.replays_benchmark`): published answers as columns, no object per request."""
 
 from __future__ import annotations
 
@@ -8,13 +9,8 @@ import numpy as np
 import pandas as pd
 
 from sctc_assets.assets.metadata import usage_metadata
-from sctc_assets.backends.base import ModelBackend
 from sctc_assets.backends.replay import ReplayBackend, replay_cache_dir
 from sctc_assets.lib.generation import result_columns
-
-
-def replays(backend: ModelBackend) -> bool:
-    return isinstance(backend, ReplayBackend)
 
 
 def replayed_columns(backend: ReplayBackend, refs: pd.DataFrame, log: Callable[[str], None],

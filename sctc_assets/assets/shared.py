@@ -14,14 +14,23 @@ from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
-from sctc_assets.sensors import model_registry_sensor, sctc_batches
+from sctc_assets.assets.sensors import model_registry_sensor, sctc_batches
 
 
-def shared_resources() -> dict:
+def shared_resources(*, upstream: str | None = None, registry: str | None = None, cache: str | None = None,
+                     storage: str | None = None, max_calls: int | None = None,
+                     max_cost_usd: float | None = None) -> dict:
+    """The resources the package's assets ask for, by key. A setting left None takes the resource's default (its
+    environment variable, else the data folder's); the audit Component (`components/`) passes its YAML's."""
+
+    def given(**settings) -> dict:
+        return {name: value for name, value in settings.items() if value is not None}
+
     return {
-        "upstream": SCTCUpstreamResource(),
-        "models": ModelRegistryResource(),
-        "io_manager": ParquetIOManager(),
+        "upstream": SCTCUpstreamResource(**given(location=upstream)),
+        "models": ModelRegistryResource(**given(registry_path=registry, cache_path=cache, max_calls=max_calls,
+                                                max_cost_usd=max_cost_usd)),
+        "io_manager": ParquetIOManager(**given(base_dir=storage)),
         "corpora": CorpusRegistryResource(),
         "tsb_upstream": TSBUpstreamResource(),
     }

@@ -32,7 +32,7 @@ from sctc_assets.lib.work_queue import WAIT, WorkQueue, claim_lease_s
 
 if TYPE_CHECKING:
     from sctc_assets.lib.batches import BatchClient
-    from sctc_assets.lib.estimate import TokenCounter
+    from sctc_assets.lib.cost_estimate import TokenCounter
 
 ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, GenerationResult], None]
@@ -102,6 +102,10 @@ class ModelBackend(dg.ConfigurableResource):
     # The provider batch API the backend can send its requests through (`batch: true`, `batch_client()`):
     # "openai", "anthropic", "gemini"; None: none.
     batch_api: ClassVar[Optional[str]] = None
+    # Whether the registry may ask to observe the model its endpoint serves (`observe:`, lib/served_model.py): an
+    # endpoint that answers a one-token chat call with `model` and `system_fingerprint`. Never a replay (published
+    # answers do not change) nor a local model (the embedded one: its file is its version).
+    observable: ClassVar[bool] = False
     _budget: Optional[Budget] = PrivateAttr(default=None)
     _notes: list = PrivateAttr(default_factory=list)
     # Provider batches: what the record of a batch names (`set_batch_context`), where the foreground wait's progress

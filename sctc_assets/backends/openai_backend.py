@@ -19,7 +19,7 @@ from pydantic import Field, PrivateAttr, field_validator
 from sctc_assets.backends.api_backend import (LOCAL_SERVER_KEY, ApiBackend, ErrorBody, ParameterRefused,
                                               count_or_none, merged, redact, server_delay, text_or_none)
 from sctc_assets.backends.batch_openai import OpenAIBatchClient
-from sctc_assets.lib.estimate import TokenCounter, tiktoken_counter
+from sctc_assets.lib.cost_estimate import TokenCounter, tiktoken_counter
 from sctc_assets.lib.generation import (TRUNCATED_MESSAGE, GenerationRequest, GenerationResult, is_truncated,
                                         think_blocks)
 
@@ -47,6 +47,7 @@ class OpenAIBackend(ApiBackend):
 
     backend_name: ClassVar[str] = "openai"
     batch_api: ClassVar[Optional[str]] = "openai"
+    observable: ClassVar[bool] = True  # `observe:` in the registry: a one-token chat call reports the served model
     answer_kind: ClassVar[str] = "a chat completion"
 
     base_url: str = Field(default="https://api.openai.com/v1", description="Endpoint root, up to and including /v1.")

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from pydantic import Field
 
 from sctc_assets.backends.base import BackendUnavailable, ModelBackend, ResultCallback
-from sctc_assets.lib.estimate import TokenCounter, json_counter
+from sctc_assets.lib.cost_estimate import TokenCounter, json_counter
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")

@@ -1,12 +1,15 @@
 """Every benchmark's spec, in the order `sctc run --benchmarks` offers them, and the catalog they make up.
 
-The CLI, the validator, the estimate, the catalog, the named jobs, the report and the runner loop over `SPECS`
-(see `sctc_assets.benchmarks.spec`): the five built in, one per registered item set (`item_sets`), then those of other packages (`plugins`). No Dagster here.
+The CLI, the validator, the estimate, the catalog, the named jobs, the report, the table reference and the runner
+loop over `SPECS` (see `sctc_assets.benchmarks.spec`): the five built in, one per registered item set (`item_sets`),
+then those of other packages (`plugins`). Each spec carries its tables' column schemas (`TABLE_SCHEMAS` gathers
+them). No Dagster here.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Iterable
 
 from sctc_assets.benchmarks.corpus import CORPUS
 from sctc_assets.benchmarks.item_sets import item_set_specs
@@ -16,11 +19,15 @@ from sctc_assets.benchmarks.reviews import REVIEWS
 from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.benchmarks.spec import CROSS_MODEL, AssetEntry, BenchmarkSpec, ReportSection
 from sctc_assets.benchmarks.term import TERM
+from sctc_assets.lib.schemas import TableSchemaSpec
 
-__all__ = ["BENCHMARKS", "CATALOG", "CORPUS", "NAME", "PAPERS", "PLUGIN_SCHEMAS", "REPORT_INPUTS", "REPORT_TABLES",
-           "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TERM", "report_sections"]
+__all__ = ["BENCHMARKS", "BUILT_IN", "BUILT_IN_SCHEMAS", "CATALOG", "CORPUS", "NAME", "PAPERS", "REPORT_INPUTS",
+           "REPORT_TABLES", "RESPONSE_TABLES", "REVIEWS", "SOVEREIGNTY", "SPECS", "TABLE_SCHEMAS", "TERM",
+           "report_sections", "table_schemas"]
 
-SPECS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (TERM, NAME, SOVEREIGNTY, REVIEWS, CORPUS)}
+# The five benchmarks built in (`docs/tables.md` documents their tables).
+BUILT_IN: tuple[BenchmarkSpec, ...] = (TERM, NAME, SOVEREIGNTY, REVIEWS, CORPUS)
+SPECS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in BUILT_IN}
 SPECS.update(item_set_specs())  # one benchmark per registered item set (`terms_<set>`)
 SPECS.update(plugin_specs(SPECS))
 BENCHMARKS: tuple[str, ...] = tuple(SPECS)
@@ -62,6 +69,22 @@ def _report_module(part) -> object:
     return getattr(module, part.factory)(*part.arguments) if part.factory else module
 
 
-# The column schemas of the tables of benchmarks outside this package (the built-in ones: sctc_assets.lib.schemas).
-PLUGIN_SCHEMAS = {schema.table: schema for _spec in SPECS.values() for schema in _spec.schemas}
+
+
+def table_schemas(specs: Iterable[BenchmarkSpec]) -> dict[str, TableSchemaSpec]:
+    """Table name → column schema, as the specs carry them (`BenchmarkSpec.schemas`), in their order; a table two
+    specs declare is refused."""
+    schemas: dict[str, TableSchemaSpec] = {}
+    for spec in specs:
+        for schema in spec.schemas:
+            if schema.table in schemas:
+                raise ValueError(f"benchmark {spec.name!r}: table {schema.table!r} is declared twice")
+            schemas[schema.table] = schema
+    return schemas
+
+
+# The built-in benchmarks' tables, and every table asset's column schema: theirs, the registered item sets' and
+# those of other packages' benchmarks.
+BUILT_IN_SCHEMAS: dict[str, TableSchemaSpec] = table_schemas(BUILT_IN)
+TABLE_SCHEMAS: dict[str, TableSchemaSpec] = table_schemas(SPECS.values())
 PAPERS: dict[str, str] = {**{spec.name: spec.paper for spec in SPECS.values()}, REPORT: REPORT_PAPER}

@@ -15,6 +15,7 @@ from sctc_assets.benchmarks.spec import CROSS_MODEL, INPUTS, AssetEntry, Benchma
 from sctc_assets.lib.corpus.corpus_registry import CorpusRegistryError, load_corpora
 from sctc_assets.lib.corpus.layout import paper_layout
 from sctc_assets.lib.paths import default_corpora_path
+from sctc_assets.lib.schemas import corpus as corpus_schemas
 
 ASSETS = {
     "corpus_shards": AssetEntry(INPUTS, "Every shard of every registered corpus."),
@@ -76,6 +77,7 @@ CORPUS = BenchmarkSpec(
     paper="sc-tc-bench",
     langs=(),
     assets=ASSETS,
+    schemas=tuple(corpus_schemas.TABLES),
     reads=("regional_terms",),  # the term list whose forms are counted
     add_arguments=corpus_arguments,
     option_ranges=(OptionRange("corpus_majority", 0, 1, low_open=True),),

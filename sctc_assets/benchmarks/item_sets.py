@@ -5,7 +5,7 @@ Each set of the item-set registry (`sctc_assets.lib.term.item_sources`: `$SCTC_I
 `_responses` → (`_judgements` →) `_labels` → `_by_concept`, `_rates`, `_matrix` → `_contrasts`, `_power`; corpus
 counts in `_corpus_counts` → `_corpus_term_counts`), partitioned by model × prompting variety: a set is its own
 lineage, so sets never make each other stale, and the default set stays the `term` benchmark with its keys. The
-assets are made by `sctc_assets/assets/variety_terms/` from these specs. No Dagster here.
+assets are made by `sctc_assets/assets/item_sets/` from these specs. No Dagster here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, OptionRange, ReportPart)
 from sctc_assets.benchmarks.term import TERM, TERM_ANSWER, term_partition_designs
 from sctc_assets.lib.backend_catalog import traits
-from sctc_assets.lib.estimate import PartitionDesign
+from sctc_assets.lib.cost_estimate import PartitionDesign
 from sctc_assets.lib.term.item_sources import ItemSetEntry, LoadedSet, load_entry, registered_sets
 from sctc_assets.lib.term.items import ItemSetError
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, PROMPT_VARIANTS, run_settings
@@ -30,7 +30,7 @@ from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.lib.varieties import load_catalog
 
 ITEM_SET_PAPER = "sc-tc-bench"
-REPORT_MODULE = "sctc_assets.lib.report.variety_terms"
+REPORT_MODULE = "sctc_assets.lib.report.item_sets"
 
 
 def asset_entries(prefix: str) -> dict[str, AssetEntry]:
@@ -130,10 +130,10 @@ def _summary(prefix: str, set_name: str, varieties: tuple[str, ...]):
 
 
 def _schemas(prefix: str) -> tuple[Any, ...]:
-    from sctc_assets.lib.schemas.variety_corpus import item_set_corpus_schemas
-    from sctc_assets.lib.schemas.variety_terms import variety_term_schemas
+    from sctc_assets.lib.schemas.item_set_corpus import item_set_corpus_schemas
+    from sctc_assets.lib.schemas.item_sets import item_set_term_schemas
 
-    return (*variety_term_schemas(prefix, tuple(load_catalog().regions)), *item_set_corpus_schemas(prefix))
+    return (*item_set_term_schemas(prefix, tuple(load_catalog().regions)), *item_set_corpus_schemas(prefix))
 
 
 def item_set_spec(item_entry: ItemSetEntry, varieties: tuple[str, ...]) -> BenchmarkSpec:

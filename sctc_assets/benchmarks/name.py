@@ -8,12 +8,13 @@ from typing import Any, Mapping
 import pandas as pd
 from tabulate import tabulate
 
-from sctc_assets.benchmarks.estimate_power import name_power_lines
+from sctc_assets.benchmarks.plan_power import name_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.benchmarks.term import not_a_pro_result, sctc_downloads
 from sctc_assets.lib.backend_catalog import traits
-from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
+from sctc_assets.lib.cost_estimate import ExpectedAnswer, PartitionDesign, SharedRequests
+from sctc_assets.lib.drift import drift_epochs
 from sctc_assets.lib.fetching import Download, tokenizer_downloads
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name.candidates import EXPERIMENTS, LIST_SOURCES, RunSettings, run_settings
@@ -21,7 +22,9 @@ from sctc_assets.lib.name.lists import upstream_name_prompts
 from sctc_assets.lib.name.requests import name_requests, requests_of, variant_rows
 from sctc_assets.lib.name.variants import VariantsFileError, read_variants, templates_digest
 from sctc_assets.lib.paths import default_tokenizers_path
-from sctc_assets.lib.sctc_source import open_sctc_upstream
+from sctc_assets.lib.schemas import name as name_schemas
+from sctc_assets.lib.schemas.bias_factors import NAME_BIAS_FACTORS
+from sctc_assets.lib.sctc_upstream import open_sctc_upstream
 from sctc_assets.lib.varieties import VARIETIES
 
 ASSETS = {
@@ -77,6 +80,8 @@ ASSETS = {
                                                             " clustering by candidate list."),
     "name_bias_factors": AssetEntry(PER_MODEL, "One model's Mainland-name choices regressed on the lists' corpus, "
                                                "token and log-prob ratios (GEE)."),
+    "name_drift": AssetEntry(PER_MODEL, "One model's Mainland rates under two epoch tags compared answer by answer "
+                                        "(McNemar, flips), from the cache.", opt_in="name_drift"),
 }
 
 LANG_TAGS = {variety.code: variety.tag for variety in VARIETIES}
@@ -98,6 +103,10 @@ def name_arguments(parser: Any) -> None:
     group.add_argument("--name-pair", nargs=2, metavar=("NAME", "NAME"),
                        help="two candidates whose selection rates across the prompt languages "
                             "`name_pair_selection_rates` compares (Table 23), as the lists write them")
+    group.add_argument("--name-drift", nargs=2, metavar=("EPOCH_A", "EPOCH_B"),
+                       help="compare each model's cached name answers under two epoch tags answer by answer "
+                            "(name_drift; `none`: the untagged answers, `served-<12hex>`: an observed served "
+                            "version); no model is called")
     group.add_argument("--name-prompt-variants", metavar="FILE",
                        help="also run prompt variants 2 and 3, the reviewed rephrasings of FILE (written by `sctc "
                             "names rephrase`), beside the paper's wording (variant 1; the only one by default); "
@@ -110,15 +119,22 @@ def _absolute(path: str | None) -> str | None:
 
 
 def name_option_problems(options: Mapping[str, Any]) -> list[str]:
-    """A `--name-prompt-variants` file that cannot run, as `FILE:LINE: …` (checked before anything is asked)."""
+    """A `--name-prompt-variants` file that cannot run, as `FILE:LINE: …`, and `--name-drift` epochs that are not two
+    different valid tags (checked before anything is asked)."""
+    problems = []
+    if options.get("name_drift"):
+        try:
+            drift_epochs(options["name_drift"], "--name-drift")
+        except ValueError as exc:
+            problems.append(str(exc))
     path = options.get("name_prompt_variants")
     if not path:
-        return []
+        return problems
     try:
         read_variants(Path(path).expanduser())
     except VariantsFileError as exc:
-        return [f"--name-prompt-variants: {exc}"]
-    return []
+        return [*problems, f"--name-prompt-variants: {exc}"]
+    return problems
 
 
 def _variant_templates(options: Mapping[str, Any]) -> dict[tuple[str, int], str] | None:
@@ -144,6 +160,10 @@ def name_config(options: Mapping[str, Any]) -> dict:
     }
     if options.get("name_pair"):
         config["name_pair_selection_rates"] = {"names": list(options["name_pair"])}
+    if options.get("name_drift"):
+        config["name_drift"] = {"epochs": list(options["name_drift"]), "experiments": options.get("name_experiments"),
+                                "lists": options.get("name_lists"), "shuffles": options.get("name_shuffles"),
+                                "list_source": options.get("name_list_source")}
     if options.get("name_seed") is not None:
         config["name_candidate_lists"] = {"seed": options["name_seed"]}
     return config
@@ -235,6 +255,7 @@ NAME = BenchmarkSpec(
     paper="sc-tc-bench",
     langs=tuple(variety.code for variety in VARIETIES),
     assets=ASSETS,
+    schemas=(*name_schemas.TABLES, NAME_BIAS_FACTORS),
     add_arguments=name_arguments,
     check_options=name_option_problems,
     option_ranges=(OptionRange("name_lists", 1), OptionRange("name_shuffles", 1)),
@@ -254,6 +275,6 @@ NAME = BenchmarkSpec(
     report_part=ReportPart("sctc_assets.lib.report.names", "name_", "Name choice (main lists)"),
     report_tables=("name_choice_tests", "name_choice_rates", "name_permutation_stability", "regional_names",
                    "name_pair_selection_rates", "name_explanation_words", "name_talent_examples",
-                   "name_descriptor_words", "name_descriptor_names", "name_bias_factors"),
+                   "name_descriptor_words", "name_descriptor_names", "name_bias_factors", "name_drift"),
     skip_unchanged=True,
 )

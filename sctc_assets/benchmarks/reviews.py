@@ -14,12 +14,13 @@ from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.reviews.declared import declared_varieties
 from sctc_assets.lib.reviews.pairing import unpaired_counts, unpaired_reviews
 from sctc_assets.lib.reviews.prompts import FORMATS
-from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
+from sctc_assets.lib.cost_estimate import ExpectedAnswer, PartitionDesign, SharedRequests
 from sctc_assets.lib.reviews.requests import ReviewRunSettings, review_prompt_table, review_requests, run_settings
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.reviews.source import FIELDS, REVIEWS_ENV_VAR, default_location
-from sctc_assets.lib.reviews.varieties import (REVIEW_VARIETIES, VARIETIES, VarietyPair, pair_of_columns,
+from sctc_assets.lib.reviews.varieties import (DEFAULT_PAIR, REVIEW_VARIETIES, VarietyPair, pair_of_columns,
                                                variety_pair)
+from sctc_assets.lib.schemas import reviews as review_schemas
 
 ASSETS = {
     "raw_reviews": AssetEntry(INPUTS, "The review export in the paper's Table 4 fields."),
@@ -80,7 +81,7 @@ def reviews_arguments(parser: Any) -> None:
                             "name nor the field's name")
     group.add_argument("--reviews-pair", nargs=2, metavar=("A", "B"),
                        help="the two varieties compared, the reference first (Δ = B − A): "
-                            f"{', '.join(row.code for row in REVIEW_VARIETIES)} (default {' '.join(VARIETIES)}, "
+                            f"{', '.join(row.code for row in REVIEW_VARIETIES)} (default {' '.join(DEFAULT_PAIR)}, "
                             "the paper's Taiwan and Mainland Mandarin), or varieties of --reviews-varieties-file; the "
                             "OpenCC control needs two Chinese ones")
     group.add_argument("--reviews-varieties", nargs="+", type=_assignment, metavar="REGION=VARIETY",
@@ -277,6 +278,7 @@ REVIEWS = BenchmarkSpec(
     langs=FORMATS,
     dimension="format",
     assets=ASSETS,
+    schemas=tuple(review_schemas.TABLES),
     add_arguments=reviews_arguments,
     option_ranges=(OptionRange("max_pairs", 1), OptionRange("reviews_pilot", 1)),
     check_options=reviews_option_problems,

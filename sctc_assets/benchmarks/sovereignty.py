@@ -15,12 +15,13 @@ from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.paths import default_registry_path, default_upstream_cache_dir
+from sctc_assets.lib.schemas import sovereignty as sovereignty_schemas
 from sctc_assets.lib.sovereignty.conditions import Condition, choose_conditions, read_conditions
 from sctc_assets.lib.sovereignty.drift import run_epoch
 from sctc_assets.lib.sovereignty.pairs import COMPARISONS, language_scores, with_condition
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, overlay_path
 from sctc_assets.lib.sovereignty.result_import import import_folder, preview
-from sctc_assets.lib.estimate import PartitionDesign, RequestSet
+from sctc_assets.lib.cost_estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.fetching import Download, location_downloads
 from sctc_assets.lib.sovereignty.prompt_file import PROMPT_FILES_ENV_VAR, custom_prompt_table, read_prompt_files
 from sctc_assets.lib.sovereignty.prompts import BASELINE_CONDITION, run_settings, upstream_prompt_table
@@ -298,6 +299,7 @@ SOVEREIGNTY = BenchmarkSpec(
     paper="taiwan-sovereignty",
     langs=LANGS,
     assets=ASSETS,
+    schemas=tuple(sovereignty_schemas.TABLES),
     add_arguments=sovereignty_arguments,
     option_ranges=(OptionRange("sovereignty_samples", 1),
                    OptionRange("sovereignty_temperature", 0, MAX_TEMPERATURE)),

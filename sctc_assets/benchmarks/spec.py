@@ -6,7 +6,7 @@ config, how those config values and a registry entry resolve to the run settings
 the estimate and the validator), its judge, what the estimate prints, and its end-of-run summary. The CLI, the
 validator, the estimate, the catalog, the named jobs and the runner loop over the specs in
 `sctc_assets.benchmarks.SPECS`; adding a benchmark means its spec, its `lib/<benchmark>/`, its assets folder and its
-table schemas.
+table schemas (named in its spec).
 
 No Dagster here (nor torch or transformers), so `sctc --help`, `sctc models` and `sctc plan` load specs cheaply.
 """
@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from sctc_assets.lib.estimate import ExpectedAnswer
+from sctc_assets.lib.cost_estimate import ExpectedAnswer
 
 # The stages of a `sctc run`, each one partitioning: model-independent inputs, model × lang partitions, per-model
 # tables, and the tables across models. The runner's stage lists and the named jobs are derived from these.
@@ -36,7 +36,7 @@ class AssetEntry:
     """One asset's catalog entry. `code_version`: bump it whenever a change to the asset's body or to the library
     code it calls can change what it writes. `sharded`: an input partitioned by corpus shard, materialized by the
     spec's `partitioned_inputs` rather than with the other inputs. `table`: a DataFrame with a column schema in
-    `sctc_assets/lib/schemas` (False: a file, a report). `benchmark` is filled in by the spec that lists it."""
+    its spec's `schemas` (False: a file, a report). `benchmark` is filled in by the spec that lists it."""
 
     stage: str
     headline: str
@@ -184,9 +184,9 @@ class BenchmarkSpec:
     to run besides the default ones (on a dry run, `options["dry_run"]`, it writes nothing: a mapping of those keys
     to the registry entries it would have written instead); `default_models`: whether `sctc run` without `--models` runs the registry's
     defaults (when false it materializes only the model-independent inputs). `design(models, options)` lists each
-    model's `lib.estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
+    model's `lib.cost_estimate.PartitionDesign`s for the estimate: its prompt rows and requests per partition, read from
     the upstream data without Dagster (None: the benchmark calls no model); `estimate_lines` add lines under its
-    table there; `expected_answer` is how long its answers are expected to be (`lib.estimate.ExpectedAnswer`, e.g.
+    table there; `expected_answer` is how long its answers are expected to be (`lib.cost_estimate.ExpectedAnswer`, e.g.
     one word), the plan's expected output before any answer is cached (None: the max-tokens ceiling).
     `partitioned_inputs(options)` lists model-independent but partitioned work, as `(asset names, partition keys)`
     pairs (corpus shards). `downloads(options)` lists the `lib.fetching.Download`s
@@ -196,9 +196,11 @@ class BenchmarkSpec:
     `sctc run` leaves unchanged model partitions as they are (only for benchmarks whose model stages read nothing
     outside Dagster's lineage and the settings digest). `response_asset`: the asset whose config `run_settings` reads
     (and whose answers the report's provenance counts); `report_tables`: the tables its part of the audit report reads;
-    `report_part`: that part.
+    `report_part`: that part. `schemas`: the `TableSchemaSpec` of each of its tables (declared in
+    `sctc_assets/lib/schemas/`, or by the package of a benchmark from elsewhere), the one list the catalog, the
+    table reference and the tests read.
     A benchmark outside this package (`sctc_assets.benchmarks.plugins`) also names `assets_module`, the module of its
-    Dagster assets and checks, and `schemas`, the `TableSchemaSpec` of each of its tables.
+    Dagster assets and checks.
     """
 
     name: str

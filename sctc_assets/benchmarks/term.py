@@ -13,13 +13,16 @@ from typing import Any, Mapping
 import pandas as pd
 from tabulate import tabulate
 
-from sctc_assets.benchmarks.estimate_power import term_power_lines
+from sctc_assets.benchmarks.plan_power import term_power_lines
 from sctc_assets.benchmarks.spec import (CROSS_MODEL, GENERATION, INPUTS, JUDGE, MODEL_LANG, PER_MODEL, AssetEntry,
                                          BenchmarkSpec, JudgeSetting, OptionRange, ReportPart)
 from sctc_assets.lib.backend_catalog import traits
-from sctc_assets.lib.estimate import ExpectedAnswer, PartitionDesign, SharedRequests
+from sctc_assets.lib.cost_estimate import ExpectedAnswer, PartitionDesign, SharedRequests
+from sctc_assets.lib.drift import drift_epochs
 from sctc_assets.lib.fetching import Download, location_downloads
-from sctc_assets.lib.sctc_source import open_sctc_upstream, resolved_location
+from sctc_assets.lib.schemas import term as term_schemas
+from sctc_assets.lib.schemas.bias_factors import TERM_BIAS_FACTORS
+from sctc_assets.lib.sctc_upstream import open_sctc_upstream, resolved_location
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides, run_settings, upstream_term_prompts
 from sctc_assets.lib.term.requests import term_requests
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
@@ -64,6 +67,8 @@ ASSETS = {
                                           "trials an effect needs."),
     "term_bias_factors": AssetEntry(PER_MODEL, "One model's term outcomes regressed on corpus and token ratios (GEE "
                                                "by term), with S − T gap shares."),
+    "term_drift": AssetEntry(PER_MODEL, "One model's term choice rates under two epoch tags compared answer by answer "
+                                        "(McNemar, flips), from the cache.", opt_in="term_drift"),
 }
 
 
@@ -87,6 +92,10 @@ def term_arguments(parser: Any) -> None:
                             "are a file: --name-prompt-variants FILE")
     group.add_argument("--judge", metavar="KEY", help="registry key of a judge model for the `judge` labels and for the types of incorrect "
                             "answer (Table 19) of models that are not replays")
+    group.add_argument("--term-drift", nargs=2, metavar=("EPOCH_A", "EPOCH_B"),
+                       help="compare each model's cached term answers under two epoch tags answer by answer "
+                            "(term_drift; `none`: the untagged answers, `served-<12hex>`: an observed served "
+                            "version); no model is called")
     items = parser.add_argument_group("term benchmark on other item sets and varieties (docs/item-sets.md)")
     items.add_argument("--term-items", metavar="PATH|URL|NAME",
                        help="run the term benchmark on this item set instead of the paper's 110 terms: a CSV in the "
@@ -128,11 +137,22 @@ def subset_arguments(group: Any) -> None:
                             "row's number, 1 under the header); the set's default name gets _c<digest>")
 
 
+def term_check(options: Mapping[str, Any]) -> list[str]:
+    """`--term-drift`: two different valid epoch tags."""
+    try:
+        drift_epochs(options["term_drift"], "--term-drift") if options.get("term_drift") else None
+    except ValueError as exc:
+        return [str(exc)]
+    return []
+
+
 def term_config(options: Mapping[str, Any]) -> dict:
     return {
         "term_responses": {"trials": options.get("trials"), "prompt_variants": options.get("prompt_variants")},
         "term_judgements": {"judge": options.get("judge")},
         "term_incorrect_type_judgements": {"judge": options.get("judge")},
+        "term_drift": {"epochs": list(options.get("term_drift") or []), "trials": options.get("trials"),
+                       "prompt_variants": options.get("prompt_variants")},
     }
 
 
@@ -212,8 +232,10 @@ TERM = BenchmarkSpec(
     paper="sc-tc-bench",
     langs=(SIMPLIFIED.code, TRADITIONAL.code),
     assets=ASSETS,
+    schemas=(*term_schemas.TABLES, TERM_BIAS_FACTORS),
     add_arguments=term_arguments,
     option_ranges=(OptionRange("trials", 1, PAPER_TRIALS),),
+    check_options=term_check,
     config=term_config,
     response_asset="term_responses",
     run_settings=term_run_settings,
@@ -227,6 +249,6 @@ TERM = BenchmarkSpec(
     summary=term_summary,
     report_part=ReportPart("sctc_assets.lib.report.term", "term_", "Term choice (prompt variant 1)"),
     report_tables=("term_choice_rates", "term_choice_tests", "term_misalignment_summary", "term_misalignment_by_category",
-                   "term_incorrect_types", "term_bias_factors"),
+                   "term_incorrect_types", "term_bias_factors", "term_drift"),
     skip_unchanged=True,
 )

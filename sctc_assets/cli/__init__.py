@@ -1,10 +1,11 @@
 """`sctc`: run benchmarks from the command line into the same Dagster instance the UI shows.
 
-This module is the parser and `main`; each command lives in a module of its own (`run`, `estimate` for `plan`,
+This module is the parser and `main`; each command lives in a module of its own (`run`, `plan` (alias `estimate`),
 `fetch`, `models`, `report`, `ui`, `terms` for `terms define`, `names` for `names rephrase`, `reviews` for `reviews
 import-ratings`, `sovereignty` for `sovereignty import-ratings`, `cache` for `cache export/import`, `docs`;
-`selection` holds the checks several of them share; `item_sets` turns `--term-items` and its companions into the set's
-benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
+`selection` holds the checks several of them share and builds the run's model selection, `validation` those
+checks, `presets` the registry presets `sctc models --presets` lists; `item_sets` turns `--term-items` and its
+companions into the set's benchmark; `unchanged_run` answers a rerun of a complete run on an unchanged folder), which imports what it needs at
 its top. `main` imports the chosen command's module by name (`COMMANDS`, `ITEM_SETS_MODULE`, `UNCHANGED_RUN_MODULE`,
 through `importlib`): the one deliberate kind of lazy load, so that this module imports only Dagster-free, light
 modules and `sctc --help` stays fast. Dagster, torch and transformers
@@ -56,7 +57,7 @@ ITEM_SETS_MODULE = "sctc_assets.cli.item_sets"  # scripted runs (and the tests) 
 # `sctc run`'s shortcut for a rerun on an unchanged folder, tried before the run's own (heavy) module is loaded.
 UNCHANGED_RUN_MODULE = "sctc_assets.cli.unchanged_run"
 # The module of each command (and alias), whose `main(args)` runs it; imported only when its command is chosen.
-COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.estimate", "estimate": "sctc_assets.cli.estimate",
+COMMANDS = {"run": "sctc_assets.cli.run", "plan": "sctc_assets.cli.plan", "estimate": "sctc_assets.cli.plan",
             "fetch": "sctc_assets.cli.fetch", "models": "sctc_assets.cli.models", "report": "sctc_assets.cli.report", "ui": "sctc_assets.cli.ui",
             "terms": "sctc_assets.cli.terms", "names": "sctc_assets.cli.names", "cache": "sctc_assets.cli.cache", "docs": "sctc_assets.cli.docs",
             "batches": "sctc_assets.cli.batches", "sovereignty": "sctc_assets.cli.sovereignty",
@@ -94,11 +95,14 @@ def _add_run_arguments(parser: argparse.ArgumentParser, *, budget: bool) -> None
         spec.add_arguments(parser)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sctc", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+def run_parser() -> argparse.ArgumentParser:
+    """`sctc run`'s own parser, alone (prog `sctc run`): what the audit Component (`sctc_assets.components`) parses
+    its `options` with, so that their names, types, choices and ranges are exactly the command's."""
+    commands = argparse.ArgumentParser(prog="sctc").add_subparsers(dest="command", required=True)
+    return _add_run_parser(commands)
 
+
+def _add_run_parser(commands: Any) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="materialize benchmarks for models and write the tables as Parquet",
                               description="Materialize the chosen benchmarks for the chosen models, print a "
                                           "summary and write every table asset to --out as <asset>.parquet. "
@@ -131,7 +135,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-report", action="store_true", default=os.environ.get(NO_REPORT_ENV_VAR) == "1",
                      help="skip the audit report at the end (OUT/report/; `sctc report` builds it later; default "
                           f"on when ${NO_REPORT_ENV_VAR}=1)")
+    return run
 
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sctc", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    _add_run_parser(commands)
     plan = commands.add_parser("plan", aliases=["estimate"],
                                help="the estimate: what `sctc run` with the same options would ask, and its cost",
                                description="Print, per model × benchmark × language, the model calls the run would "

@@ -10,7 +10,7 @@ from pathlib import Path
 from sctc_assets.backends import backend_class
 from sctc_assets.backends.transformers_backend import TransformersBackend
 from sctc_assets.benchmarks import SPECS
-from sctc_assets.cli.selection import chosen_benchmarks, print_problems, select
+from sctc_assets.cli.selection import chosen_benchmarks, print_problems, select, specs_of
 from sctc_assets.lib.fetching import fetch_all, model_downloads, unique
 from sctc_assets.lib.generation import BackendUnavailable
 from sctc_assets.lib.name.tokenization import TokenizerUnavailable
@@ -56,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
     if isinstance(selection, int):
         return selection
     options = vars(args)
-    running = selection.running(args.benchmarks)
+    running = selection.running(specs_of(args.benchmarks))
     try:
         downloads = unique([*(item for name in args.benchmarks for item in SPECS[name].downloads(options)),
                             *model_downloads(selection.entries, running),

@@ -14,7 +14,7 @@ from sctc_assets.lib.backend_catalog import BUILTIN_BACKENDS, builtin_settings
 from sctc_assets.lib.batch_settings import batch_setting_problems
 from sctc_assets.lib.model_registry import RegistryError, load_registry
 from sctc_assets.lib.paths import default_registry_path
-from sctc_assets.presets import render_presets
+from sctc_assets.cli.presets import render_presets
 
 
 def _entry_problems(entry: Any) -> list[str]:

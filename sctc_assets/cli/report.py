@@ -10,7 +10,7 @@ import dagster as dg
 
 from sctc_assets.cli.selection import print_problems
 from sctc_assets.running.report import materialize_report
-from sctc_assets.validation import storage_problems
+from sctc_assets.cli.validation import storage_problems
 
 
 def build_report(models: list[str] | None, out: Path | None, force: bool = False,

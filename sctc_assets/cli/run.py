@@ -7,15 +7,16 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.cli import BUDGET_ENV_VARS, BUDGET_SCOPE_ENV_VAR
-from sctc_assets.cli import estimate, unchanged_run
+from sctc_assets.cli import plan, unchanged_run
 from sctc_assets.cli.report import build_report
-from sctc_assets.cli.selection import Selection, apply_batch, batch_environment, chosen_benchmarks, select
-from sctc_assets.estimate import build_estimate
+from sctc_assets.cli.selection import batch_environment, select_for_run, specs_of
+from sctc_assets.cli.plan import build_estimate
 from sctc_assets.lib.batch_settings import BATCH_WAIT_ENV, DETACH, FOREGROUND
+from sctc_assets.lib.model_selection import ModelSelection
 from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.running.cli_run import run_benchmarks
 from sctc_assets.running.signals import PENDING_ERROR
@@ -42,8 +43,7 @@ def halted_stages(failures: Sequence[Any]) -> list[Any]:
             or PENDING_ERROR in (failure.message or "")]
 
 
-def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_models: Sequence[str],
-                added: Mapping[str, Sequence[str]], halted: Sequence[Any]) -> None:
+def report_halt(args: argparse.Namespace, selection: ModelSelection, halted: Sequence[Any]) -> None:
     """After a run that halted: why, and what is left to ask per model × benchmark × partition, from a fresh estimate
     (the cache holds every answer that arrived, so the estimate counts exactly the calls a rerun makes)."""
     pending = [failure for failure in halted if PENDING_ERROR in (failure.message or "")]
@@ -58,11 +58,8 @@ def report_halt(args: argparse.Namespace, entries: Mapping[str, Any], default_mo
             return
     reason = (halted[0].message or "").split("GenerationHalted", 1)[-1].lstrip(":").strip()
     print(f"\nmodel calls halted: {reason}", file=sys.stderr)
-    selection = Selection(dict(entries), list(default_models), {name: list(keys) for name, keys in added.items()},
-                          args.models)
     try:
-        estimated = build_estimate({name: selection.for_benchmark(name)[1] for name in args.benchmarks},
-                                   selection.entries, vars(args))
+        estimated = build_estimate(selection.served_by(specs_of(args.benchmarks)), selection.entries, vars(args))
     except Exception as exc:  # noqa: BLE001 - the run's own report matters more than this estimate
         print(f"(what is left could not be computed: {exc})", file=sys.stderr)
         return
@@ -84,14 +81,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
-        return estimate.main(args)
-    args.benchmarks = chosen_benchmarks(args.benchmarks)
-    selection = select(args, check_keys=True)
+        return plan.main(args)
+    selection = select_for_run(args, check_keys=True)
     if isinstance(selection, int):
         return selection
-    batch_error = apply_batch(args, selection)
-    if batch_error is not None:
-        return batch_error
     # Batch models wait for their batches in this process unless --no-wait (a run started elsewhere detaches)
     os.environ[BATCH_WAIT_ENV] = DETACH if args.no_wait else FOREGROUND
     apply_budget(args)
@@ -103,16 +96,15 @@ def _run(args: argparse.Namespace) -> int:
     except (UpstreamError, ValueError) as exc:  # registry and option errors are ValueErrors naming the file
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    entries, default_models, added = selection.entries, selection.default_models, selection.added
     halted: list[Any] = []
     call_errors: dict[tuple[str, str | None], int] = {}
     first_errors: dict[tuple[str, str | None], str] = {}
     summaries: list[str] = []
-    status = run_benchmarks(args, options, entries, default_models, added, failures=halted, call_errors=call_errors,
+    status = run_benchmarks(args, options, selection, failures=halted, call_errors=call_errors,
                             summaries=summaries, first_errors=first_errors)
     halted = halted_stages(halted)
     if halted:
-        report_halt(args, entries, default_models, added, halted)
+        report_halt(args, selection, halted)
     if not args.no_report:
         status = max(status, build_report(None, args.out.resolve() if args.out else None, printed=summaries))
     if call_errors:  # the last line, where a person and a script look
@@ -124,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
               + ("" if args.fail_on_errors else " (--fail-on-errors makes this exit 1)"), file=sys.stderr)
         if args.fail_on_errors:
             status = max(status, 1)
-    ran = {model for name in args.benchmarks for model in (args.models or [*default_models, *added.get(name, ())])}
-    unchanged_run.remember(args, args.benchmarks, entries, sorted(ran), "\n".join(summaries),
+    ran = selection.running(specs_of(args.benchmarks))
+    unchanged_run.remember(args, args.benchmarks, selection.entries, sorted(ran), "\n".join(summaries),
                            complete=status == 0 and not halted and not call_errors)
     return status

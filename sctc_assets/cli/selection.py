@@ -7,7 +7,6 @@ import argparse
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 from sctc_assets.benchmarks import BENCHMARKS, SPECS
@@ -16,9 +15,10 @@ from sctc_assets.lib.batch_settings import BATCH_MODELS_ENV, BATCH_WAIT_ENV, bat
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.judge_families import same_family_warning
 from sctc_assets.lib.model_registry import load_registry
+from sctc_assets.lib.model_selection import ModelSelection
 from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.lib.upstream_source import UpstreamError
-from sctc_assets.validation import corpus_problems, model_problems, option_problems
+from sctc_assets.cli.validation import corpus_problems, model_problems, option_problems
 
 
 def chosen_benchmarks(names: Sequence[str]) -> list[str]:
@@ -28,26 +28,9 @@ def chosen_benchmarks(names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-@dataclass
-class Selection:
-    """The models a run covers: the registry, its default models, and the models each benchmark's preparation
-    added (imported result files)."""
-
-    entries: dict
-    default_models: list[str]
-    added: dict[str, list[str]] = field(default_factory=dict)
-    explicit: list[str] | None = None
-
-    def running(self, benchmarks: Sequence[str]) -> list[str]:
-        """The models a run of `benchmarks` asks (a benchmark that needs --models for any, such as reviews and
-        corpus, adds none without it)."""
-        return list(dict.fromkeys(model for name in benchmarks for model in self.for_benchmark(name)[0]))
-
-    def for_benchmark(self, name: str) -> tuple[list[str], list[str]]:
-        """(chosen, served): the benchmark's models, and those whose registry entry can answer it."""
-        defaults = self.default_models if SPECS[name].default_models else []
-        chosen = self.explicit or list(dict.fromkeys(defaults + self.added.get(name, [])))
-        return chosen, [model for model in chosen if model in self.entries and SPECS[name].serves(self.entries[model])]
+def specs_of(names: Sequence[str]) -> list:
+    """The specs of the named benchmarks, in that order."""
+    return [SPECS[name] for name in names]
 
 
 def print_problems(problems: Sequence[str]) -> int:
@@ -57,9 +40,10 @@ def print_problems(problems: Sequence[str]) -> int:
     return 2
 
 
-def select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
+def select(args: argparse.Namespace, *, check_keys: bool) -> ModelSelection | int:
     """Everything checked before any stage runs: option ranges, the registry and every chosen model and judge,
-    the corpora. Returns the selection, or exit status 2 after printing one line per problem."""
+    the corpora. Returns the model selection (`lib.model_selection`, built here once and passed down), or exit
+    status 2 after printing one line per problem."""
     # `sctc plan` and `sctc run --dry-run` write nothing: preparing says what it would write instead.
     options = {**vars(args), "dry_run": args.command != "run" or bool(getattr(args, "dry_run", False))}
     problems = option_problems(options)
@@ -75,9 +59,8 @@ def select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     for keys in prepared.values():  # a dry run's entries, which replace what an earlier import wrote
         if isinstance(keys, Mapping):
             entries.update(keys)
-    added = {name: list(keys) for name, keys in prepared.items()}
-    selection = Selection(entries, [key for key, entry in entries.items() if entry.default], added, args.models)
-    problems = model_problems(entries, selection.running(args.benchmarks), args.benchmarks, options,
+    selection = ModelSelection.of(entries, {name: list(keys) for name, keys in prepared.items()}, args.models)
+    problems = model_problems(entries, selection.running(specs_of(args.benchmarks)), args.benchmarks, options,
                               check_keys=check_keys)
     if problems:
         return print_problems(problems)
@@ -90,18 +73,33 @@ def select(args: argparse.Namespace, *, check_keys: bool) -> Selection | int:
     return selection
 
 
-def models_per_benchmark(args: argparse.Namespace, selection: Selection) -> dict[str, list[str]]:
+def say_skipped(selection: ModelSelection, spec) -> None:
+    """The line `sctc run` and `sctc plan` print for the chosen models a benchmark does not run."""
+    skipped = selection.skipped(spec)
+    if skipped:
+        print(f"{spec.name}: skipping {', '.join(skipped)} (no answers for this benchmark)")
+
+
+def models_per_benchmark(args: argparse.Namespace, selection: ModelSelection) -> dict[str, list[str]]:
     """The models each chosen benchmark runs: those whose registry entry can answer it (the others said so)."""
-    planned = {}
-    for name in args.benchmarks:
-        chosen, served = selection.for_benchmark(name)
-        if len(served) < len(chosen):
-            print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
-        planned[name] = served
-    return planned
+    for spec in specs_of(args.benchmarks):
+        say_skipped(selection, spec)
+    return selection.served_by(specs_of(args.benchmarks))
 
 
-def apply_batch(args: argparse.Namespace, selection: Selection) -> int | None:
+def select_for_run(args: argparse.Namespace, *, check_keys: bool) -> ModelSelection | int:
+    """What `sctc run` and `sctc plan` settle before anything runs: the benchmarks (`all` spelled out), the checked
+    model selection (`select`) and `--batch` (`apply_batch`). Returns the selection, or exit status 2 after printing
+    the problems."""
+    args.benchmarks = chosen_benchmarks(args.benchmarks)
+    selection = select(args, check_keys=check_keys)
+    if isinstance(selection, int):
+        return selection
+    batch_error = apply_batch(args, selection)
+    return selection if batch_error is None else batch_error
+
+
+def apply_batch(args: argparse.Namespace, selection: ModelSelection) -> int | None:
     """`--batch`: every chosen model and judge whose backend has a batch API goes by batch (`$SCTC_BATCH_MODELS`,
     which the model registry resource reads as `batch: true`); one line names the models asked as usual. Returns 2
     after one error line when no chosen model has a batch API (the flag would change nothing), else None."""
@@ -110,7 +108,7 @@ def apply_batch(args: argparse.Namespace, selection: Selection) -> int | None:
         return None
     options = vars(args)
     judges = [judge for name in args.benchmarks for judge in SPECS[name].chosen_judges(options)]
-    chosen = [key for key in dict.fromkeys([*selection.running(args.benchmarks), *judges])
+    chosen = [key for key in dict.fromkeys([*selection.running(specs_of(args.benchmarks)), *judges])
               if key and key in selection.entries]
     asking = [key for key in chosen if traits(selection.entries[key].backend).replays is None]
     batched = [key for key in asking if batch_api(selection.entries[key].backend) is not None]

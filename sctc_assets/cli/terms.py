@@ -29,7 +29,7 @@ from sctc_assets.lib.term.item_sources import load_entry, registered_sets, resol
 from sctc_assets.lib.term.items import Concept, ItemSet, ItemSetError, write_item_csv
 from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.resources.model_registry import ModelRegistryResource
-from sctc_assets.validation import key_problem
+from sctc_assets.cli.validation import key_problem
 
 DEFINED_SUFFIX = ".defined.csv"
 OPTION_NAMES = {"max_calls": "--max-calls", "max_cost_usd": "--max-cost"}

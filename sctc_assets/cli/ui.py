@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from sctc_assets.cli.selection import print_problems
 from sctc_assets.running.instance import report_dead_runs
-from sctc_assets.validation import storage_problems
+from sctc_assets.cli.validation import storage_problems
 
 # Forwarded to `dagster dev` so that stopping `sctc ui` stops the UI and its daemon.
 # `dagster dev` warns on every start that it is superseded by `dg dev` (the `dg` CLI of the dagster-dg packages, which

@@ -44,6 +44,7 @@ class BackendTraits:
     replayed_benchmarks: tuple[str, ...] = ()  # the benchmarks those published answers cover
     forkable: bool = False  # `sctc run` may run its model stages in a forked worker process
     batch_api: str | None = None  # the provider batch API it can use (`batch: true`): openai, anthropic, gemini
+    observable: bool = False  # its served model can be observed (`observe:` in the registry, lib/served_model.py)
 
     def answers(self, benchmark: str) -> bool:
         """Whether the backend has answers to `benchmark`'s prompts: any backend that asks a model; a replay only

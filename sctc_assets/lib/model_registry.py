@@ -10,6 +10,8 @@
           term: {trials: 1}
         budget: {max_calls: 5000, max_cost_usd: 2.5}   # optional: new calls of this model per run (lib/budget.py)
         origin: {country: US, developer: OpenAI}        # optional: who made it (ISO 3166 country code), for group tests
+        observe: daily               # optional: watch the served model, re-audit when it changes (lib/served_model.py);
+                                     # {every_hours: N, probe: models}: the model listing instead of a chat call
         model: gpt-4o-mini           # every other key is a backend setting
         api_key_env: OPENAI_API_KEY
 
@@ -31,11 +33,13 @@ from typing import Any, Mapping
 
 import yaml
 
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.budget import BudgetError, BudgetLimits
+from sctc_assets.lib.served_model import CHAT_PROBE, ObserveError, parse_observe, parse_probe
 from sctc_assets.lib.yaml_files import load_yaml
 
 MODEL_KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
-RESERVED_KEYS = ("backend", "description", "default", "enabled", "benchmarks", "budget", "origin")
+RESERVED_KEYS = ("backend", "description", "default", "enabled", "benchmarks", "budget", "origin", "observe")
 # `origin: {country: CN, developer: Alibaba}`: an ISO 3166-1 alpha-2 country code and the developer's name.
 COUNTRY_PATTERN = re.compile(r"^[A-Z]{2}$")
 OVERLAY_DIR_NAME = "models.d"
@@ -58,6 +62,10 @@ class ModelEntry:
     budget: BudgetLimits = field(default_factory=BudgetLimits)
     # Who made the model: {"country": "CN", "developer": "Alibaba"}; empty when the registry does not say.
     origin: Mapping[str, str] = field(default_factory=dict)
+    # Hours between observations of the served model (`observe:`); None: not observed.
+    observe_hours: float | None = None
+    # How it is observed: `chat` (a one-token chat completion) or `models` (the provider's model listing).
+    observe_probe: str = CHAT_PROBE
 
     def benchmark_settings(self, benchmark: str) -> dict[str, Any]:
         return dict(self.benchmarks.get(benchmark) or {})
@@ -101,8 +109,28 @@ def parse_registry(document: Any, *, source: str) -> dict[str, ModelEntry]:
             source=source,
             budget=budget,
             origin=parse_origin(raw.get("origin"), where=where),
+            observe_hours=_observe_hours(raw.get("observe"), backend, where=where),
+            observe_probe=_observe_probe(raw.get("observe"), where=where),
         )
     return entries
+
+
+def _observe_hours(raw: Any, backend: str, *, where: str) -> float | None:
+    try:
+        hours = parse_observe(raw, where=where)
+    except ObserveError as exc:
+        raise RegistryError(str(exc)) from None
+    if hours is not None and not traits(backend).observable:
+        raise RegistryError(f"{where}: observe: the {backend!r} backend's served model cannot be observed (only an "
+                            "OpenAI-compatible endpoint's; never a replay or a local model)")
+    return hours
+
+
+def _observe_probe(raw: Any, *, where: str) -> str:
+    try:
+        return parse_probe(raw, where=where)
+    except ObserveError as exc:
+        raise RegistryError(str(exc)) from None
 
 
 def parse_origin(raw: Any, *, where: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ one place for every asset, into a *waiting run*: the run is tagged with the batc
 waits on it, and the step fails with a message saying so. Dagster's asset backfill then keeps a backfill in
 progress (it treats the run as complete and waiting for an automatic retry: `DagsterRun.is_complete_and_waiting_to_
 retry`, checked by `backfill_runs_are_complete`, which `_backfill_is_stalled` asks too). The `sctc_batches` sensor
-(`sctc_assets/sensors.py`) starts the partition's run again once every batch it names has ended; that run collects
+(`assets/sensors.py`) starts the partition's run again once every batch it names has ended; that run collects
 the batches and materializes, and the waiting run gets `dagster/auto_retry_run_id` (from the new run's registry
 resource at start, and from the sensor when it sees the new run), which ends its wait for the backfill.
 

@@ -39,7 +39,7 @@ from pydantic import Field, PrivateAttr
 
 from sctc_assets.lib.table_store import (StorePath, arrow_source, change_marker, is_local, location, shown,
                                          table_store, writing)
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.run_tags import tag_run
 
 _DIMENSION_ORDER = {"model": 0}

@@ -19,6 +19,7 @@ from sctc_assets.lib.cache import Cache, open_cache
 from sctc_assets.lib.paths import default_registry_path
 from sctc_assets.lib.model_registry import ModelEntry, RegistryError, load_registry
 from sctc_assets.lib.upstream_source import UpstreamSource
+from sctc_assets.resources.served_epoch import latest_epoch, tag_requests_with
 from sctc_assets.resources.batch_wait import (RETRY_OF_TAG, launched_run, mark_retried, pending_batches,
                                               wait_for_batches)
 
@@ -38,12 +39,15 @@ class ModelRegistryResource(dg.ConfigurableResource):
     _partition: Optional[str] = PrivateAttr(default=None)  # the run's partition, named on the batches it submits
     # The run a launched run's backends wait in for provider batches (`resources/batch_wait.py`), else None.
     _waiting_in: Optional[tuple[dg.DagsterInstance, dg.DagsterRun, Any]] = PrivateAttr(default=None)
+    # The run's instance, where the served models' observations are (`resources/served_epoch.py`).
+    _instance: Optional[dg.DagsterInstance] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Without a budget scope, a Dagster run's partitions share its budget (a UI backfill: one run each).
         self._run_id = context.run.run_id if context.run is not None else None
         run, instance = context.dagster_run, context.instance
         self._partition = run.tags.get("dagster/partition") if run is not None else None
+        self._instance = instance
         if instance is not None and launched_run(run):
             self._waiting_in = (instance, run, context.log)
             if run.tags.get(RETRY_OF_TAG):  # the `sctc_batches` sensor started this run: the waiting one is done
@@ -121,7 +125,17 @@ class ModelRegistryResource(dg.ConfigurableResource):
             set_batch_context(registry_key=entry.key, partitions=[self._partition] if self._partition else [])
         if self._waiting_in is not None:
             _wait_for_batches_in_run(backend, *self._waiting_in)
+        epoch = self.observed_epoch(entry)
+        if epoch:  # an observed entry: its answers are tagged with the served version they were asked under
+            tag_requests_with(backend, epoch)
         return backend
+
+    def observed_epoch(self, entry: ModelEntry) -> Optional[str]:
+        """The epoch tag of an entry with `observe:`: its latest observed served version's (None: not observed, or
+        outside a Dagster run). Its answers are asked under it (`resources/served_epoch.py`)."""
+        if entry.observe_hours is None or self._instance is None:
+            return None
+        return latest_epoch(self._instance, entry.key)
 
     def _where(self, entry: ModelEntry) -> str:
         return f"{entry.source or self.path()}: model {entry.key!r}"

@@ -9,8 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from sctc_assets.lib.paths import default_upstream_cache_dir
-from sctc_assets.lib.sctc_source import open_sctc_upstream, resolved_location, sctc_provenance
-from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR
+from sctc_assets.lib.sctc_upstream import SCTC_ENV_VAR, open_sctc_upstream, resolved_location, sctc_provenance
 from sctc_assets.lib.upstream_source import UpstreamSource
 
 

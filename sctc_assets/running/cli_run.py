@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from sctc_assets.lib.cache import database_url, open_cache
 from sctc_assets.lib.interrupt import clear_stop, stop_reason
+from sctc_assets.lib.model_selection import ModelSelection
 from sctc_assets.lib.paths import default_cache_path, default_outputs_dir
 from sctc_assets.running.signals import EXIT_INTERRUPTED, EXIT_WAITING, PENDING_ERROR, stop_on_signals
 
@@ -46,11 +47,12 @@ def _quiet_dagster_warnings() -> None:
         warnings.filterwarnings("ignore", category=category)
 
 
-def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
-                   added: Mapping[str, Sequence[str]], project: Any = None, failures: list | None = None,
+def run_benchmarks(args: Any, options: Mapping[str, Any], selection: ModelSelection, project: Any = None,
+                   failures: list | None = None,
                    call_errors: dict | None = None, summaries: list | None = None,
                    first_errors: dict | None = None) -> int:
-    """Run `args.benchmarks` for the validated models; see the module docstring for the exit status.
+    """Run `args.benchmarks` for the models of the validated `selection` (each benchmark runs its served models,
+    `lib.model_selection`); see the module docstring for the exit status.
 
     `project` (tests): an object with `specs`, `defs` and `resources` instead of the project's own. `failures`,
     when given, receives every stage failure of every benchmark (the caller reports halted stages from it);
@@ -67,7 +69,7 @@ def run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, 
     clear_stop()  # a stop requested during an earlier run in this process is not this run's
     try:
         with stop_on_signals():
-            status = _run_benchmarks(args, options, entries, default_models, added, run_log, project,
+            status = _run_benchmarks(args, options, selection, run_log, project,
                                          failures if failures is not None else [],
                                          call_errors if call_errors is not None else {},
                                          summaries if summaries is not None else [],
@@ -198,9 +200,8 @@ def _batch_answers(spec: Any, written: Mapping[str, Path], served: Sequence[str]
     return "".join(f"\n{line}" for line in batch_summary_lines(frame, served, entries))
 
 
-def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str, Any], default_models: Sequence[str],
-                    added: Mapping[str, Sequence[str]], run_log: Any, project: Any, failures: list,
-                    call_errors: dict, summaries: list, first_errors: dict) -> int:
+def _run_benchmarks(args: Any, options: Mapping[str, Any], selection: ModelSelection, run_log: Any, project: Any,
+                    failures: list, call_errors: dict, summaries: list, first_errors: dict) -> int:
     import pandas as pd
 
     from sctc_assets.resources.io_manager import ParquetIOManager, read_table
@@ -210,6 +211,7 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     from sctc_assets.running.processes import give_back_memory
 
     project = project or _project()
+    entries = selection.entries
     defs, resources = project.defs, project.resources
     out_dir = (args.out or default_outputs_dir()).resolve()
     instance = cli_instance()
@@ -220,11 +222,10 @@ def _run_benchmarks(args: Any, options: Mapping[str, Any], entries: Mapping[str,
     works = []
     for name in args.benchmarks:
         spec = project.specs[name]
-        chosen = args.models or list(dict.fromkeys((list(default_models) if spec.default_models else [])
-                                                   + list(added[name])))
-        served = [model for model in chosen if spec.serves(entries[model])]
-        if len(served) < len(chosen):
-            print(f"{name}: skipping {', '.join(m for m in chosen if m not in served)} (no answers for this benchmark)")
+        served = selection.served(spec)
+        skipped = selection.skipped(spec)
+        if skipped:
+            print(f"{name}: skipping {', '.join(skipped)} (no answers for this benchmark)")
         print(f"{name}: models {', '.join(served) or '(none: model-independent assets only)'}")
         works.append(BenchmarkWork(spec.for_run(options), served, options))
     io_manager = resources.get("io_manager")

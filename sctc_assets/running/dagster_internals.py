@@ -2,7 +2,8 @@
 
 The project pins `dagster>=1.13,<1.14` because it reaches past Dagster's public API: it subclasses the SQLite event
 log and run storages, builds its instance from Dagster's config and instance ref, asks the stale-status resolver
-which inputs are unchanged, reads the metadata Dagster attaches to log records, names Dagster's storage classes in
+which inputs are unchanged, rebuilds prefixed asset checks and config defaults for the audit Component
+(`components/`), reads the metadata Dagster attaches to log records, names Dagster's storage classes in
 instance config, and runs `execute_in_process`'s own steps (`execute_in_process_reusing`, below). None of these is
 promised to stay put between minor versions; with all of them imported here, moving past the pin means checking and
 changing this one file (`sctc_assets_tests/test_import_structure.py` fails if another module imports `dagster._…`).
@@ -16,7 +17,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, MutableMapping, Sequence
 
+from dagster._config import Shape
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.asset_checks.asset_checks_definition import AssetChecksDefinition
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._core.definitions.job_base import InMemoryJob
@@ -47,10 +50,10 @@ _LAZY = {"INDEX_SHARD_NAME": "dagster._core.storage.event_log.sqlite.sqlite_even
          "SQLITE_BUSY_TIMEOUT_SECONDS": "dagster._core.storage.sqlite",
          "SqliteRunStorage": "dagster._core.storage.runs.sqlite.sqlite_run_storage"}
 
-__all__ = ["AssetGraphView", "AssetKeyPartitionKey", "CachingStaleStatusResolver", "DagsterEventType",
+__all__ = ["AssetChecksDefinition", "AssetGraphView", "AssetKeyPartitionKey", "CachingStaleStatusResolver", "DagsterEventType",
            "INDEX_SHARD_NAME", "InstanceRef", "LOG_RECORD_METADATA_ATTR", "NOOP_COMPUTE_LOG_MANAGER",
            "PartitionKeyFilter", "SQLITE_BUSY_TIMEOUT_SECONDS", "SQLITE_SCHEDULE_STORAGE",
-           "SqliteEventLogStorage", "SqliteRunStorage", "StaleStatus", "TemporalContext", "dagster_instance_config",
+           "Shape", "SqliteEventLogStorage", "SqliteRunStorage", "StaleStatus", "TemporalContext", "dagster_instance_config",
            "default_job_io_manager", "execute_in_process_reusing", "get_current_datetime", "observe"]
 
 

@@ -23,12 +23,12 @@ from typing import Any, Sequence
 
 import dagster as dg
 
-from sctc_assets.definitions import defs, shared_resources
+from sctc_assets.definitions import defs, every_asset, shared_resources
 from sctc_assets.lib.atomic_files import write_text
 from sctc_assets.lib.model_registry import overlay_dir
 from sctc_assets.lib.paths import default_outputs_dir
 from sctc_assets.lib.run_record import file_states
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.running.unchanged import NOT_DATA_SETTINGS
@@ -157,8 +157,7 @@ def _materialize(instance: dg.DagsterInstance, models: Sequence[str] | None, out
     new = [key for key in ModelRegistryResource().enabled_entries() if key not in known]
     if new:
         instance.add_dynamic_partitions(MODELS_PARTITION_NAME, new)
-    graph = defs.resolve_asset_graph()
-    assets = list({id(a): a for a in (defs.get_assets_def(key) for key in graph.get_all_asset_keys())}.values())
+    assets = every_asset(defs)
     config = {"models": list(models) if models else None, "out_dir": str(out_dir) if out_dir else None}
     result = dg.materialize(assets, selection=[dg.AssetKey("audit_report")], instance=instance,
                             resources=shared_resources(), raise_on_error=False,

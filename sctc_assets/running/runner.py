@@ -31,8 +31,9 @@ from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.lib.missing_answers import shown_message
 from sctc_assets.lib.table_store import StorePath, change_marker, is_local, location, write_bytes
 from sctc_assets.lib.interrupt import stop_reason
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.io_manager import ParquetIOManager, concat_tables, forget_reads, read_table
+from sctc_assets.resources.served_epoch import latest_epoch
 from sctc_assets.running.concurrent import Slot, endpoint_of, run_models, share_yaml_log_handlers
 from sctc_assets.running.dagster_internals import default_job_io_manager, execute_in_process_reusing
 from sctc_assets.running.instance import process_tags
@@ -458,7 +459,10 @@ class Runner:
         return to_run
 
     def _model_settings(self, model: str, config: Mapping[str, Any]) -> str:
-        return model_settings_digest(self._settings_without_registry, self._entries, model, config)
+        entry = self._entries.get(model)
+        observed = entry is not None and getattr(entry, "observe_hours", None) is not None
+        return model_settings_digest(self._settings_without_registry, self._entries, model, config,
+                                     served_epoch=latest_epoch(self.instance, model) if observed else None)
 
     def _say_unchanged(self, report: RunReport, spec: BenchmarkSpec, model: str | None) -> None:
         """One line for a model (or the cross-model tables): what this run left as it was."""

@@ -115,16 +115,20 @@ def _strings(value: Any) -> Iterable[str]:
 
 
 def model_settings_digest(settings: str, entries: Mapping[str, Any], model: str, op_config: Mapping[str, Any],
-                          environ: Mapping[str, str] | None = None) -> str:
+                          environ: Mapping[str, str] | None = None, served_epoch: str | None = None) -> str:
     """The settings digest of one model's partitions: `settings` (a `settings_digest(registry=False)`), the
     model's registry entry, and the entries of the other models its config or the `SCTC_*` environment names
-    (judges)."""
+    (judges); for an observed entry (`observe:`) also the epoch tag of its latest observed served version, so a
+    partition answered under another served version is not unchanged (the digest of an entry never observed is
+    the one it always was)."""
     environ = os.environ if environ is None else environ
     named = set(_strings(op_config)) | {value for name, value in environ.items()
                                         if name.startswith("SCTC_") and name not in _NOT_DATA}
     used = sorted({model} | {key for key in named if key in entries})
-    payload = json.dumps({"settings": settings, "entries": {key: _entry_data(entries.get(key)) for key in used}},
-                         sort_keys=True, default=str)
+    data: dict[str, Any] = {"settings": settings, "entries": {key: _entry_data(entries.get(key)) for key in used}}
+    if served_epoch:
+        data["served_epoch"] = served_epoch
+    payload = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -165,7 +169,7 @@ class Staleness:
     def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance):
         self._defs = defs
         self._instance = instance
-        graph = defs.resolve_asset_graph()
+        graph = self._graph = defs.resolve_asset_graph()
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                               instance=instance, asset_graph=graph)
         self._resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
@@ -179,6 +183,16 @@ class Staleness:
         if run_id not in self._runs:
             self._runs[run_id] = self._instance.get_run_by_id(run_id)
         return self._runs[run_id]
+
+    def _new_unobserved_source(self, cause: Any) -> bool:
+        """Whether a stale cause is only a dependency on a source asset that the last materialization predates
+        (Dagster: "has a new dependency on …") and that was never observed for the partition, as `served_model` of a
+        model without `observe:` in an instance made before it existed: nothing came through it, so the asset is what
+        this version would make. Once observed, a changed data version makes the asset stale as it should."""
+        dependency = getattr(cause, "dependency", None)
+        return (dependency is not None and str(cause.reason).startswith("has a new dependency on")
+                and not self._graph.get(dependency.asset_key).is_materializable
+                and self._latest_record(dependency.asset_key, dependency.partition_key) is None)
 
     def reasons(self, names: Sequence[str], op_config: Mapping[str, Any], settings: str, *,
                 partition_key: str | None = None,
@@ -194,9 +208,12 @@ class Staleness:
                 continue
             status = self._resolver.get_status(key, partition_key)
             if status != StaleStatus.FRESH:
-                causes = [cause.reason for cause in self._resolver.get_stale_causes(key, partition_key)]
-                reasons[name] = "never materialized" if status == StaleStatus.MISSING else "; ".join(causes) or "stale"
-                continue
+                causes = [cause for cause in self._resolver.get_stale_causes(key, partition_key)
+                          if not self._new_unobserved_source(cause)]
+                if status == StaleStatus.MISSING or causes or status != StaleStatus.STALE:
+                    reasons[name] = ("never materialized" if status == StaleStatus.MISSING else
+                                     "; ".join(cause.reason for cause in causes) or "stale")
+                    continue
             if not stored(key):
                 reasons[name] = "its stored table is gone"
                 continue

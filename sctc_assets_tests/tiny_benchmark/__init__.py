@@ -13,7 +13,7 @@ import pandas as pd
 
 from sctc_assets.benchmarks.spec import CROSS_MODEL, GENERATION, INPUTS, MODEL_LANG, PER_MODEL, AssetEntry, \
     BenchmarkSpec
-from sctc_assets.lib.estimate import PartitionDesign, RequestSet
+from sctc_assets.lib.cost_estimate import PartitionDesign, RequestSet
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
 from sctc_assets_tests.tiny_benchmark import lib
 from sctc_assets_tests.tiny_benchmark.schemas import SCHEMAS

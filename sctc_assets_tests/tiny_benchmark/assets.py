@@ -4,10 +4,11 @@ spec; the answers go through the model's backend and the response cache like eve
 import dagster as dg
 import pandas as pd
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.generation import result_columns
-from sctc_assets.partitions import benchmark_partitions, model_and_lang, models_partitions
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang, models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets_tests.tiny_benchmark import SPEC, lib
 
@@ -21,7 +22,8 @@ def tiny_prompts() -> pd.DataFrame:
 
 
 @catalogued
-@dg.asset(partitions_def=benchmark_partitions(SPEC), group_name=GROUP, kinds={"pandas"}, pool=GENERATION_POOL)
+@dg.asset(partitions_def=benchmark_partitions(SPEC), group_name=GROUP, kinds={"pandas"}, pool=GENERATION_POOL,
+          deps=[SERVED_MODEL_KEY])
 def tiny_responses(context: dg.AssetExecutionContext, tiny_prompts: pd.DataFrame,
                    models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     model, lang = model_and_lang(context)

@@ -13,7 +13,7 @@ from sctc_assets.lib.corpus.tables import upstream_name_counts, upstream_term_co
 from sctc_assets.lib.corpus.totals import (count_fingerprints, project_name_counts, project_term_counts,
                                            project_totals, shard_frame)
 from sctc_assets.lib.name.names import NAME_COLUMNS, NAMES_FILE, parse_names
-from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME, corpus_shard_partitions
+from sctc_assets.assets.partitions import CORPUS_SHARDS_PARTITION_NAME, corpus_shard_partitions
 from sctc_assets.resources.corpora import CorpusRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from sctc_assets.lib.corpus.corpus_registry import unregistered_shard_keys
-from sctc_assets.partitions import CORPUS_SHARDS_PARTITION_NAME
+from sctc_assets.assets.partitions import CORPUS_SHARDS_PARTITION_NAME
 from sctc_assets.resources.corpora import CorpusRegistryResource
 
 

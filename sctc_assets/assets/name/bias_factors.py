@@ -11,7 +11,7 @@ from sctc_assets.lib import bias_factors as bf
 from sctc_assets.lib.corpus.tables import upstream_name_counts
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource

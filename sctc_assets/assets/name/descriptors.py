@@ -17,7 +17,7 @@ from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest
 from sctc_assets.lib.name import descriptors
 from sctc_assets.lib.progress import ProgressReporter
-from sctc_assets.partitions import benchmark_partitions, model_and_lang, models_partitions
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang, models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 

@@ -13,7 +13,7 @@ from sctc_assets.backends.replay import ReplayBackend
 from sctc_assets.lib.name import last_names as ln
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 

@@ -18,7 +18,7 @@ from sctc_assets.lib.name.selections import agreement, published_regions
 from sctc_assets.lib.report.headlines import name_headlines
 from sctc_assets.lib.sctc_upstream import name_candidate_file, name_permutation_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource

@@ -7,10 +7,11 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.benchmarks.name import NAME
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
-from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.assets.replay_answers import replayed_columns
 from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult, result_columns
@@ -20,7 +21,7 @@ from sctc_assets.lib.name.requests import prompts_to_ask, requests_of, variant_r
 from sctc_assets.lib.name.selections import SCORABLE_OUTCOMES, needs_judge
 from sctc_assets.lib.name.variants import PAPER_VARIANT, read_variants, templates_digest
 from sctc_assets.lib.progress import ProgressReporter
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -53,7 +54,7 @@ class NameResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(NAME), group_name=GROUP, kinds={"pandas", "parquet"},
-          pool=GENERATION_POOL)
+          pool=GENERATION_POOL, deps=[SERVED_MODEL_KEY])
 def name_responses(
     context: dg.AssetExecutionContext,
     config: NameResponsesConfig,
@@ -82,7 +83,7 @@ def name_responses(
     frame = selected[["lang", "prompt_variant", "experiment", "list_source", "list_id", "shuffle", "row",
                       "prompt"]].copy()
     frame.insert(0, "model", model)
-    if replays(backend):
+    if replay:
         refs = pd.DataFrame({"benchmark": "name", "lang": lang, "row": selected["row"],
                              "prompt_id": selected["experiment"].map(
                                  {name: spec.prompt_id for name, spec in EXPERIMENTS.items()})})

@@ -15,7 +15,7 @@ from sctc_assets.lib.name.selections import (
 )
 from sctc_assets.lib.sctc_upstream import name_response_file
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSource
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 

@@ -9,7 +9,7 @@ from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.name import metrics
 from sctc_assets.lib.name.selections import rules_selections
 from sctc_assets.lib.name.variants import PAPER_VARIANT
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 
 GROUP = "name"
 

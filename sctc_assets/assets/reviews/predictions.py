@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata
 from sctc_assets.benchmarks.reviews import REVIEWS, answers_new_prompts
@@ -15,7 +16,7 @@ from sctc_assets.lib.report.headlines import review_headlines
 from sctc_assets.lib.reviews import metrics, pairing
 from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import predictions_table
-from sctc_assets.partitions import benchmark_partitions, models_partitions
+from sctc_assets.assets.partitions import benchmark_partitions, models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "reviews"
@@ -32,7 +33,8 @@ class ReviewPredictionsConfig(dg.Config):
 
 
 @catalogued
-@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=GENERATION_POOL)
+@dg.asset(partitions_def=review_partitions, group_name=GROUP, kinds={"pandas", "parquet"}, pool=GENERATION_POOL,
+          deps=[SERVED_MODEL_KEY])
 def review_predictions(context: dg.AssetExecutionContext, config: ReviewPredictionsConfig,
                        review_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """The model's score for each paired review in one format, as written and (a Chinese pair) converted:

@@ -7,7 +7,7 @@ from sctc_assets.assets.catalog import catalogued
 from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.reviews import robust
 from sctc_assets.lib.reviews.prompts import FORMATS
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 
 GROUP = "reviews"
 

@@ -49,7 +49,7 @@ def raw_reviews(context: dg.AssetExecutionContext, config: RawReviewsConfig) -> 
         nationalities=dg.MetadataValue.json(reviews["nationality"].fillna("(none)").value_counts().to_dict())))
 
 
-PAIR_FIELD = Field(default=list(varieties.VARIETIES),
+PAIR_FIELD = Field(default=list(varieties.DEFAULT_PAIR),
                    description="The two varieties compared (`sctc run --reviews-pair`), the reference first: "
                                f"{', '.join(row.code for row in varieties.REVIEW_VARIETIES)}; default the paper's "
                                "`tw` (Taiwan Mandarin) and `cn` (Mainland Mandarin); or varieties of "

@@ -12,7 +12,7 @@ from sctc_assets.benchmarks.reviews import answers_new_prompts
 from sctc_assets.lib.progress import ProgressReporter
 from sctc_assets.lib.reviews import human_ratings, pilot
 from sctc_assets.lib.reviews.prediction_pairs import prediction_pairs
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "reviews"

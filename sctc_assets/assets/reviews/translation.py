@@ -10,6 +10,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.assets.catalog import GENERATION_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata
 from sctc_assets.assets.reviews.source import VARIETIES_FILE_FIELD
@@ -21,7 +22,7 @@ from sctc_assets.lib.reviews.declared import declared_varieties
 from sctc_assets.lib.reviews.requests import review_requests
 from sctc_assets.lib.reviews.scoring import PREDICTION_COLUMNS, predictions_table
 from sctc_assets.lib.reviews.varieties import pair_of_columns
-from sctc_assets.partitions import benchmark_partitions, models_partitions
+from sctc_assets.assets.partitions import benchmark_partitions, models_partitions
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
@@ -78,7 +79,8 @@ class ReviewTranslationPredictionsConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(REVIEWS), group_name=GROUP, kinds={"pandas", "parquet"},
-          pool=GENERATION_POOL, ins={"review_translations": dg.AssetIn(metadata={OPTIONAL_INPUT: True})})
+          pool=GENERATION_POOL, ins={"review_translations": dg.AssetIn(metadata={OPTIONAL_INPUT: True})},
+          deps=[SERVED_MODEL_KEY])
 def review_translation_predictions(context: dg.AssetExecutionContext, config: ReviewTranslationPredictionsConfig,
                                    review_translations: pd.DataFrame, review_pairs: pd.DataFrame,
                                    models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:

@@ -13,7 +13,7 @@ from sctc_assets.assets.metadata import table_metadata
 from sctc_assets.lib.paths import default_outputs_dir
 from sctc_assets.lib.sovereignty.pairs import baseline
 from sctc_assets.lib.sovereignty.pro_format import EXPORT_FOLDER, export_document, write_export
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 GROUP = "sovereignty"

@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.benchmarks.sovereignty import SOVEREIGNTY
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
@@ -20,7 +21,7 @@ from sctc_assets.lib.sovereignty.judge import parse_verdict
 from sctc_assets.lib.sovereignty.prompt_file import judge_prompt_for
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, PAPER_SAMPLES
 from sctc_assets.lib.sovereignty.requests import sovereignty_requests
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 
@@ -55,7 +56,7 @@ class SovereigntyResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(SOVEREIGNTY), group_name=GROUP, kinds={"pandas", "parquet"},
-          pool=GENERATION_POOL)
+          pool=GENERATION_POOL, deps=[SERVED_MODEL_KEY])
 def sovereignty_responses(context: dg.AssetExecutionContext, config: SovereigntyResponsesConfig,
                           sovereignty_prompts: pd.DataFrame, models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
     """One model's answers to the prompts of one language, through its backend and the response cache (`tsb-*`
@@ -66,7 +67,7 @@ def sovereignty_responses(context: dg.AssetExecutionContext, config: Sovereignty
     entry = models.entry(model)
     samples, overrides = SOVEREIGNTY.run_settings(config.model_dump(), entry)
     conditions = choose_conditions(config.conditions, config.conditions_file)
-    epoch = run_epoch(config.epoch, entry.benchmark_settings("sovereignty"))
+    epoch = run_epoch(config.epoch, entry.benchmark_settings("sovereignty")) or models.observed_epoch(entry)
     items, requests = sovereignty_requests(sovereignty_prompts, model, lang, samples, conditions, epoch)
     backend = models.backend(model, overrides=overrides)
     results = backend.generate(requests, cache=models.cache(),

@@ -19,7 +19,7 @@ from sctc_assets.lib.sovereignty.prompt_file import flag_table_by_set, with_cust
 from sctc_assets.lib.sovereignty.prompts import ITEM_KEYS, with_condition
 from sctc_assets.lib.sovereignty.answer_review import EMPTY_REVIEWS, apply_reviews, merge_reviews, read_reviews
 from sctc_assets.lib.sovereignty.scoring import score
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.tsb_upstream import TSBUpstreamResource
 

@@ -11,7 +11,7 @@ from sctc_assets.lib.sovereignty.metrics import (
     RATE_COLUMNS, SUMMARY_COLUMNS, model_summary, prompt_pass_rates, with_bh,
 )
 from sctc_assets.lib.sovereignty.plots import scores_figure
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 
 GROUP = "sovereignty"
 

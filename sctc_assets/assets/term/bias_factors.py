@@ -13,7 +13,7 @@ from sctc_assets.assets.bias_tokenizers import model_tokenizer
 from sctc_assets.lib import bias_factors as bf
 from sctc_assets.lib.corpus.tables import upstream_term_counts
 from sctc_assets.lib.varieties import SIMPLIFIED, TRADITIONAL
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource

@@ -21,7 +21,7 @@ from sctc_assets.lib.term.incorrect_types import (first_trial_incorrect, incorre
 from sctc_assets.lib.term.labelling import ITEM_KEYS
 from sctc_assets.lib.term.terms import LANGS
 from sctc_assets.lib.upstream_source import UpstreamFileMissing
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 

@@ -13,7 +13,7 @@ from sctc_assets.lib.term.labelling import LABEL_COLUMNS, REFUSAL, judge_labels,
 from sctc_assets.lib.term.terms import OTHER_LANG
 from sctc_assets.lib.term.upstream_labels import clean_judgements
 from sctc_assets.lib.upstream_source import UpstreamFileMissing, UpstreamSchemaError, UpstreamSource
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.io_manager import OPTIONAL_INPUT
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource

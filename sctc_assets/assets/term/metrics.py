@@ -9,7 +9,7 @@ from sctc_assets.assets.metadata import figure_file, table_metadata
 from sctc_assets.lib.report.headlines import term_headlines
 from sctc_assets.lib.term import categories, metrics
 from sctc_assets.lib.term.plots import choice_rates_figure
-from sctc_assets.partitions import models_partitions
+from sctc_assets.assets.partitions import models_partitions
 
 GROUP = "term"
 

@@ -7,10 +7,12 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.benchmarks.term import TERM
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
-from sctc_assets.assets.replay_answers import replayed_columns, replays
+from sctc_assets.assets.replay_answers import replayed_columns
+from sctc_assets.lib.backend_catalog import traits
 from sctc_assets.lib.frames import empty_table
 from sctc_assets.lib.generation import GenerationRequest, result_columns, strip_reasoning
 from sctc_assets.lib.progress import ProgressReporter
@@ -18,7 +20,7 @@ from sctc_assets.lib.term.judge import judge_prompt, parse_verdict
 from sctc_assets.lib.term.labelling import ITEM_KEYS, scorable
 from sctc_assets.lib.term.prompts import PAPER_TRIALS, generation_overrides
 from sctc_assets.lib.term.requests import term_requests
-from sctc_assets.partitions import benchmark_partitions, model_and_lang
+from sctc_assets.assets.partitions import benchmark_partitions, model_and_lang
 from sctc_assets.resources.model_registry import ModelRegistryResource
 from sctc_assets.resources.upstream import SCTCUpstreamResource
 
@@ -39,7 +41,7 @@ class TermResponsesConfig(dg.Config):
 
 @catalogued
 @dg.asset(partitions_def=benchmark_partitions(TERM), group_name=GROUP, kinds={"pandas", "parquet"},
-          pool=GENERATION_POOL)
+          pool=GENERATION_POOL, deps=[SERVED_MODEL_KEY])
 def term_responses(
     context: dg.AssetExecutionContext,
     config: TermResponsesConfig,
@@ -58,7 +60,7 @@ def term_responses(
     backend = models.backend(model, open_upstream=upstream.open, overrides=overrides)
     frame = selected[["lang", "prompt_variant", "term_id", "trial", "row", "prompt"]].copy()
     frame.insert(0, "model", model)
-    if replays(backend):
+    if traits(entry.backend).replays_benchmark(TERM.name):
         columns, usage = replayed_columns(backend, selected[["lang", "prompt_variant", "row"]].assign(
             benchmark="term"), context.log.info, f"term_responses {model}/{lang}")
         frame = frame.assign(**columns.set_axis(frame.index))

@@ -2,7 +2,8 @@
 `name_choice_tests` (else `name_choice_rates`), `name_permutation_stability` and `regional_names`; Table 23 from
 `name_pair_selection_rates` when a run named two candidates (`--name-pair`); Tables 31–33 (descriptive words in the
 names' explanations) from `name_explanation_words` and `name_talent_examples` (the authors' published extractions)
-beside `name_descriptor_words` / `name_descriptor_names` (a live extractor's, `--name-judge`)."""
+beside `name_descriptor_words` / `name_descriptor_names` (a live extractor's, `--name-judge`); the drift between two
+epochs from `name_drift` (`--name-drift`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pandas as pd
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.bias_factors import add_factor_figure
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
+from sctc_assets.lib.report.drift import rate_drift_tables
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import ReportInputs
 from sctc_assets.lib.report.intervals import Interval, wilson
@@ -327,6 +329,11 @@ def section(inputs: ReportInputs) -> Section:
             caption="Gaussian kernel density of the name counts of the two official name reports.",
             draw=partial(density_figure, names), source="regional_names (SC-TC-Bench source data)"))
     add_factor_figure(result, inputs, "name")
+    result.add(*rate_drift_tables(inputs.table("name_drift"), benchmark="name",
+                                  groups=[("experiment", "Experiment"), ("candidate_scope", "Candidates")],
+                                  rate_a="rate_a", rate_b="rate_b", difference="difference", digits=3,
+                                  unit="answer by answer (list × shuffle, valid in both), rules extraction, Mainland "
+                                       "rate among valid answers"))
     return result
 
 

@@ -7,26 +7,10 @@ import pandas as pd
 
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.document import Cell, TableSpec
+from sctc_assets.lib.report.drift import joined as _names, lang_name as _lang, sort_key as _sort
 from sctc_assets.lib.report.formatting import fixed
-from sctc_assets.lib.varieties import variety
 
 MAIN_PROMPT_SET = "stage1_sovereignty"
-
-
-def _lang(code: str) -> str:
-    try:
-        return variety(code).display_name
-    except (KeyError, ValueError):
-        return code
-
-
-def _sort(value) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
-
-
-def _names(values) -> str:
-    found = [str(value) for value in (list(values) if values is not None else [])]
-    return ", ".join(sorted(found)) or "–"
 
 
 def origin_table(tests: pd.DataFrame, rule: str) -> TableSpec | None:

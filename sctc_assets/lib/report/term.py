@@ -1,6 +1,6 @@
 """SC-TC-Bench regional term choice: Figures 2, 5, 7 and 8 and the S vs T tests, from `term_choice_rates` and
-`term_choice_tests`; misalignment by term category (`term_misalignment_by_category`) and Table 19
-(`term_incorrect_types`)."""
+`term_choice_tests`; misalignment by term category (`term_misalignment_by_category`), Table 19
+(`term_incorrect_types`) and the drift between two epochs (`term_drift`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pandas as pd
 from sctc_assets.lib.report import models as model_order
 from sctc_assets.lib.report.bias_factors import add_factor_figure
 from sctc_assets.lib.report.document import Cell, FigureSpec, Missing, Section, TableSpec
+from sctc_assets.lib.report.drift import rate_drift_tables
 from sctc_assets.lib.report.formatting import fixed, new_figure, not_run, value_cell
 from sctc_assets.lib.report.inputs import REFERENCE_ROWS, ReportInputs
 from sctc_assets.lib.report.intervals import Interval, from_columns, newcombe_difference, wilson
@@ -317,6 +318,9 @@ def section(inputs: ReportInputs) -> Section:
     result.add(*category_tables(inputs))
     result.add(incorrect_types_table(inputs))
     add_factor_figure(result, inputs, "term")
+    result.add(*rate_drift_tables(inputs.table("term_drift"), benchmark="term",
+                                  groups=[("prompt_variant", "Prompt variant")], rate_a="pct_a", rate_b="pct_b",
+                                  difference="diff_pct_points", unit="answer by answer (term × trial), rules labels, %"))
     return result
 
 

@@ -56,19 +56,24 @@ class ReviewVariety:
         return self.region.opencc_phrases if self.region is not None else None
 
 
+def mandarin_of(region: Region, prompt_language: str) -> ReviewVariety:
+    """The review variety of a Chinese region of `lib.varieties`: its code, names and OpenCC configurations are
+    the region's (`Taiwan Mandarin`, the Taiwan reviews)."""
+    return ReviewVariety(region.code, f"{region.display_name} Mandarin", region.display_name, prompt_language, region)
+
+
 # The paper asks about both Chinese varieties in English (its Limitations: no Chinese variety in the instructions).
 REVIEW_VARIETIES: tuple[ReviewVariety, ...] = (
-    ReviewVariety(TAIWAN.code, f"{TAIWAN.display_name} Mandarin", TAIWAN.display_name, "en", TAIWAN),
-    ReviewVariety(MAINLAND.code, f"{MAINLAND.display_name} Mandarin", MAINLAND.display_name, "en", MAINLAND),
+    mandarin_of(TAIWAN, "en"),
+    mandarin_of(MAINLAND, "en"),
     ReviewVariety("en-gb", "British English", "British", "en"),
     ReviewVariety("en-us", "American English", "American", "en"),
 )
 _BY_CODE = {row.code: row for row in REVIEW_VARIETIES}
 _BY_SUFFIX = {row.suffix: row for row in REVIEW_VARIETIES}
 
-# The paper's pair (Taiwan first): the default of `--reviews-pair`.
-VARIETIES = (TAIWAN.code, MAINLAND.code)
-DEFAULT_VARIETY_MAP = {code: code for code in VARIETIES}
+# The paper's pair (Taiwan first): the codes `--reviews-pair` takes by default.
+DEFAULT_PAIR = (TAIWAN.code, MAINLAND.code)
 
 
 def known_varieties(declared: Sequence[ReviewVariety] = ()) -> dict[str, ReviewVariety]:
@@ -122,7 +127,7 @@ def variety_pair(codes: Sequence[str] | None = None, declared: Sequence[ReviewVa
     """The declared pair (default the paper's `tw cn`) among `REVIEW_VARIETIES` and the `declared` ones (a
     varieties file's); ValueError for an unknown variety or twice the same."""
     known = known_varieties(declared)
-    codes = [str(code).lower() for code in (codes or VARIETIES)]
+    codes = [str(code).lower() for code in (codes or DEFAULT_PAIR)]
     if len(codes) != 2 or codes[0] == codes[1]:
         raise ValueError(f"a review pair is two different varieties, got {' '.join(codes)}")
     unknown = [code for code in codes if code not in known]

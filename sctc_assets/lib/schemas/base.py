@@ -121,7 +121,7 @@ def frame_problems(frame: pd.DataFrame, schema: TableSchemaSpec) -> list[str]:
 def markdown(schemas: Mapping[str, TableSchemaSpec], order: Iterable[str] | None = None) -> str:
     """The column reference (`docs/tables.md`): one section per table, in `order` (default: declaration order)."""
     lines = ["# Table columns", "",
-             "Generated from `sctc_assets/lib/schemas/` by `python -m sctc_assets.lib.schemas > docs/tables.md`;",
+             "Generated from `sctc_assets/lib/schemas/` by `python -m sctc_assets.benchmarks.tables > docs/tables.md`;",
              "the Dagster UI shows the same schema on each asset. Types: `string`, `int`, `float`, `bool`,",
              "`list<…>`, `json`; any column may hold missing values.", ""]
     for name in order or schemas:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sctc_assets.lib.schemas.base import table
 from sctc_assets.lib.schemas.common import COMMON
+from sctc_assets.lib.schemas.drift import DRIFT
 
 C = {
     **COMMON,
@@ -356,4 +357,25 @@ TABLES = [
         ("survives", "bool", "For a result significant in the paper's test: still significant with the list as "
                              "the unit; missing for the others."),
     ], C),
+    table("name_drift", [
+        "model", "lang", "experiment", "candidate_scope",
+        ("extraction_source", "string", "The extraction compared: `rules` (the one that needs neither published "
+                                        "extractions nor a judge)."),
+        ("measure", "string", "The outcome compared: `mainland` (the Mainland candidate chosen, among valid answers)."),
+        "epoch_a", "epoch_b", "n_design", "missing_a", "missing_b",
+        ("n_a", "int", "Answers of `epoch_a` found (as `n` of `name_choice_rates`)."),
+        ("n_b", "int", "Answers of `epoch_b` found."),
+        ("n_valid_a", "int", "Of them, valid answers of `epoch_a` (exactly one candidate, with a region)."),
+        ("n_valid_b", "int", "Valid answers of `epoch_b`."),
+        ("rate_a", "float", "Mainland rate (0–1) among the valid answers of `epoch_a`, as `name_choice_rates` "
+                            "computes it; missing without a valid answer."),
+        ("rate_b", "float", "The same for `epoch_b`."),
+        ("difference", "float", "`rate_b − rate_a`: the change from A to B."),
+        "n_pairs", "mcnemar_b", "mcnemar_c", "p_exact",
+        ("flipped_from", "list<string>", "The answers (`<list_source>:<list_id>#<shuffle>`) choosing the Mainland "
+                                         "candidate in `epoch_a` and the Taiwanese one in `epoch_b`."),
+        ("flipped_to", "list<string>", "The answers choosing the Taiwanese candidate in `epoch_a` and the Mainland "
+                                       "one in `epoch_b`."),
+        "served_a", "served_b",
+    ], {**C, **DRIFT}),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sctc_assets.lib.schemas.base import table
 from sctc_assets.lib.schemas.common import COMMON
+from sctc_assets.lib.schemas.drift import DRIFT
 
 C = {
     **COMMON,
@@ -273,4 +274,21 @@ TABLES = [
                                             "when no number of trials reaches it."),
         ("design", "string", "The two power designs, in words."),
     ], C),
+    table("term_drift", [
+        "model", "lang", "prompt_variant",
+        ("label_source", "string", "The labels compared: `rules` (the one source that needs neither published "
+                                   "labels nor a judge)."),
+        "measure", "epoch_a", "epoch_b", "n_design", "missing_a", "missing_b",
+        ("n_a", "int", "Labelled answers of `epoch_a` (the rate's denominator, as in `term_choice_rates`)."),
+        ("n_b", "int", "Labelled answers of `epoch_b`."),
+        ("pct_a", "float", "Percentage (0–100) of `epoch_a`'s answers with the measured label, as "
+                           "`term_choice_rates` computes it (all terms)."),
+        ("pct_b", "float", "The same for `epoch_b`."),
+        ("diff_pct_points", "float", "`pct_b − pct_a` in percentage points: the change from A to B."),
+        "n_pairs", "mcnemar_b", "mcnemar_c", "p_exact",
+        ("flipped_from", "list<string>", "The answers (`<term_id>#<trial>`) with the label in `epoch_a` and "
+                                         "without it in `epoch_b`."),
+        ("flipped_to", "list<string>", "The answers without the label in `epoch_a` and with it in `epoch_b`."),
+        "served_a", "served_b",
+    ], {**C, **DRIFT}),
 ]

@@ -1,8 +1,7 @@
 """Drift: one registry key's answers at two times (two epoch tags, `--sovereignty-epoch`), compared prompt by prompt.
 
-An epoch tag enters the request's cache identity (`lib/cache_common.request_identity`), so asking again under a new
-tag is a new sample and the cache keeps both answers; without a tag the keys are the ones they always were, named
-`none` here. `drift_table` never calls a model: it rebuilds each epoch's requests, reads their answers from the cache
+How epochs, the cache lookup and the pairing work is `lib/drift.py`'s, shared with the term and name benchmarks.
+`drift_table` never calls a model: it rebuilds each epoch's requests, reads their answers from the cache
 (`cached_answers`), scores them with the benchmark's rules (`code` and `paper`; reviews and the judge are not applied)
 and, per scoring rule and language, pairs the two epochs' outcomes: exact McNemar (b = pass in A and fail in B,
 c = the reverse), and the prompts that flipped. An answer the cache lacks is `missing` (counted, never a failure);
@@ -13,21 +12,16 @@ change of served version shows next to the drift it brought.
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
 from sctc_assets.lib import stats
-from sctc_assets.lib.cache_common import cache_key
+from sctc_assets.lib.drift import drift_epochs, epoch_tag, served_versions, with_epoch
 from sctc_assets.lib.generation import GenerationRequest, GenerationResult
 from sctc_assets.lib.sovereignty.flags import flag_table, missing_answer
 from sctc_assets.lib.sovereignty.scoring import score
 
-# The name of the untagged answers (no `--sovereignty-epoch`): their keys carry no epoch.
-NO_EPOCH = "none"
-EPOCH_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 DRIFT_RULES = ("code", "paper")
 DRIFT_COLUMNS = ["model", "scoring_rule", "prompt_set", "lang", "epoch_a", "epoch_b", "unit", "n_design",
                  "answered_a", "answered_b", "missing_a", "missing_b", "n_pairs", "passed_a", "passed_b",
@@ -35,36 +29,11 @@ DRIFT_COLUMNS = ["model", "scoring_rule", "prompt_set", "lang", "epoch_a", "epoc
                  "served_b"]
 
 
-def epoch_tag(value: Any, *, where: str = "--sovereignty-epoch") -> str | None:
-    """A valid epoch tag, or None for no tag (unset, empty or `none`)."""
-    if value is None or value == "" or value == NO_EPOCH:
-        return None
-    if not isinstance(value, str) or not EPOCH_PATTERN.match(value):
-        raise ValueError(f"{where}: epoch tag {value!r}: expected letters, digits, '.', '_', ':' or '-' (at most 64, "
-                         "starting with a letter or digit), e.g. 2026-08")
-    return value
-
-
 def run_epoch(configured: str | None, model_settings: Mapping[str, Any] | None) -> str | None:
     """The run's epoch tag: the configured one, else the registry's `benchmarks.sovereignty.epoch`, else none."""
     if configured:
         return epoch_tag(configured)
     return epoch_tag((model_settings or {}).get("epoch"), where="registry benchmarks.sovereignty.epoch")
-
-
-def with_epoch(requests: Sequence[GenerationRequest], epoch: str | None) -> list[GenerationRequest]:
-    return [dataclasses.replace(request, epoch=epoch) for request in requests] if epoch else list(requests)
-
-
-def cached_answers(backend: Any, cache: Any, requests: Sequence[GenerationRequest]) -> list[GenerationResult | None]:
-    """Each request's stored answer (None: not in the cache), keyed as `ModelBackend.generate` keys it (the
-    backend's seed for the trial filled in); never a model call."""
-    identity = backend.identity()
-    seeded = [request if request.seed is not None else
-              dataclasses.replace(request, seed=backend.request_seed(request)) for request in requests]
-    keys = [cache_key(identity, request) for request in seeded]
-    found = cache.get_many(list(dict.fromkeys(keys)))
-    return [found.get(key) for key in keys]
 
 
 def answer_rows(items: Sequence[Mapping[str, Any]], results: Sequence[GenerationResult | None]) -> pd.DataFrame:
@@ -78,14 +47,6 @@ def answer_rows(items: Sequence[Mapping[str, Any]], results: Sequence[Generation
             continue
         rows.append({**record, "response": record.pop("text")})
     return pd.DataFrame(rows)
-
-
-def _served(frame: pd.DataFrame) -> list[str]:
-    found = []
-    for column in ("served_model", "system_fingerprint"):
-        if column in frame:
-            found += [f"{column}={value}" for value in sorted({str(v) for v in frame[column].dropna() if str(v)})]
-    return found
 
 
 def _units(passed: pd.DataFrame, several: bool) -> pd.Series:
@@ -142,9 +103,7 @@ def drift_table(model: str, langs: Sequence[str], epochs: Sequence[str], red_fla
                 lookup: Callable[[list[GenerationRequest]], list[GenerationResult | None]]) -> pd.DataFrame:
     """Per scoring rule and language: `epochs[0]` against `epochs[1]` for one model. `requests_for(lang)` builds the
     language's untagged items and requests as `sovereignty_responses` does; `lookup` reads answers from the cache."""
-    if len(epochs) != 2 or epochs[0] == epochs[1]:
-        raise ValueError(f"--sovereignty-drift: expected two different epoch tags, got {list(epochs)}")
-    tags = {epoch: epoch_tag(epoch, where="--sovereignty-drift") for epoch in epochs}
+    tags = drift_epochs(epochs, "--sovereignty-drift")
     rows: list[dict[str, Any]] = []
     for lang in langs:
         items, requests = requests_for(lang)
@@ -152,7 +111,7 @@ def drift_table(model: str, langs: Sequence[str], epochs: Sequence[str], red_fla
         for epoch in epochs:
             answers = answer_rows(items, lookup(with_epoch(requests, tags[epoch])))
             answered[epoch] = len(answers)
-            served[epoch] = _served(answers)
+            served[epoch] = served_versions(answers)
             scored[epoch] = score(flag_table(answers, red_flags), None, errors_are_data=False) \
                 if not answers.empty else pd.DataFrame(columns=["scoring_rule", "prompt_set"])
         rows += compare_epochs(model, lang, (epochs[0], epochs[1]), len(items), samples, scored, served, answered)

@@ -244,11 +244,10 @@ def _is_csld(path: Path) -> bool:
 def load_source(source: str, *, name: str, catalog: Catalog | None = None, require_definitions: bool = True,
                 open_sctc: Any = None) -> ItemSet:
     """The item set `source` names (see the module docstring). `open_sctc()`: the SC-TC-Bench upstream opener, for
-    the `sctc` source (default `lib.sctc_source.open_sctc_upstream`)."""
+    the `sctc` source (default `lib.sctc_upstream.open_sctc_upstream`)."""
     catalog = catalog or load_catalog()
     if source == DEFAULT_SET:
-        from sctc_assets.lib.sctc_source import open_sctc_upstream
-        from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE
+        from sctc_assets.lib.sctc_upstream import TERM_COLUMNS, TERMS_FILE, open_sctc_upstream
         from sctc_assets.lib.term.items import from_sctc_upstream
         from sctc_assets.lib.term.terms import parse_terms
 

@@ -1,12 +1,15 @@
-"""The estimate `sctc plan` and `sctc run --dry-run` print: the model calls a run would make, per model × benchmark ×
-partition, with cached answers, tokens and cost.
+"""`sctc plan` (alias `sctc estimate`, and `sctc run --dry-run`): what the run would ask, and its cost.
+
+The estimate it prints: the model calls a run would make, per model × benchmark × partition, with cached answers,
+tokens and cost.
 
 Each benchmark's spec lists its partitions' requests (its `design`): the prompt tables are built from the same
 upstream data and library functions as the input assets, and each partition's requests by the builder its response
 asset calls (`lib/<benchmark>/requests.py`), so the plan and the run cannot drift apart (`test_estimate` runs both
 and compares). This module adds what the backends say (cache identity, tokenizer, prices) and the response cache's
 counts. A model that goes by batch (`batch: true`, `sctc run --batch`) is priced at its batch price
-(`batch_price_factor` × the registry's prices). Nothing is materialized and no model is called; the asset definitions are not loaded (only the backends).
+(`batch_price_factor` × the registry's prices). Nothing is materialized and no model is called; the asset definitions
+are not loaded (only the backends).
 
 A benchmark's estimate can carry extra lines (e.g. the power of the design): its spec's `estimate_lines`, each
 receiving the `BenchmarkDesign` (every partition's selected prompt rows and requests, and each model's run
@@ -16,18 +19,45 @@ settings) and returning lines printed under the benchmark's table. Each model's 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from typing import Any, Callable, Mapping, Sequence
 
 from sctc_assets.benchmarks import SPECS
+from sctc_assets.cli.selection import batch_environment, models_per_benchmark, print_problems, select_for_run, specs_of
+from sctc_assets.cli.validation import key_problems
 from sctc_assets.lib.batch_settings import batch_pricing
 from sctc_assets.lib.cache import Cache, cache_exists, open_cache
 from sctc_assets.lib.generation import GenerationRequest
-from sctc_assets.lib.estimate import SCRIPT_RULE, BenchmarkDesign, Estimate, TokenCounter, estimate_partition
+from sctc_assets.lib.cost_estimate import (SCRIPT_RULE, BenchmarkDesign, Estimate, TokenCounter, estimate_partition,
+                                      render)
 from sctc_assets.lib.model_registry import ModelEntry
-from sctc_assets.lib.sctc_source import open_sctc_upstream
+from sctc_assets.lib.sctc_upstream import open_sctc_upstream
+from sctc_assets.lib.upstream_source import UpstreamError
 from sctc_assets.resources.model_registry import ModelRegistryResource
+
+# --- the command ------------------------------------------------------------------------------------------------------
+
+def main(args: argparse.Namespace) -> int:
+    with batch_environment():  # --batch and --no-wait last as long as the command
+        return _plan(args)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    selection = select_for_run(args, check_keys=False)
+    if isinstance(selection, int):
+        return selection
+    try:
+        estimate = build_estimate(models_per_benchmark(args, selection), selection.entries, vars(args))
+    except (UpstreamError, ValueError, OSError) as exc:
+        return print_problems([str(exc)])
+    estimate.warnings += [f"{problem}: `sctc run` would stop here"
+                          for problem in key_problems(selection.entries, selection.running(specs_of(args.benchmarks)),
+                                                      args.benchmarks, vars(args))]
+    print(render(estimate))
+    return 0
+
 
 # --- backends, tokenizers and the cache ------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The assets of every registered item set, for the defs folder loader to find."""
 
-from sctc_assets.assets.variety_terms.factory import item_set_assets
+from sctc_assets.assets.item_sets.factory import item_set_assets
 from sctc_assets.benchmarks import SPECS
 from sctc_assets.benchmarks.item_sets import entry_of
 

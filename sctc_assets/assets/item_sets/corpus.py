@@ -25,8 +25,8 @@ from sctc_assets.lib.corpus.item_sets import (distinct_strings, item_regions, it
 from sctc_assets.lib.corpus.matcher import FormMatcher, Tally, count_texts
 from sctc_assets.lib.corpus.sources import shard_texts
 from sctc_assets.lib.corpus.totals import count_fingerprints, shard_frame
-from sctc_assets.lib.schemas.variety_corpus import item_set_corpus_schemas
-from sctc_assets.partitions import corpus_shard_partitions
+from sctc_assets.lib.schemas.item_set_corpus import item_set_corpus_schemas
+from sctc_assets.assets.partitions import corpus_shard_partitions
 from sctc_assets.resources.corpora import CorpusRegistryResource
 
 CODE_VERSION = "1"  # bump when a change here or in lib/corpus/item_sets.py can change what the assets write

@@ -14,7 +14,7 @@ import dagster as dg
 from sctc_assets.lib.batches import ABANDONED, COLLECTED, BatchRecord
 from sctc_assets.lib.cache import Cache
 from sctc_assets.lib.model_registry import RegistryError
-from sctc_assets.partitions import MODELS_PARTITION_NAME
+from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.batch_wait import (BATCHES_TAG, PARTITION_TAG, SENSOR, listed, mark_retried, retries_of,
                                               retry_tags, stop_waiting, waiting_runs)
 from sctc_assets.resources.model_registry import ModelRegistryResource

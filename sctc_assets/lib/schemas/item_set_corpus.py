@@ -1,7 +1,7 @@
 """Columns of an item set's corpus count tables (`<prefix>_corpus_counts`, `<prefix>_corpus_term_counts`).
 
 The tables exist once per registered item set, so their schemas are made per asset prefix and are not in the fixed
-`TABLE_SCHEMAS`; `sctc_assets.assets.variety_terms.corpus` attaches them to the assets it makes.
+`TABLE_SCHEMAS`; `sctc_assets.assets.item_sets.corpus` attaches them to the assets it makes.
 """
 
 from __future__ import annotations

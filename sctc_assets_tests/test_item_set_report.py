@@ -1,4 +1,4 @@
-"""The report part of an item set (`lib/report/variety_terms.for_item_set`), built through the report machinery
+"""The report part of an item set (`lib/report/item_sets.for_item_set`), built through the report machinery
 from the tables `lib/term/variety_metrics` writes: a heatmap per model, the aligned % per variety in the
 scorecard, and (when Chromium is present) the same seen in a browser."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from sctc_assets.benchmarks import ReportSection
 from sctc_assets.lib.report import ReportInputs, build_report
-from sctc_assets.lib.report.variety_terms import for_item_set
+from sctc_assets.lib.report.item_sets import for_item_set
 from sctc_assets.lib.term import variety_metrics as vm
 from sctc_assets_tests.chromium import Browser, find_chromium
 from sctc_assets_tests.test_variety_metrics import REGIONS, VARIETIES, always_taiwan

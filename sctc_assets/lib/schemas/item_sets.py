@@ -2,7 +2,7 @@
 prompting varieties.
 
 Not in the fixed `TABLE_SCHEMAS`: an item set names its tables by its prefix and its `term_<region>` columns by its
-regions, so each item set's spec passes `variety_term_schemas(prefix, regions)` through its `schemas` field.
+regions, so each item set's spec passes `item_set_term_schemas(prefix, regions)` through its `schemas` field.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ C = {
 }
 
 
-def variety_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSchemaSpec, ...]:
+def item_set_term_schemas(prefix: str, regions: Iterable[str]) -> tuple[TableSchemaSpec, ...]:
     """The schemas of an item set's term tables: `<prefix>_items`, `_prompts`, `_responses`, `_judgements`,
     `_labels`, `_by_concept`, `_rates`, `_matrix`, `_contrasts` and `_power`; `regions`: every region a set may have
     (one optional `term_<region>` column each)."""

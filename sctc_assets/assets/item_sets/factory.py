@@ -11,9 +11,10 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from sctc_assets.assets.automation import SERVED_MODEL_KEY
 from sctc_assets.assets.catalog import GENERATION_POOL, JUDGE_POOL, catalogued, content_version
 from sctc_assets.assets.metadata import generation_metadata, table_metadata, usage_metadata
-from sctc_assets.assets.variety_terms.corpus import item_set_corpus_assets
+from sctc_assets.assets.item_sets.corpus import item_set_corpus_assets
 from sctc_assets.benchmarks.item_sets import loaded
 from sctc_assets.benchmarks.spec import BenchmarkSpec
 from sctc_assets.lib.frames import empty_table
@@ -28,7 +29,7 @@ from sctc_assets.lib.term.region_labels import PAPER_RULE, label_frame, rule_for
 from sctc_assets.lib.term.requests import variety_requests
 from sctc_assets.lib.term.variety_prompts import build_variety_prompts
 from sctc_assets.lib.varieties import load_catalog
-from sctc_assets.partitions import benchmark_partitions, models_partitions
+from sctc_assets.assets.partitions import benchmark_partitions, models_partitions
 from sctc_assets.resources.model_registry import ModelRegistryResource
 
 RESPONSE_COLUMNS = ["model", "variety", "region", "prompt_variant", "concept_id", "trial", "row", "prompt",
@@ -133,7 +134,8 @@ def item_set_assets(spec: BenchmarkSpec, entry: ItemSetEntry) -> list:
 
     @catalogued
     @dg.asset(name=f"{prefix}_responses", group_name=group, kinds=KINDS, partitions_def=partitions,
-              ins={"prompts": dg.AssetIn(f"{prefix}_prompts")}, pool=GENERATION_POOL)
+              ins={"prompts": dg.AssetIn(f"{prefix}_prompts")}, pool=GENERATION_POOL,
+              deps=[SERVED_MODEL_KEY])
     def responses(context: dg.AssetExecutionContext, config: ItemSetResponsesConfig, prompts: pd.DataFrame,
                   models: ModelRegistryResource) -> dg.Output[pd.DataFrame]:
         """One model's answers in one prompting variety, through its backend and the response cache. Errors after
