@@ -63,6 +63,17 @@ def observe_due(entries: Mapping[str, ModelEntry], last: Mapping[str, float], no
     return events, times, errors
 
 
+def _observe_registry(models: ModelRegistryResource, last: Mapping[str, float],
+                      context: Any) -> tuple[list[dg.AssetObservation], dict[str, float]]:
+    """`observe_due` over the registry's enabled entries now, against the versions the instance last recorded; the
+    endpoints that could not be observed are warned about in `context`'s log (the asset's, or the sensor's)."""
+    events, times, errors = observe_due(models.enabled_entries(), last, time.time(),
+                                        lambda key: latest_version(context.instance, key))
+    for error in errors:
+        context.log.warning(error)
+    return events, times
+
+
 # `observable_source_asset` is beta in Dagster 1.13; the warning would be printed by every process that loads the
 # definitions (the daemon's runs included).
 with warnings.catch_warnings():
@@ -77,10 +88,7 @@ with warnings.catch_warnings():
     def served_model(context: dg.AssetExecutionContext, models: ModelRegistryResource) -> dg.DataVersionsByPartition:
         # every observed entry now (none observed before in this call: all due); only the changed versions, as the
         # sensor records them
-        events, _, errors = observe_due(models.enabled_entries(), {}, time.time(),
-                                        lambda key: latest_version(context.instance, key))
-        for error in errors:
-            context.log.warning(error)
+        events, _ = _observe_registry(models, {}, context)
         return dg.DataVersionsByPartition({event.partition: event.tags[DATA_VERSION_TAG] for event in events})
 
 
@@ -91,9 +99,5 @@ with warnings.catch_warnings():
                        "on the `served_model` asset when it changed; with automation on, a change starts that "
                        "model's answers again. Entries without `observe:` cost nothing.")
 def served_models_sensor(context: dg.SensorEvaluationContext, models: ModelRegistryResource) -> dg.SensorResult:
-    last = json.loads(context.cursor) if context.cursor else {}
-    events, times, errors = observe_due(models.enabled_entries(), last, time.time(),
-                                        lambda key: latest_version(context.instance, key))
-    for error in errors:
-        context.log.warning(error)
+    events, times = _observe_registry(models, json.loads(context.cursor) if context.cursor else {}, context)
     return dg.SensorResult(asset_events=events, cursor=json.dumps(times, sort_keys=True))

@@ -82,9 +82,10 @@ def say_skipped(selection: ModelSelection, spec) -> None:
 
 def models_per_benchmark(args: argparse.Namespace, selection: ModelSelection) -> dict[str, list[str]]:
     """The models each chosen benchmark runs: those whose registry entry can answer it (the others said so)."""
-    for spec in specs_of(args.benchmarks):
+    specs = specs_of(args.benchmarks)
+    for spec in specs:
         say_skipped(selection, spec)
-    return selection.served_by(specs_of(args.benchmarks))
+    return selection.served_by(specs)
 
 
 def select_for_run(args: argparse.Namespace, *, check_keys: bool) -> ModelSelection | int:

@@ -204,19 +204,16 @@ class Audit(dg.Component, dg.Resolvable, dg.Model):
         return str(candidate if candidate.is_absolute() else (root / candidate).resolve())
 
     def resources(self, context: dg.ComponentLoadContext) -> dict:
-        from sctc_assets.assets.shared import shared_resources
+        return _location_resources(self.location_settings(context))
 
-        return shared_resources(upstream=self._resolve(self.upstream, context),
-                                registry=self._resolve(self.registry, context),
-                                cache=self._resolve(self.cache, context), storage=self._resolve(self.storage, context),
-                                max_calls=self.max_calls, max_cost_usd=self.max_cost_usd)
-
-    # The attributes that configure the location's shared resources: every audit of one location must agree on them.
+    # The attributes that configure the location's shared resources (by `shared_resources`' parameter names): every
+    # audit of one location must agree on them. Those of `LOCATION_PATHS` are paths or URLs (`_resolve`).
     LOCATION_SETTINGS: ClassVar[tuple[str, ...]] = ("registry", "upstream", "storage", "cache", "max_calls", "max_cost_usd")
+    LOCATION_PATHS: ClassVar[tuple[str, ...]] = ("registry", "upstream", "storage", "cache")
 
     def location_settings(self, context: dg.ComponentLoadContext) -> dict:
-        return {name: (self._resolve(getattr(self, name), context) if name in ("registry", "upstream", "storage",
-                                                                              "cache") else getattr(self, name))
+        return {name: (self._resolve(getattr(self, name), context) if name in self.LOCATION_PATHS
+                       else getattr(self, name))
                 for name in self.LOCATION_SETTINGS}
 
     def _claim_location(self, context: dg.ComponentLoadContext) -> tuple[dict, bool]:
@@ -224,10 +221,10 @@ class Audit(dg.Component, dg.Resolvable, dg.Model):
         same project that configures them otherwise, or takes the same prefix, is an error naming the attribute.
         Also whether this is the location's first audit (it brings the location's one `served_model` source asset
         and its observing sensor)."""
+        settings = self.location_settings(context)
         tree = getattr(context, "component_tree", None)
         if tree is None:  # built outside a defs folder (a test, a script): nothing to share resources with
-            return self.resources(context), True
-        settings = self.location_settings(context)
+            return _location_resources(settings), True
         if _LOADED["tree"] is not tree:
             _LOADED.update(tree=tree, audits={}, resources=None)
         loaded = _LOADED["audits"]
@@ -245,7 +242,7 @@ class Audit(dg.Component, dg.Resolvable, dg.Model):
         loaded[self.key_prefix] = settings
         # the very objects: Dagster merges the audits' definitions only where they bind the same resource objects
         if _LOADED["resources"] is None:
-            _LOADED["resources"] = self.resources(context)
+            _LOADED["resources"] = _location_resources(settings)
         return _LOADED["resources"], first
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
@@ -290,9 +287,9 @@ class Audit(dg.Component, dg.Resolvable, dg.Model):
     def _jobs(self, specs: list) -> list:
         """Each benchmark's stage jobs under the prefix (`<key_prefix>_term_model_lang`, …), with the audit's run
         options as their config."""
-        jobs = []
+        jobs, options = [], self.options_namespace()
         for spec in specs:
-            config = {name: values for name, values in spec.config(self.options_namespace()).items()
+            config = {name: values for name, values in spec.config(options).items()
                       if name in spec.assets}
             for stage, (name, selection) in spec.job_selections().items():
                 ops = {asset: {"config": _present(config[asset])}
@@ -356,6 +353,13 @@ class Audit(dg.Component, dg.Resolvable, dg.Model):
             run_tags={"sctc/launched_by": "automation", "sctc/audit": self.key_prefix},
             description=f"The package's opt-in automation for audit {self.key_prefix}: a model's answers start its "
                         "labels and tables; it never asks the model under test.")
+
+
+def _location_resources(settings: dict) -> dict:
+    """The code location's resources from an audit's `location_settings` (paths already resolved)."""
+    from sctc_assets.assets.shared import shared_resources
+
+    return shared_resources(**settings)
 
 
 def _prefixed_checks(modules: list, prefix: str) -> list:
