@@ -15,11 +15,12 @@ from sctc_assets.assets.served_models import observe_due
 from sctc_assets.benchmarks import TERM
 from sctc_assets.definitions import defs, shared_resources
 from sctc_assets.lib.model_registry import RegistryError, load_registry
-from sctc_assets.lib.served_model import PROBE_PROMPT, ServedVersion, epoch_of, observe_openai
+from sctc_assets.lib.served_model import PROBE_PROMPT, ObserveError, ServedVersion, epoch_of, observe_openai
 from sctc_assets.assets.partitions import MODELS_PARTITION_NAME
 from sctc_assets.resources.served_epoch import DATA_VERSION_TAG, latest_epoch, latest_version
 from sctc_assets.definitions import every_asset
-from sctc_assets_tests.openai_stub_server import StubOpenAIServer, completion, echo_reply
+from sctc_assets_tests.openai_stub_server import (DROP_CONNECTION, StubOpenAIServer, StubReply, api_error, completion,
+                                                  cut_short, echo_reply, garbled)
 
 KEY_ENV = "SCTC_TEST_SERVED_KEY"
 EVERY_ASSET = every_asset(defs)
@@ -284,3 +285,43 @@ def test_answers_stored_before_served_model_existed_stay_unchanged_until_the_mod
                            StaleCauseCategory.DEPENDENCIES, "has a new dependency on term_prompts",
                            AssetKeyPartitionKey(dg.AssetKey("term_prompts"), None))
         assert not staleness._new_unobserved_source(other)
+
+
+def test_an_endpoint_that_answers_the_probe_badly_is_an_observation_error_never_a_change(tmp_path, monkeypatch):
+    """429 with Retry-After, a 5xx, an HTML page with status 200, JSON cut short, a dropped connection and an answer
+    naming no model: each probe is one request, records nothing (no new served version, so no re-audit), and says
+    which endpoint and model failed, without the key; the entry is due again at its next interval."""
+    monkeypatch.setenv(KEY_ENV, "sk-secret-probe-key")
+    with ServingStub({"m-a": "m-a-v1", "m-b": "m-b-v1"}) as stub:
+        entries = {key: entry for key, entry in load_registry(write_registry(tmp_path, stub.base_url)).items()
+                   if key == "watched-a"}
+        nameless = echo_reply(PROBE_PROMPT)
+        del nameless.body["model"]
+        bad = [api_error(429, "Rate limit reached for requests", code="rate_limit_exceeded",
+                         headers={"Retry-After": "7"}),
+               api_error(503, "The server is overloaded"),
+               garbled(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+               cut_short(completion("ok", model="m-a-v1")),
+               DROP_CONNECTION,
+               StubReply(200, nameless.body)]
+        stub.script(PROBE_PROMPT, *bad)
+        errors_seen = []
+        for attempt in range(len(bad)):
+            events, times, errors = observe_due(entries, {}, 1000.0 + attempt, lambda key: None)
+            assert events == [] and times == {"watched-a": 1000.0 + attempt}
+            assert len(errors) == 1 and errors[0].startswith(f"watched-a: {stub.base_url}: observing 'm-a'")
+            errors_seen += errors
+        assert len(stub.requests) == len(bad)  # one request per probe: the probe does not retry within a call
+        assert not any("sk-secret-probe-key" in error for error in errors_seen)
+        # the next probe gets an answer: the served version is recorded
+        events, _, errors = observe_due(entries, {}, 2000.0, lambda key: None)
+    assert errors == [] and [event.partition for event in events] == ["watched-a"]
+    assert events[0].tags[DATA_VERSION_TAG] == ServedVersion("m-a-v1", "fp-m-a-v1").data_version
+
+
+def test_a_hanging_endpoint_is_an_observation_error_after_the_probe_timeout(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "k")
+    with ServingStub({"m-a": "m-a-v1"}) as stub:
+        stub.script(PROBE_PROMPT, StubReply(200, completion("ok", model="m-a-v1").body, delay_s=3.0))
+        with pytest.raises(ObserveError, match=f"{stub.base_url}: observing 'm-a' failed: .*timed out"):
+            observe_openai({"base_url": stub.base_url, "model": "m-a", "api_key_env": KEY_ENV}, timeout_s=0.5)
